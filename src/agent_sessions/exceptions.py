@@ -1,0 +1,70 @@
+"""The exceptions that agent-sessions raises.
+
+Every error the package raises on purpose derives from [`AgentSessionsError`][agent_sessions.AgentSessionsError],
+so `except AgentSessionsError` catches all of them. The tree:
+
+```text
+AgentSessionsError
+├── SessionError                  a session could not do what was asked
+│   ├── SessionClosedError        the session (or its database) was closed
+│   ├── SessionStorageError       the storage backend failed (a driver error is chained)
+│   └── SessionSchemaError        the stored schema is newer than this release understands
+├── UserError                     the caller passed something that cannot work (bad options)
+└── AgentsError                   a run did not finish
+    ├── MaxTurnsExceeded          the agent used up `max_turns` without a final answer
+    └── ModelBehaviorError        the model returned something the runner cannot use
+```
+
+Input that has the wrong type or value raises the standard `TypeError` or `ValueError`, with a
+message that names the offending argument or item.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentSessionsError",
+    "AgentsError",
+    "MaxTurnsExceeded",
+    "ModelBehaviorError",
+    "SessionClosedError",
+    "SessionError",
+    "SessionSchemaError",
+    "SessionStorageError",
+    "UserError",
+]
+
+
+class AgentSessionsError(Exception):
+    """Base class of every exception that agent-sessions raises on purpose."""
+
+
+class SessionError(AgentSessionsError):
+    """A session could not carry out the requested operation."""
+
+
+class SessionClosedError(SessionError):
+    """The session, or the database it uses, was closed before the operation."""
+
+
+class SessionStorageError(SessionError):
+    """The storage backend failed; the driver's own exception is chained as `__cause__`."""
+
+
+class SessionSchemaError(SessionError):
+    """The stored schema was written by a newer release, or is not a session schema at all."""
+
+
+class UserError(AgentSessionsError):
+    """The caller combined options that cannot work together, or passed an unusable object."""
+
+
+class AgentsError(AgentSessionsError):
+    """A run of an agent did not finish."""
+
+
+class MaxTurnsExceeded(AgentsError):
+    """The agent used up its `max_turns` without producing a final answer."""
+
+
+class ModelBehaviorError(AgentsError):
+    """The model returned output the runner cannot use (for example, a call to an unknown tool)."""

@@ -1,0 +1,54 @@
+"""Shielding a storage mutation from the cancellation of its caller."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from typing import TypeVar
+
+__all__ = ["await_session_mutation"]
+
+_T = TypeVar("_T")
+
+
+async def await_session_mutation(awaitable: Awaitable[_T]) -> _T:
+    """Run a mutation to its end even when the caller is cancelled.
+
+    A write that is abandoned halfway would leave a history the caller cannot reason about. Once
+    this function has started the mutation, cancelling the awaiting task does not cancel the
+    mutation: the cancellation is held back (however many times it is requested) until the
+    mutation finishes, and then raised.
+
+    It adds no timeout, transaction or retry of its own; every built-in session mutation goes
+    through it.
+
+    Args:
+        awaitable: The mutation, for example `self._write(batch)`.
+
+    Returns:
+        The mutation's result, when the caller was not cancelled.
+
+    Raises:
+        asyncio.CancelledError: The caller was cancelled while the mutation ran; raised after the
+            mutation finished, even if the mutation itself failed.
+        BaseException: Whatever the mutation raised, when the caller was not cancelled.
+
+    Example:
+        ```python
+        async def add_items(self, items):
+            await await_session_mutation(self._insert(items))
+        ```
+    """
+    task = asyncio.ensure_future(awaitable)
+    held: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            # asyncio.wait never cancels what it waits for, unlike a plain await.
+            await asyncio.wait((task,))
+        except asyncio.CancelledError as exc:
+            held = held or exc
+    if held is not None:
+        if not task.cancelled():
+            task.exception()  # mark a failure as retrieved: the cancellation is what we report
+        raise held
+    return task.result()

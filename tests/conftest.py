@@ -1,0 +1,77 @@
+"""Shared fixtures: the fake OpenAI server and the services some tests need.
+
+A test that needs PostgreSQL, Redis or Chromium skips with the reason when the service is absent,
+except under `AGENT_SESSIONS_REQUIRE_SERVICES=1` (set by `.ci/run`), where that is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+from agent_sessions.testing import FakeOpenAIServer
+
+os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
+
+POSTGRES_URL = os.environ.get(
+    "AGENT_SESSIONS_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+)
+REDIS_URL = os.environ.get("AGENT_SESSIONS_REDIS_URL", "redis://127.0.0.1:6379/15")
+CHROMIUM = os.environ.get("AGENT_SESSIONS_CHROMIUM", "/usr/bin/chromium")
+
+
+def services_required() -> bool:
+    """True when a missing service must fail the run instead of skipping."""
+    return os.environ.get("AGENT_SESSIONS_REQUIRE_SERVICES") == "1"
+
+
+def skip_or_fail(reason: str) -> None:
+    """Skip with `reason`, or fail under AGENT_SESSIONS_REQUIRE_SERVICES=1."""
+    if services_required():
+        pytest.fail(f"{reason} (AGENT_SESSIONS_REQUIRE_SERVICES=1 forbids skipping)")
+    pytest.skip(reason)
+
+
+def _port_open(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    """An async SQLAlchemy URL of a reachable PostgreSQL database."""
+    if not _port_open("127.0.0.1", 5432):
+        skip_or_fail("PostgreSQL is not reachable on 127.0.0.1:5432")
+    return POSTGRES_URL
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    """A URL of a reachable Redis database."""
+    if not _port_open("127.0.0.1", 6379):
+        skip_or_fail("Redis is not reachable on 127.0.0.1:6379")
+    return REDIS_URL
+
+
+@pytest.fixture(scope="session")
+def chromium_path() -> str:
+    """The path of a Chromium executable for Playwright."""
+    path = CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium")
+    if not path:
+        skip_or_fail("Chromium is not installed (apt-get install chromium)")
+    assert path is not None
+    return path
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAIServer]:
+    """A running fake OpenAI server; requests are recorded in `fake_openai.requests`."""
+    with FakeOpenAIServer() as server:
+        yield server
