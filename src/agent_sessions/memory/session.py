@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, Literal, Protocol, TypeGuard, runtime_checkable
 
+from openai.types.responses import ResponseUsage
 from typing_extensions import TypedDict
 
 from ..items import TResponseInputItem
@@ -141,12 +142,18 @@ class OpenAIResponsesCompactionAwareSession(Session, Protocol):
     returns `True` for the run's session.
     """
 
-    async def run_compaction(self, args: OpenAIResponsesCompactionArgs | None = None) -> None:
+    async def run_compaction(
+        self, args: OpenAIResponsesCompactionArgs | None = None
+    ) -> ResponseUsage | None:
         """Compact the stored history if the session's trigger (or `force`) says so.
 
         Args:
             args: What the runner knows about the latest response; see
                 [`OpenAIResponsesCompactionArgs`][agent_sessions.OpenAIResponsesCompactionArgs].
+
+        Returns:
+            The token usage of the compaction call, which the runner adds to the run's usage, or
+            `None` when nothing was compacted.
         """
         ...
 
