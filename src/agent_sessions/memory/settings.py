@@ -7,7 +7,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-__all__ = ["SessionSettings", "SessionSettingsLike", "coerce_session_settings", "resolve_session_limit"]
+__all__ = [
+    "SessionSettings",
+    "SessionSettingsLike",
+    "coerce_session_settings",
+    "resolve_session_limit",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +43,8 @@ class SessionSettings:
         limit = self.limit
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
             raise TypeError(
-                f"SessionSettings.limit must be an int or None, not {type(limit).__name__}: {limit!r}"
+                "SessionSettings.limit must be an int or None, "
+                f"not {type(limit).__name__}: {limit!r}"
             )
         if limit is not None and limit < 0:
             raise ValueError(f"SessionSettings.limit must be >= 0 or None, got {limit}")
@@ -88,8 +94,7 @@ def coerce_session_settings(value: SessionSettingsLike | None) -> SessionSetting
         return value
     if not isinstance(value, Mapping):
         raise TypeError(
-            "session settings must be SessionSettings, a dict or None, "
-            f"not {type(value).__name__}"
+            f"session settings must be SessionSettings, a dict or None, not {type(value).__name__}"
         )
     known = {field.name for field in dataclasses.fields(SessionSettings)}
     for key in value:
@@ -100,9 +105,7 @@ def coerce_session_settings(value: SessionSettingsLike | None) -> SessionSetting
     return SessionSettings(**dict(value))
 
 
-def resolve_session_limit(
-    explicit: int | None, settings: SessionSettingsLike | None
-) -> int | None:
+def resolve_session_limit(explicit: int | None, settings: SessionSettingsLike | None) -> int | None:
     """Pick the history limit for one read.
 
     Args:

@@ -1,30 +1,159 @@
-"""SQLiteSession: the embedded backend (temporary simple version; replaced by the writer-thread design)."""
+"""SQLiteSession: conversation history in SQLite, in memory or in a file.
+
+How it works (see `sqlite_database` for the threads and `sqlite_schema` for the tables): every
+session object on one file shares that file's writer thread, which commits all pending
+`add_items` calls in one transaction (group commit), and a few reader threads. The event loop
+only encodes JSON, queues work and awaits it; no SQLite call runs on it, the constructor
+included (the schema is created by the writer on first use).
+
+For compaction (`OpenAIResponsesCompactionSession`), `SQLiteSession` also provides:
+
+- `get_archived_items()`: the items that compaction replaced, oldest first (they live in the
+  `<messages_table>_archive` table; `clear_session` removes them too).
+- `_compaction_snapshot()`: a `CompactionSnapshot` of the history (the items, the id of the last
+  row and the number of rows), taken in one read transaction.
+- `_replace_compacted(snapshot, new_items)`: in ONE write transaction, moves the snapshot's rows
+  to the archive and puts `new_items` in their place, BEFORE any item added after the snapshot
+  (those rows are re-inserted after the new ones, keeping their `created_at`). Returns `False`,
+  changing nothing, when a row of the snapshot was popped or cleared in the meantime.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import sqlite3
-from typing import Any
+import threading
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, TypeVar
 
+from ..exceptions import SessionClosedError
 from ..items import TResponseInputItem
 from .mutation import await_session_mutation
 from .session import SessionABC
-from .settings import SessionSettings, SessionSettingsLike, coerce_session_settings, resolve_session_limit
+from .settings import (
+    SessionSettings,
+    SessionSettingsLike,
+    coerce_session_settings,
+    resolve_session_limit,
+)
+from .sqlite_database import Job, SQLiteDatabase, Work, acquire_database, release_database
+from .sqlite_schema import SQLiteSchema, validate_identifier
 
-__all__ = ["SQLiteSession"]
+__all__ = ["CompactionSnapshot", "SQLiteSession", "encode_items"]
+
+logger = logging.getLogger("agent_sessions.memory.sqlite")
+
+_T = TypeVar("_T")
+_MAX_ID = 2**63 - 1
+
+
+def encode_items(items: object) -> list[str]:
+    """Encode a batch of items as JSON text, checking every item first.
+
+    Args:
+        items: A list (or tuple) of mappings.
+
+    Returns:
+        One JSON string per item.
+
+    Raises:
+        TypeError: `items` is not a list, or an item is not a mapping or not JSON-serialisable;
+            the message names the item's index.
+    """
+    if isinstance(items, str | bytes | Mapping) or not isinstance(items, Sequence):
+        raise TypeError(f"items must be a list of item dicts, not {type(items).__name__}")
+    encoded: list[str] = []
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise TypeError(f"item {index} is a {type(item).__name__}, not a mapping (dict)")
+        try:
+            encoded.append(
+                json.dumps(
+                    item if isinstance(item, dict) else dict(item),
+                    ensure_ascii=False,
+                    allow_nan=False,
+                    separators=(",", ":"),
+                )
+            )
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise TypeError(f"item {index} is not JSON-serialisable: {exc}") from exc
+    return encoded
+
+
+def _decode(data: Any, session_id: str, row_id: int) -> Any:
+    """Decode one stored row; log and return None when it is not a JSON object."""
+    try:
+        item = json.loads(data)
+    except (TypeError, ValueError, RecursionError) as exc:
+        logger.warning(
+            "skipping row %s of session %r: its message_data is not valid JSON (%s)",
+            row_id,
+            session_id,
+            exc,
+        )
+        return None
+    if not isinstance(item, dict):
+        logger.warning(
+            "skipping row %s of session %r: its message_data is a JSON %s, not an object",
+            row_id,
+            session_id,
+            type(item).__name__,
+        )
+        return None
+    return item
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionSnapshot:
+    """The history as one read transaction saw it, for `SQLiteSession._replace_compacted`.
+
+    Attributes:
+        through_id: The id of the session's last row (0 when the session was empty).
+        row_count: How many rows (corrupt ones included) had an id up to `through_id`.
+        items: The valid items of those rows, oldest first.
+    """
+
+    through_id: int
+    row_count: int
+    items: list[TResponseInputItem]
 
 
 class SQLiteSession(SessionABC):
-    """A session stored in SQLite, in memory or in a file.
+    """A session stored in SQLite: in memory by default, or in a file that survives restarts.
+
+    Different session ids on one database are isolated; the same id on one file shares its
+    history across session objects, threads and processes. Every session object on a file shares
+    one writer thread, which commits concurrent `add_items` calls together (group commit); each
+    call returns once its own items are committed, and a committed call survives a crash or
+    SIGKILL of the process. Nothing touches SQLite on the event loop thread.
 
     Args:
-        session_id: Identifies the conversation.
-        db_path: `":memory:"` (default) or a file path.
-        sessions_table: Name of the sessions table.
-        messages_table: Name of the messages table.
-        session_settings: Default settings for runs that use this session.
+        session_id: Identifies the conversation inside the database.
+        db_path: `":memory:"` (the default; the history lives as long as this object) or a file
+            path (str or PathLike), created on first use.
+        sessions_table: Name of the table of sessions; a plain identifier.
+        messages_table: Name of the table of items; a plain identifier. Compaction archives
+            replaced items in `<messages_table>_archive`.
+        session_settings: Default settings for runs that use this session (a dict is accepted).
+
+    Raises:
+        TypeError: `session_id` is not a str, or `session_settings` has an unknown key.
+        ValueError: A table name is not a plain identifier, or both names are the same.
+
+    Example:
+        ```python
+        from agent_sessions import SQLiteSession
+
+        async with SQLiteSession("user_42", "conversations.db") as session:
+            await session.add_items([{"role": "user", "content": "Hello"}])
+            print(await session.get_items(limit=10))
+        ```
     """
 
     def __init__(
@@ -36,77 +165,357 @@ class SQLiteSession(SessionABC):
         messages_table: str = "agent_messages",
         session_settings: SessionSettingsLike | None = None,
     ) -> None:
+        if not isinstance(session_id, str):
+            raise TypeError(f"session_id must be a str, not {type(session_id).__name__}")
+        validate_identifier(sessions_table, "sessions_table")
+        validate_identifier(messages_table, "messages_table")
+        if sessions_table.lower() == messages_table.lower() or (
+            sessions_table.lower() == f"{messages_table}_archive".lower()
+        ):
+            raise ValueError(
+                f"sessions_table and messages_table must name different tables, got "
+                f"{sessions_table!r} and {messages_table!r}"
+            )
+        path = os.fspath(db_path)
+        if not isinstance(path, str):
+            raise TypeError(
+                f"db_path must be a str or a PathLike of str, not {type(path).__name__}"
+            )
         self.session_id = session_id
         self.session_settings: SessionSettings | None = coerce_session_settings(session_settings)
-        self._db_path = os.fspath(db_path)
-        self._messages = messages_table
-        self._conn: sqlite3.Connection | None = None
-        self._lock = asyncio.Lock()
+        self.db_path = path
+        self.sessions_table = sessions_table
+        self.messages_table = messages_table
+        self._schema = SQLiteSchema(sessions_table, messages_table)
+        self._db: SQLiteDatabase = acquire_database(path)
+        self._closed = False
+        self._close_lock = threading.Lock()
+        # A forgotten close() must not keep a :memory: database's thread alive forever.
+        self._finalizer = weakref.finalize(self, release_database, self._db)
 
-    def _connect(self) -> sqlite3.Connection:
-        if self._conn is None:
-            conn = sqlite3.connect(self._db_path, check_same_thread=False, isolation_level=None)
-            conn.execute(
-                f'CREATE TABLE IF NOT EXISTS "{self._messages}" (id INTEGER PRIMARY KEY, '
-                "session_id TEXT NOT NULL, message_data TEXT NOT NULL)"
+    # --- lifecycle --------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Close the session; the last session on a database stops its threads.
+
+        Operations already started finish first. Closing twice is harmless; any other operation
+        after `close()` raises `SessionClosedError`.
+        """
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        if not self._finalizer.alive:
+            return
+        events = self._finalizer()
+        if events:
+            await asyncio.to_thread(_wait_all, events)
+
+    async def __aenter__(self) -> SQLiteSession:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SessionClosedError(
+                f"SQLiteSession {self.session_id!r} on {self.db_path!r} is closed"
             )
-            self._conn = conn
-        return self._conn
+
+    # --- plumbing ---------------------------------------------------------------------------
+
+    async def _submit(self, work: Work, *, write: bool) -> Any:
+        self._check_open()
+        loop = asyncio.get_running_loop()
+        if not write and self._schema not in self._db.prepared:
+            # The writer creates (or checks) the schema on first use; reads wait for it.
+            await self._submit(_nothing, write=True)
+        future: asyncio.Future[Any] = loop.create_future()
+        job = Job(work, loop, future, write, self._schema, self._schema.create)
+        if write:
+            self._db.submit_write(job)
+        else:
+            self._db.submit_read(job)
+        return await future
+
+    async def _write(self, work: Work) -> Any:
+        return await await_session_mutation(self._submit(work, write=True))
+
+    # --- the Session protocol -----------------------------------------------------------------
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
-        """Return the stored history, oldest first."""
-        n = resolve_session_limit(limit, self.session_settings)
+        """Return the latest `limit` items, oldest first.
 
-        def read() -> list[Any]:
-            conn = self._connect()
-            rows = conn.execute(
-                f'SELECT message_data FROM "{self._messages}" WHERE session_id=? ORDER BY id',
-                (self.session_id,),
-            ).fetchall()
-            items = [json.loads(r[0]) for r in rows]
-            return items if n is None else items[len(items) - n :] if n else []
+        Rows whose stored JSON cannot be decoded are skipped with a logged warning; `limit`
+        counts valid items only.
 
-        async with self._lock:
-            return await asyncio.to_thread(read)
+        Args:
+            limit: How many of the latest items to return. `None` uses
+                `session_settings.limit`, or returns everything when that is unset too. `0`
+                returns `[]`.
+
+        Returns:
+            The items in the order they were added.
+
+        Raises:
+            TypeError: `limit` is not an int.
+            ValueError: `limit` is negative.
+            SessionClosedError: The session was closed.
+            SessionStorageError: SQLite failed.
+        """
+        resolved = resolve_session_limit(limit, self.session_settings)
+        if resolved is not None:
+            if isinstance(resolved, bool) or not isinstance(resolved, int):
+                raise TypeError(f"limit must be an int or None, not {type(resolved).__name__}")
+            if resolved < 0:
+                raise ValueError(f"limit must be >= 0 or None, got {resolved}")
+        self._check_open()
+        if resolved == 0:
+            return []
+        schema, session_id = self._schema, self.session_id
+        if resolved is None:
+            items: list[TResponseInputItem] = await self._submit(
+                lambda conn: _read_all(conn, schema, session_id), write=False
+            )
+        else:
+            n = resolved
+            items = await self._submit(
+                lambda conn: _read_latest(conn, schema, session_id, n), write=False
+            )
+        return items
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
-        """Append items."""
-        data = [json.dumps(i) for i in items]
+        """Append items to the history in one transaction: all of them or none.
 
-        def write() -> None:
-            conn = self._connect()
-            with conn:
-                conn.executemany(
-                    f'INSERT INTO "{self._messages}" (session_id, message_data) VALUES (?, ?)',
-                    [(self.session_id, d) for d in data],
-                )
+        Every item is encoded before anything is written. The call returns once the items are
+        committed; cancelling the caller after that point does not undo or repeat the write.
 
-        async with self._lock:
-            await await_session_mutation(asyncio.to_thread(write))
+        Args:
+            items: The items to append, in order. An empty list does nothing.
+
+        Raises:
+            TypeError: `items` is not a list, or an item is not a JSON-serialisable mapping (the
+                message names its index); nothing is stored.
+            SessionClosedError: The session was closed.
+            SessionStorageError: SQLite failed; nothing is stored.
+        """
+        encoded = encode_items(items)
+        self._check_open()
+        if not encoded:
+            return
+        schema, session_id = self._schema, self.session_id
+        rows = [(session_id, data) for data in encoded]
+
+        def insert(conn: sqlite3.Connection) -> None:
+            conn.execute(schema.touch_session, (session_id,))
+            conn.executemany(schema.insert, rows)
+
+        await self._write(insert)
 
     async def pop_item(self) -> TResponseInputItem | None:
-        """Remove and return the newest item."""
+        """Remove and return the newest item, atomically.
 
-        def pop() -> Any:
-            conn = self._connect()
-            row = conn.execute(
-                f'DELETE FROM "{self._messages}" WHERE id = (SELECT max(id) FROM "{self._messages}" '
-                "WHERE session_id=?) RETURNING message_data",
-                (self.session_id,),
-            ).fetchone()
-            return None if row is None else json.loads(row[0])
+        Two concurrent pops never return the same item. Corrupt rows are skipped (and left in
+        place) with a logged warning.
 
-        async with self._lock:
-            result: TResponseInputItem | None = await await_session_mutation(asyncio.to_thread(pop))
-            return result
+        Returns:
+            The removed item, or `None` when the session has no valid item.
+
+        Raises:
+            SessionClosedError: The session was closed.
+            SessionStorageError: SQLite failed.
+        """
+        schema, session_id = self._schema, self.session_id
+
+        def pop(conn: sqlite3.Connection) -> Any:
+            for row_id, data in conn.execute(schema.newest_first, (session_id,)):
+                item = _decode(data, session_id, row_id)
+                if item is not None:
+                    conn.execute(schema.delete_row, (row_id,))
+                    return item
+            return None
+
+        item: TResponseInputItem | None = await self._write(pop)
+        return item
 
     async def clear_session(self) -> None:
-        """Remove every item of this session."""
+        """Remove this session's items, archived items and session row, atomically.
 
-        def clear() -> None:
-            self._connect().execute(
-                f'DELETE FROM "{self._messages}" WHERE session_id=?', (self.session_id,)
+        Other sessions in the same tables are untouched.
+
+        Raises:
+            SessionClosedError: The session was closed.
+            SessionStorageError: SQLite failed.
+        """
+        schema, session_id = self._schema, self.session_id
+
+        def clear(conn: sqlite3.Connection) -> None:
+            for table in (schema.messages_table, schema.archive_table, schema.sessions_table):
+                conn.execute(f'DELETE FROM "{table}" WHERE session_id = ?', (session_id,))
+
+        await self._write(clear)
+
+    # --- compaction support -------------------------------------------------------------------
+
+    async def get_archived_items(self) -> list[TResponseInputItem]:
+        """Return the items that compaction replaced, oldest first.
+
+        Returns:
+            The archived items of this session (corrupt rows skipped with a warning).
+
+        Raises:
+            SessionClosedError: The session was closed.
+            SessionStorageError: SQLite failed.
+        """
+        self._check_open()
+        schema, session_id = self._schema, self.session_id
+
+        def read(conn: sqlite3.Connection) -> list[Any]:
+            rows = conn.execute(
+                f'SELECT id, message_data FROM "{schema.archive_table}" '
+                "WHERE session_id = ? ORDER BY id",
+                (session_id,),
             )
+            return _decode_rows(rows, session_id)
 
-        async with self._lock:
-            await await_session_mutation(asyncio.to_thread(clear))
+        items: list[TResponseInputItem] = await self._submit(read, write=False)
+        return items
+
+    async def _compaction_snapshot(self) -> CompactionSnapshot:
+        """Read the whole history and what identifies it, in one read transaction.
+
+        Returns:
+            The snapshot to pass to `_replace_compacted`.
+        """
+        self._check_open()
+        schema, session_id = self._schema, self.session_id
+
+        def read(conn: sqlite3.Connection) -> CompactionSnapshot:
+            rows = conn.execute(schema.select_all, (session_id,)).fetchall()
+            through_id = rows[-1][0] if rows else 0
+            return CompactionSnapshot(through_id, len(rows), _decode_rows(rows, session_id))
+
+        snapshot: CompactionSnapshot = await self._submit(read, write=False)
+        return snapshot
+
+    async def _replace_compacted(
+        self, snapshot: CompactionSnapshot, new_items: list[TResponseInputItem]
+    ) -> bool:
+        """Replace the snapshot's rows by `new_items`, atomically, keeping later additions last.
+
+        In one transaction: the session's rows with `id <= snapshot.through_id` move to the
+        archive table; `new_items` are inserted; rows added after the snapshot are re-inserted
+        after them (new ids, original `created_at`).
+
+        Args:
+            snapshot: What `_compaction_snapshot` returned.
+            new_items: The compacted history that replaces the snapshot's items.
+
+        Returns:
+            `True` when replaced; `False` (nothing changed) when some row of the snapshot was
+            popped or cleared since it was taken.
+
+        Raises:
+            TypeError: An item of `new_items` is not a JSON-serialisable mapping.
+            SessionClosedError: The session was closed.
+            SessionStorageError: SQLite failed; nothing changed.
+        """
+        encoded = encode_items(new_items)
+        self._check_open()
+        schema, session_id = self._schema, self.session_id
+        m, a = f'"{schema.messages_table}"', f'"{schema.archive_table}"'
+        through = snapshot.through_id
+
+        def replace(conn: sqlite3.Connection) -> bool:
+            (count,) = conn.execute(
+                f"SELECT count(*) FROM {m} WHERE session_id = ? AND id <= ?", (session_id, through)
+            ).fetchone()
+            if count != snapshot.row_count:
+                return False
+            conn.execute(
+                f"INSERT INTO {a} (session_id, message_data, created_at) "
+                f"SELECT session_id, message_data, created_at FROM {m} "
+                "WHERE session_id = ? AND id <= ? ORDER BY id",
+                (session_id, through),
+            )
+            later = conn.execute(
+                f"SELECT message_data, created_at FROM {m} WHERE session_id = ? AND id > ? "
+                "ORDER BY id",
+                (session_id, through),
+            ).fetchall()
+            conn.execute(f"DELETE FROM {m} WHERE session_id = ?", (session_id,))
+            conn.executemany(schema.insert, [(session_id, data) for data in encoded])
+            conn.executemany(
+                schema.insert_with_time, [(session_id, data, at) for data, at in later]
+            )
+            conn.execute(schema.touch_session, (session_id,))
+            return True
+
+        replaced: bool = await self._write(replace)
+        return replaced
+
+
+def _nothing(conn: sqlite3.Connection) -> None:
+    """A write job that only makes the writer prepare the schema."""
+
+
+def _wait_all(events: list[threading.Event]) -> None:
+    for event in events:
+        event.wait()
+
+
+def _decode_rows(rows: Iterable[tuple[int, Any]], session_id: str) -> list[Any]:
+    items: list[Any] = []
+    for row_id, data in rows:
+        item = _decode(data, session_id, row_id)
+        if item is not None:
+            items.append(item)
+    return items
+
+
+def _read_all(conn: sqlite3.Connection, schema: SQLiteSchema, session_id: str) -> list[Any]:
+    # Fast path: SQLite joins the rows into one JSON array and checks each row is valid JSON, so
+    # Python decodes one string instead of one per row. Any doubt falls back to row by row.
+    try:
+        count, valid, joined = conn.execute(schema.select_all_joined, (session_id,)).fetchone()
+    except sqlite3.Error:
+        count = None
+    if count == 0:
+        return []
+    if count is not None and valid == count and isinstance(joined, str):
+        try:
+            items = json.loads(joined)
+        except (ValueError, RecursionError):
+            items = None
+        if (
+            isinstance(items, list)
+            and len(items) == count
+            and all(type(item) is dict for item in items)
+        ):
+            return items
+    return _decode_rows(conn.execute(schema.select_all, (session_id,)), session_id)
+
+
+def _read_latest(
+    conn: sqlite3.Connection, schema: SQLiteSchema, session_id: str, limit: int
+) -> list[Any]:
+    newest_first: list[Any] = []
+    before = _MAX_ID
+    while len(newest_first) < limit:
+        want = limit - len(newest_first)
+        rows = conn.execute(schema.select_latest, (session_id, before, want)).fetchall()
+        for row_id, data in rows:
+            item = _decode(data, session_id, row_id)
+            if item is not None:
+                newest_first.append(item)
+        if len(rows) < want:
+            break
+        before = rows[-1][0]
+    newest_first.reverse()
+    return newest_first

@@ -2,9 +2,13 @@
 
 - [`FakeOpenAIServer`][agent_sessions.testing.FakeOpenAIServer]: an OpenAI-compatible HTTP server
   on 127.0.0.1 to point the real `openai` client at.
+- [`SessionConformanceTests`][agent_sessions.testing.SessionConformanceTests]: the contract tests
+  any `Session` implementation can run (needs pytest and pytest-asyncio; imported on first use).
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from .fake_openai import (
     FakeOpenAIServer,
@@ -18,10 +22,14 @@ from .fake_openai import (
     tool_call_response,
 )
 
+if TYPE_CHECKING:
+    from .conformance import SessionConformanceTests
+
 __all__ = [
     "FakeOpenAIServer",
     "FakeReply",
     "RecordedRequest",
+    "SessionConformanceTests",
     "function_call_item",
     "message_item",
     "response_body",
@@ -29,3 +37,12 @@ __all__ = [
     "text_response",
     "tool_call_response",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The conformance suite imports pytest: load it only when asked for.
+    if name == "SessionConformanceTests":
+        from .conformance import SessionConformanceTests
+
+        return SessionConformanceTests
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

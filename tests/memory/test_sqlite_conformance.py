@@ -1,0 +1,55 @@
+"""The shared session contract, run on in-memory and file SQLite."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from agent_sessions import Session, SQLiteSession
+from agent_sessions.testing import SessionConformanceTests
+
+
+def _corrupt_newest_row(db_path: str, session_id: str) -> None:
+    with sqlite3.connect(db_path) as conn:
+        conn.execute(
+            "UPDATE agent_messages SET message_data = 'not json{' WHERE id = "
+            "(SELECT max(id) FROM agent_messages WHERE session_id = ?)",
+            (session_id,),
+        )
+    conn.close()
+
+
+class TestInMemorySQLite(SessionConformanceTests):
+    shared_storage = False
+
+    async def make_session(self, session_id: str) -> Session:
+        return SQLiteSession(session_id)
+
+    async def corrupt_latest_row(self, session: Session) -> None:
+        assert isinstance(session, SQLiteSession)
+
+        # An in-memory database lives on the session's writer thread: corrupt it there.
+        def corrupt(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "UPDATE agent_messages SET message_data = 'not json{' WHERE id = "
+                "(SELECT max(id) FROM agent_messages WHERE session_id = ?)",
+                (session.session_id,),
+            )
+
+        await session._write(corrupt)
+
+
+class TestFileSQLite(SessionConformanceTests):
+    @pytest.fixture(autouse=True)
+    def _db_file(self, tmp_path: Path) -> None:
+        self.db_path = str(tmp_path / "conformance.db")
+
+    async def make_session(self, session_id: str) -> Session:
+        return SQLiteSession(session_id, self.db_path)
+
+    async def corrupt_latest_row(self, session: Session) -> None:
+        import asyncio
+
+        await asyncio.to_thread(_corrupt_newest_row, self.db_path, session.session_id)
