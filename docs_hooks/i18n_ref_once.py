@@ -1,0 +1,90 @@
+"""Render the API reference once, in English, and link every language to it.
+
+The API reference (docs/ref/) is generated from English docstrings and is not translated. Left
+alone, mkdocs-static-i18n would build an English copy of every ref page for each translated
+language, and mkdocstrings would load and render the whole API again each time: slow, and those
+copies would carry another language's labels.
+
+In a translated build (ja, ko, zh) this hook marks the fallback copies of ref/ pages as excluded,
+so they are neither rendered nor written, and points their URL at the English page: nav entries
+and Markdown links to them then lead to /ref/... . Cross-references to API names keep working
+because mkdocs-autorefs remembers the anchors of the English build (resolve_closest: true).
+
+It relies on attributes that mkdocs-static-i18n sets on files (`locale`, `alternates`) and on the
+plugin's `current_language`: the plugin's version is pinned in pyproject.toml.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.plugins import event_priority
+from mkdocs.structure.files import Files, InclusionLevel
+from mkdocs.structure.nav import Navigation
+from mkdocs.structure.pages import Page
+
+REF_PREFIX = "ref/"
+
+
+def i18n_plugin(config: MkDocsConfig) -> Any:
+    """Return the mkdocs-static-i18n plugin instance."""
+    return config.plugins["i18n"]
+
+
+def english_url(url: str, language: str) -> str:
+    """Return the English URL of a page URL of `language` (`ja/ref/x/` -> `ref/x/`)."""
+    prefix = f"{language}/"
+    return url[len(prefix) :] if url.startswith(prefix) else url
+
+
+def is_shared_ref_copy(file: Any, language: str, default: str) -> bool:
+    """True for a ref/ page that a translated build would copy from English."""
+    norm = getattr(file, "norm_src_uri", file.src_uri)
+    return (
+        language != default
+        and norm.startswith(REF_PREFIX)
+        and getattr(file, "locale", default) == default
+        and file.is_documentation_page()
+    )
+
+
+@event_priority(-110)  # after mkdocs-static-i18n (-100) has localised the files
+def on_files(files: Files, config: MkDocsConfig) -> Files:
+    """Exclude the English copies of ref/ pages from a translated build."""
+    plugin = i18n_plugin(config)
+    language, default = plugin.current_language, plugin.default_language
+    for file in files:
+        if is_shared_ref_copy(file, language, default):
+            file.inclusion = InclusionLevel.EXCLUDED
+            file.url = english_url(file.url, language)
+    return files
+
+
+@event_priority(-110)
+def on_nav(nav: Navigation, config: MkDocsConfig, files: Files) -> Navigation:
+    """Keep the English ref pages in a translated nav, under their nav titles."""
+    plugin = i18n_plugin(config)
+    language, default = plugin.current_language, plugin.default_language
+    for page in nav.pages:
+        if is_shared_ref_copy(page.file, language, default) and not page.title:
+            # An excluded page is never read, so only a nav title can name it.
+            page.title = page.file.name.replace("_", " ").capitalize()
+    return nav
+
+
+@event_priority(40)  # after mkdocs-static-i18n (50) has set the language switcher's links
+def on_page_context(
+    context: dict[str, Any], page: Page, config: MkDocsConfig, nav: Navigation
+) -> dict[str, Any]:
+    """On an English API page, send the language switcher to each language's home page."""
+    plugin = i18n_plugin(config)
+    norm = getattr(page.file, "norm_src_uri", page.file.src_uri)
+    # The i18n plugin sets the switcher's links as an attribute of `extra` (which the theme reads
+    # first), so read and change that one.
+    alternates = getattr(config.extra, "alternate", None) or []
+    if norm.startswith(REF_PREFIX) and plugin.current_language == plugin.default_language:
+        for alternate in alternates:
+            if alternate.get("lang") != plugin.default_language:
+                alternate["link"] = f"{alternate['lang']}/"
+    return context

@@ -1,0 +1,155 @@
+"""One search index per language, with that language's search settings.
+
+Material's search loads `search/search_index.json` relative to the `base` in each page's config,
+which is the site root for every language, and mkdocs-static-i18n merges every language into that
+one file with English search settings. A Japanese reader then gets Korean hits, Japanese words are
+split like English ones, and translated pages whose text equals the English page's are dropped.
+
+This hook instead:
+
+1. after the last language build, takes each language's search entries (the i18n plugin keeps
+   them, before its de-duplication) and Material's own search settings for the language (lunr
+   language, separator, pipeline);
+2. writes `search/search_index.json` with the English entries only, and
+   `<lang>/search/search_index.json` for each translation, with locations relative to `<lang>/`.
+   The English API reference entries are added to every translated index (the API is not
+   translated, see i18n_ref_once.py), so API names stay searchable in every language. Japanese
+   entries lose the U+200B marks that Material's jieba segmentation puts between Han words
+   (meant for Chinese, they break Japanese search);
+3. rewrites `base` in the config of every translated page to that language's root, so the page
+   loads its language's index and resolves result links against it.
+
+It relies on mkdocs-static-i18n's `building` and `search_entries` attributes (its version is
+pinned in pyproject.toml) and on Material's per-language templates for the search settings.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+from typing import Any
+
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.plugins import event_priority
+from mkdocs.structure.pages import Page
+from mkdocs.utils import get_relative_url, write_file
+
+REF_PREFIX = "ref/"
+ZERO_WIDTH_SPACE = "\u200b"
+# Languages whose words Material's jieba segmentation must not split (it is meant for Chinese).
+UNSEGMENTED = frozenset({"ja"})
+
+
+def _i18n(config: MkDocsConfig) -> Any:
+    return config.plugins["i18n"]
+
+
+def _search(config: MkDocsConfig) -> Any:
+    for name in ("material/search", "search"):
+        if name in config.plugins:
+            return config.plugins[name]
+    raise LookupError("the search plugin is not enabled")
+
+
+def material_search_settings(config: MkDocsConfig, language: str) -> dict[str, Any]:
+    """Return Material's search settings (lang, separator, pipeline) for `language`."""
+    env = config.theme.get_env()
+    own = env.get_template(f"partials/languages/{language}.html").module
+    fallback = env.get_template("partials/languages/en.html").module
+
+    def text(key: str) -> str:
+        return str(own.t(key) or fallback.t(key))
+
+    pipeline = [p for p in re.split(r"\s*,\s*", text("search.config.pipeline").strip()) if p]
+    return {
+        "lang": [text("search.config.lang")],
+        "separator": text("search.config.separator"),
+        "pipeline": pipeline,
+    }
+
+
+def split_by_language(
+    entries: list[dict[str, Any]], languages: list[str], default: str
+) -> dict[str, list[dict[str, Any]]]:
+    """Group entries by the language folder their location starts with.
+
+    Locations become relative to the language's root; each location is kept once (the first).
+    """
+    groups: dict[str, list[dict[str, Any]]] = {language: [] for language in languages}
+    seen: set[tuple[str, str]] = set()
+    for entry in entries:
+        language = next(
+            (
+                lang
+                for lang in languages
+                if lang != default and entry["location"].startswith(f"{lang}/")
+            ),
+            default,
+        )
+        location = entry["location"]
+        if language != default:
+            location = location[len(language) + 1 :]
+        if (language, location) in seen:
+            continue
+        seen.add((language, location))
+        entry = {**entry, "location": location}
+        if language in UNSEGMENTED:
+            for key in ("title", "text"):
+                entry[key] = entry[key].replace(ZERO_WIDTH_SPACE, "")
+        groups.setdefault(language, []).append(entry)
+    return groups
+
+
+def shared_api_entries(english: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Return the English API entries, located relative to a language's root (`../ref/...`)."""
+    return [
+        {**entry, "location": "../" + entry["location"]}
+        for entry in english
+        if entry["location"].startswith(REF_PREFIX)
+    ]
+
+
+@event_priority(-200)  # after mkdocs-static-i18n (-100) has built every language
+def on_post_build(config: MkDocsConfig) -> None:
+    """Write one index per language over the merged one."""
+    i18n = _i18n(config)
+    if i18n.building:
+        return  # a nested language build: the outer build writes every index
+    default = i18n.default_language
+    languages = list(i18n.build_languages)
+    # The plugin keeps every language's entries, before its de-duplication, in build order.
+    groups = split_by_language(i18n.search_entries, languages, default)
+    fields = copy.deepcopy(_search(config).config.fields)
+    for language in languages:
+        docs = groups.get(language, [])
+        if language != default:
+            docs = docs + shared_api_entries(groups.get(default, []))
+        settings = {**material_search_settings(config, language), "fields": fields}
+        subdir = "" if language == default else language
+        path = os.path.join(config.site_dir, subdir, "search", "search_index.json")
+        data = {"config": settings, "docs": docs}
+        write_file(json.dumps(data, separators=(",", ":")).encode("utf-8"), path)
+    # The plugin never empties this list; without this, `mkdocs serve` rebuilds pile up entries.
+    i18n.search_entries.clear()
+
+
+_BASE = re.compile(
+    r'(<script id="__config" type="application/json">\s*\{.*?"base":\s*")([^"]*)(")', re.S
+)
+
+
+def rewrite_base(output: str, base: str) -> str:
+    """Set `base` in the page's Material config to `base`."""
+    return _BASE.sub(lambda m: m.group(1) + base + m.group(3), output, count=1)
+
+
+@event_priority(-110)
+def on_post_page(output: str, page: Page, config: MkDocsConfig) -> str:
+    """Point a translated page's search at its language's index."""
+    i18n = _i18n(config)
+    language = i18n.current_language
+    if language == i18n.default_language:
+        return output
+    return rewrite_base(output, get_relative_url(f"{language}/", page.url or "."))
