@@ -220,3 +220,6 @@ def test_docs_workflow_deploys_with_least_permissions() -> None:
     assert workflow["concurrency"]["cancel-in-progress"] is False
     build_runs = "\n".join(step.get("run", "") for step in jobs["build"]["steps"])
     assert "mkdocs build --strict" in build_runs
+    # The published address reaches mkdocs.yml's `site_url: !ENV [SITE_URL, ...]`.
+    build_env = {k: v for step in jobs["build"]["steps"] for k, v in step.get("env", {}).items()}
+    assert build_env["SITE_URL"] == "${{ steps.pages.outputs.base_url }}/"

@@ -1,0 +1,142 @@
+"""`.github/scripts/commit-translations.sh` on its own, against a local bare origin."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / ".github" / "scripts" / "commit-translations.sh"
+BOT = "github-actions[bot] <41898282+github-actions[bot]@users.noreply.github.com>"
+
+
+def _env(home: Path) -> dict[str, str]:
+    keep = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "GITHUB_"))}
+    # No global or system git config, so the script must bring its own identity.
+    return {**keep, "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+
+
+class Repo:
+    def __init__(self, tmp_path: Path) -> None:
+        self.home = tmp_path / "home"
+        self.home.mkdir()
+        self.origin = tmp_path / "origin.git"
+        self.work = tmp_path / "work"
+        self.other = tmp_path / "other"
+        self.git(tmp_path, "init", "-q", "--bare", "-b", "main", str(self.origin))
+        self.git(tmp_path, "clone", "-q", str(self.origin), str(self.other))
+        for path, text in {
+            "docs/index.md": "# Home\n",
+            "docs/ja/index.md": "# ホーム\n",
+            "docs/ko/index.md": "# 홈\n",
+            "i18n/manifest.json": "{}\n",
+            "README.md": "readme\n",
+        }.items():
+            self.write(self.other, path, text)
+        self.commit(self.other, "initial")
+        self.git(tmp_path, "clone", "-q", str(self.origin), str(self.work))
+
+    def git(self, cwd: Path, *args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=cwd, env=_env(self.home), capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    @staticmethod
+    def write(root: Path, path: str, text: str) -> None:
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text, encoding="utf-8")
+
+    def commit(self, clone: Path, message: str) -> None:
+        self.git(clone, "add", "-A")
+        self.git(
+            clone, "-c", "user.name=M", "-c", "user.email=m@example.com", "commit", "-qm", message
+        )
+        self.git(clone, "push", "-q", "origin", "HEAD:refs/heads/main")
+
+    def run(self) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(SCRIPT), "main"],
+            cwd=self.work,
+            env=_env(self.home),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    def origin_log(self) -> list[str]:
+        return self.git(self.origin, "log", "--format=%an <%ae>|%s", "main").splitlines()
+
+    def origin_files(self, rev: str = "main") -> set[str]:
+        return set(self.git(self.origin, "show", "--format=", "--name-only", rev).split())
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Repo:
+    return Repo(tmp_path)
+
+
+def test_commits_only_translations_and_manifest(repo: Repo) -> None:
+    repo.write(repo.work, "docs/ja/index.md", "# ホーム（更新）\n")
+    (repo.work / "docs" / "ko" / "index.md").unlink()  # a deleted translation is committed too
+    repo.write(repo.work, "docs/zh/index.md", "# 首页\n")  # a new language folder
+    repo.write(repo.work, "i18n/manifest.json", '{"v": 1}\n')
+    repo.write(repo.work, "docs/index.md", "# Home, edited locally\n")  # not a translation
+    repo.write(repo.work, "stray.txt", "left behind\n")
+
+    result = repo.run()
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert repo.origin_log()[0] == f"{BOT}|docs: update translations"
+    assert repo.origin_files() == {
+        "docs/ja/index.md",
+        "docs/ko/index.md",
+        "docs/zh/index.md",
+        "i18n/manifest.json",
+    }
+    assert "::warning title=Untranslated changes left out::" in result.stdout
+    assert "docs/index.md" in result.stdout
+    assert "stray.txt" in result.stdout
+
+
+def test_nothing_changed_pushes_nothing(repo: Repo) -> None:
+    repo.write(repo.work, "README.md", "edited, but not a translation\n")
+    result = repo.run()
+    assert result.returncode == 0
+    assert "nothing to commit" in result.stdout
+    assert len(repo.origin_log()) == 1
+
+
+def test_rebases_onto_a_moved_remote(repo: Repo) -> None:
+    repo.write(repo.other, "README.md", "moved on\n")
+    repo.commit(repo.other, "someone else")
+    repo.write(repo.work, "docs/ja/index.md", "# ホーム 2\n")
+
+    result = repo.run()
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert [line.split("|")[1] for line in repo.origin_log()] == [
+        "docs: update translations",
+        "someone else",
+        "initial",
+    ]
+    assert repo.origin_files() == {"docs/ja/index.md"}
+
+
+def test_a_conflicting_remote_fails_without_pushing(repo: Repo) -> None:
+    repo.write(repo.other, "docs/ja/index.md", "# 人の手で\n")
+    repo.commit(repo.other, "hand-edited translation")
+    repo.write(repo.work, "docs/ja/index.md", "# ボット\n")
+
+    result = repo.run()
+
+    assert result.returncode == 1
+    assert "::error title=Rebase conflict::" in result.stdout
+    assert [line.split("|")[1] for line in repo.origin_log()] == [
+        "hand-edited translation",
+        "initial",
+    ]
+    # The rebase was aborted: the workspace is not left mid-rebase.
+    assert not (repo.work / ".git" / "rebase-merge").exists()
+    assert not (repo.work / ".git" / "rebase-apply").exists()
