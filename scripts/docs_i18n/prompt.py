@@ -1,0 +1,188 @@
+"""The model's instructions and messages, built from the text files in `i18n/`.
+
+Maintainers edit `i18n/prompts/*.md` (the shared prompt, one file of rules per language, and the
+task, context and repair messages) and `i18n/glossary.yml`; this module only fills them in.
+Template fields are written `{{name}}`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = [
+    "LANGUAGES",
+    "SECTION_MARKER_RE",
+    "Glossary",
+    "PromptSet",
+    "parse_reply",
+    "section_marker",
+]
+
+LANGUAGES: dict[str, str] = {"ja": "Japanese", "ko": "Korean", "zh": "Simplified Chinese"}
+"""The target languages: code -> the language's name in the prompt."""
+
+SECTION_MARKER_RE = re.compile(r"^<!-- i18n:section (?P<n>\d+) -->[ \t]*$", re.M)
+
+
+def section_marker(n: int) -> str:
+    """Return the marker line that precedes section `n` in a request and in the reply."""
+    return f"<!-- i18n:section {n} -->"
+
+
+def _fill(template: str, **values: str) -> str:
+    def _value(match: re.Match[str]) -> str:
+        name = match[1]
+        if name not in values:
+            raise KeyError(f"unknown template field {{{{{name}}}}}")
+        return values[name]
+
+    return re.sub(r"\{\{(\w+)\}\}", _value, template)
+
+
+@dataclass
+class Glossary:
+    """The maintainers' glossary (`i18n/glossary.yml`).
+
+    Attributes:
+        do_not_translate: Words kept as written in every language.
+        terms: Per language code, English term -> required translation.
+    """
+
+    do_not_translate: list[str]
+    terms: dict[str, dict[str, str]]
+
+    @classmethod
+    def load(cls, path: Path) -> Glossary:
+        """Read and validate a glossary file.
+
+        Raises:
+            ValueError: The file does not have the documented shape.
+        """
+        data: Any = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: expected a mapping with do_not_translate and terms")
+        words = data.get("do_not_translate") or []
+        terms = data.get("terms") or {}
+        if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+            raise ValueError(f"{path}: do_not_translate must be a list of strings")
+        if not isinstance(terms, dict):
+            raise ValueError(f"{path}: terms must map a language code to a term map")
+        checked: dict[str, dict[str, str]] = {}
+        for lang, table in terms.items():
+            if not isinstance(table, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in table.items()
+            ):
+                raise ValueError(f"{path}: terms.{lang} must map English terms to strings")
+            checked[str(lang)] = dict(table)
+        return cls(do_not_translate=list(words), terms=checked)
+
+
+@dataclass
+class PromptSet:
+    """The prompt files of `i18n/prompts/` and the glossary, ready to build messages."""
+
+    common: str
+    per_language: dict[str, str]
+    task: str
+    context: str
+    repair: str
+    glossary: Glossary
+
+    @classmethod
+    def load(cls, i18n_dir: Path, languages: list[str]) -> PromptSet:
+        """Read `i18n_dir/prompts/*.md` and `i18n_dir/glossary.yml`.
+
+        Raises:
+            FileNotFoundError: A prompt file is missing.
+            ValueError: The glossary is malformed.
+        """
+        prompts = i18n_dir / "prompts"
+
+        def _read(name: str) -> str:
+            return (prompts / name).read_text(encoding="utf-8")
+
+        return cls(
+            common=_read("common.md"),
+            per_language={lang: _read(f"{lang}.md") for lang in languages},
+            task=_read("task.md"),
+            context=_read("context.md"),
+            repair=_read("repair.md"),
+            glossary=Glossary.load(i18n_dir / "glossary.yml"),
+        )
+
+    def instructions(self, lang: str) -> str:
+        """Return the instructions (role, rules, language rules, glossary, workflow) for `lang`."""
+        words = "\n".join(f"- {w}" for w in self.glossary.do_not_translate) or "(none)"
+        table = self.glossary.terms.get(lang, {})
+        terms = "\n".join(f"- {en} -> {tr}" for en, tr in table.items()) or "(none)"
+        return _fill(
+            self.common,
+            language=LANGUAGES[lang],
+            language_rules=self.per_language[lang].strip(),
+            do_not_translate=words,
+            terms=terms,
+        )
+
+    def task_message(
+        self, lang: str, page: str, sections: dict[int, str], translation: str | None
+    ) -> str:
+        """Return the user message asking for `sections` (number -> masked English text).
+
+        Args:
+            lang: The target language code.
+            page: The page's path relative to docs/.
+            sections: The sections to translate.
+            translation: The current translation of the whole page (masked), sent as context
+                when only some sections changed; `None` for a page translated from scratch.
+        """
+        body = "".join(
+            f"{section_marker(n)}\n{_ensure_newline(text)}" for n, text in sections.items()
+        )
+        context = ""
+        if translation is not None:
+            context = _fill(
+                self.context, language=LANGUAGES[lang], translation=_ensure_newline(translation)
+            )
+        return _fill(self.task, language=LANGUAGES[lang], page=page, context=context, sections=body)
+
+    def repair_message(self, findings: list[str]) -> str:
+        """Return the message sending a failed draft's findings back to the model."""
+        return _fill(self.repair, findings="\n".join(f"- {f}" for f in findings))
+
+
+def _ensure_newline(text: str) -> str:
+    return text if text.endswith("\n") else text + "\n"
+
+
+def parse_reply(reply: str) -> tuple[dict[int, str], list[str]]:
+    """Split the model's reply into sections by their markers.
+
+    A reply wrapped in one Markdown code fence (a common slip) is unwrapped first.
+
+    Returns:
+        The sections found (number -> text) and findings about the reply's shape.
+    """
+    findings: list[str] = []
+    text = reply.strip("\n")
+    wrapped = re.fullmatch(r"(`{3,}|~{3,})[\w-]*[ \t]*\n(?P<inner>.*)\n\1[ \t]*", text, re.S)
+    if wrapped:
+        text = wrapped["inner"]
+    markers = list(SECTION_MARKER_RE.finditer(text))
+    if not markers:
+        return {}, ["the reply has no section markers (`<!-- i18n:section N -->`)"]
+    if text[: markers[0].start()].strip():
+        findings.append("the reply has text before the first section marker")
+    sections: dict[int, str] = {}
+    for index, marker in enumerate(markers):
+        end = markers[index + 1].start() if index + 1 < len(markers) else len(text)
+        n = int(marker["n"])
+        if n in sections:
+            findings.append(f"section {n} appears more than once")
+            continue
+        sections[n] = text[marker.end() :][: end - marker.end()].lstrip("\n")
+    return sections, findings

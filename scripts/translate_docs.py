@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""Translate the English docs into Japanese, Korean and Simplified Chinese with an OpenAI model.
+
+Every English page under docs/ (except docs/ref/ and the translated folders) is translated into
+docs/ja/, docs/ko/ and docs/zh/. Only sections that changed since the last run (recorded in
+i18n/manifest.json) are sent. See docs/translation.md for the whole story.
+
+Exit codes: 0 success; 1 a page failed (not written), or --check/--adopt found problems;
+2 bad usage or configuration (for example no OPENAI_API_KEY); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from docs_i18n.prompt import LANGUAGES
+from docs_i18n.report import Reporter
+from docs_i18n.runner import Options, adopt, check, dry_run, translate
+from docs_i18n.translator import RetryPolicy
+
+ROOT = Path(__file__).resolve().parent.parent
+EFFORTS = ("minimal", "low", "medium", "high")
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="translate_docs.py",
+        description=(
+            "Translate docs/ into ja, ko and zh with an OpenAI model. Only changed sections are "
+            "sent; a translation that fails the structure checks is never written."
+        ),
+        epilog="Environment: OPENAI_API_KEY (required to translate), OPENAI_BASE_URL (optional).",
+    )
+    parser.add_argument(
+        "--lang",
+        action="append",
+        choices=sorted(LANGUAGES),
+        help="a target language (repeatable; default: ja, ko and zh)",
+    )
+    parser.add_argument(
+        "--file",
+        action="append",
+        metavar="PAGE",
+        help="an English page, e.g. docs/index.md or index.md (repeatable; default: every page)",
+    )
+    parser.add_argument("--model", default="o3", help="the model (default: o3)")
+    parser.add_argument(
+        "--reasoning-effort",
+        choices=EFFORTS,
+        default="medium",
+        help="the model's reasoning effort (default: medium)",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=_positive_int,
+        default=16,
+        help="requests in flight at most (default: 16)",
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="retranslate the selected pages even if current"
+    )
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--check",
+        action="store_true",
+        help=(
+            "no API call, no key: list missing, stale, orphaned, unadopted and structurally "
+            "invalid translations; exit 1 if there is any"
+        ),
+    )
+    mode.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="show what would be sent, with estimated tokens and cost; no API call",
+    )
+    mode.add_argument(
+        "--adopt",
+        action="store_true",
+        help=(
+            "record existing translations that are not in the manifest yet, after checking "
+            "their structure; exit 1 listing those that fail"
+        ),
+    )
+    parser.add_argument(
+        "--verbose", action="store_true", help="with --dry-run: print the full prompts"
+    )
+    parser.add_argument(
+        "--max-retries",
+        type=int,
+        default=6,
+        help="retries of a request on 429, 5xx, timeouts and connection errors (default: 6)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_non_negative_float,
+        default=900.0,
+        help="seconds before a request times out and is retried (default: 900)",
+    )
+    parser.add_argument(
+        "--retry-base-delay",
+        type=_non_negative_float,
+        default=1.0,
+        help="first backoff in seconds, doubled on each retry, with jitter (default: 1)",
+    )
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=ROOT,
+        help="the repository root holding docs/ and i18n/ (default: this repository)",
+    )
+    return parser
+
+
+def _fail(message: str, code: int = 2) -> int:
+    print(f"translate_docs.py: error: {message}", file=sys.stderr)
+    return code
+
+
+async def _translate(options: Options, reporter: Reporter) -> int:
+    import openai
+
+    client = openai.AsyncOpenAI(max_retries=0, timeout=options.timeout)
+    async with client:
+        return await translate(options, client, reporter)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    root: Path = args.root.resolve()
+    if not (root / "docs").is_dir():
+        return _fail(f"{root / 'docs'} is not a folder (use --root)")
+    options = Options(
+        root=root,
+        languages=sorted(set(args.lang)) if args.lang else sorted(LANGUAGES),
+        files=args.file,
+        model=args.model,
+        effort=args.reasoning_effort,
+        concurrency=args.concurrency,
+        force=args.force,
+        timeout=args.timeout,
+        retry=RetryPolicy(max_retries=args.max_retries, base_delay=args.retry_base_delay),
+    )
+    try:
+        if args.check:
+            code, lines = check(options)
+            for line in lines:
+                print(line)
+            print(
+                "all translations are current and sound"
+                if code == 0
+                else f"{len(lines)} problem(s)"
+            )
+            return code
+        if args.adopt:
+            code, lines = adopt(options)
+            for line in lines:
+                print(line)
+            if not lines:
+                print("nothing to adopt")
+            return code
+        if args.dry_run:
+            for line in dry_run(options, verbose=args.verbose):
+                print(line)
+            return 0
+        if not os.environ.get("OPENAI_API_KEY"):
+            return _fail("OPENAI_API_KEY is not set (use --check or --dry-run to run without it)")
+        reporter = Reporter()
+        code = asyncio.run(_translate(options, reporter))
+        print(reporter.summary(options.model))
+        return code
+    except (ValueError, OSError) as exc:
+        return _fail(str(exc))
+    except KeyboardInterrupt:
+        print("translate_docs.py: interrupted; every file is either old or new", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
