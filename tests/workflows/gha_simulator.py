@@ -1,0 +1,196 @@
+"""Run one GitHub Actions job's own `run:` steps locally, in order, the way a runner would.
+
+What is real and what is emulated:
+
+- `run:` steps are read from the workflow file and executed unchanged with the shell GitHub uses
+  for `shell: bash` (`bash --noprofile --norc -eo pipefail FILE`), in the workspace, with the
+  workflow's, the job's and the step's `env:` merged in that order.
+- `${{ expr }}` expressions are replaced from an explicit mapping given by the test (for example
+  `secrets.OPENAI_API_KEY`, `inputs.scope`); an expression missing from the mapping is an error,
+  so nothing is silently substituted.
+- The runner's default variables are set: `CI`, `GITHUB_ACTIONS`, `GITHUB_WORKSPACE`,
+  `GITHUB_REF`, `GITHUB_REF_NAME`, `GITHUB_EVENT_NAME`, `RUNNER_TEMP`, `GITHUB_ENV`,
+  `GITHUB_OUTPUT`.
+- `uses:` steps are handled by emulators the test supplies by step id (the checkout emulator
+  clones the origin repository); a `uses:` step without an emulator is skipped and recorded.
+- Steps named in `skip` (by id, with the reason) are not executed and are recorded as skipped.
+- As on GitHub, the first failing step stops the job; later steps do not run. Steps with their
+  own `if:` are not supported (the simulated job has none), so none is evaluated wrongly.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = ["JobSimulation", "StepResult", "clean_base_env", "substitute"]
+
+_EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
+BASH = ["bash", "--noprofile", "--norc", "-eo", "pipefail"]
+
+
+def substitute(text: str, expressions: Mapping[str, str]) -> str:
+    """Replace every `${{ expr }}` in `text` from `expressions`; a missing one raises KeyError."""
+
+    def _value(match: re.Match[str]) -> str:
+        expr = match[1]
+        if expr not in expressions:
+            raise KeyError(f"the simulation has no value for the expression ${{{{ {expr} }}}}")
+        return expressions[expr]
+
+    return _EXPRESSION.sub(_value, text)
+
+
+@dataclass
+class StepResult:
+    """What happened to one step.
+
+    Attributes:
+        id: The step's `id` (or its position when it has none).
+        kind: `"run"` (executed), `"emulated"` (a `uses:` step done by an emulator) or `"skipped"`.
+        returncode: The exit status (0 for emulated and skipped steps).
+        output: stdout and stderr together, or the reason for a skip.
+    """
+
+    id: str
+    kind: str
+    returncode: int = 0
+    output: str = ""
+
+
+@dataclass
+class JobSimulation:
+    """One job of a workflow file, ready to run in `workspace`.
+
+    Attributes:
+        workflow_path: The workflow file.
+        job_id: The job to run.
+        workspace: The checkout directory (`GITHUB_WORKSPACE`); an emulator creates it.
+        expressions: Values for the `${{ }}` expressions in the job's steps.
+        base_env: The environment the runner process starts with.
+        emulators: Per step id, a function run instead of a `uses:` step.
+        skip: Per step id, why the step is not executed.
+        before_step: Per step id, a function called just before that step (to change the world
+            mid-run, for example to push to the origin).
+        event_name: `GITHUB_EVENT_NAME`.
+        ref_name: The branch the run is for.
+    """
+
+    workflow_path: Path
+    job_id: str
+    workspace: Path
+    expressions: Mapping[str, str]
+    base_env: Mapping[str, str]
+    emulators: Mapping[str, Callable[[dict[str, Any]], None]] = field(default_factory=dict)
+    skip: Mapping[str, str] = field(default_factory=dict)
+    before_step: Mapping[str, Callable[[], None]] = field(default_factory=dict)
+    event_name: str = "push"
+    ref_name: str = "main"
+
+    def __post_init__(self) -> None:
+        self.workflow: dict[Any, Any] = yaml.safe_load(self.workflow_path.read_text("utf-8"))
+        self.job: dict[str, Any] = self.workflow["jobs"][self.job_id]
+        shell = (self.workflow.get("defaults") or {}).get("run", {}).get("shell")
+        if shell != "bash":
+            raise ValueError(f"expected `defaults: run: shell: bash`, got {shell!r}")
+
+    def steps(self) -> list[tuple[str, dict[str, Any]]]:
+        """The job's steps with their ids, in order."""
+        return [(str(s.get("id", i)), s) for i, s in enumerate(self.job["steps"])]
+
+    def run(self) -> list[StepResult]:
+        """Run the steps in order until one fails; return what happened to each step run."""
+        results: list[StepResult] = []
+        with tempfile.TemporaryDirectory(prefix="runner-temp-") as runner_temp:
+            temp = Path(runner_temp)
+            env_file, output_file = temp / "github_env", temp / "github_output"
+            env_file.touch()
+            output_file.touch()
+            for step_id, step in self.steps():
+                if "if" in step:
+                    raise ValueError(
+                        f"step {step_id!r} has an `if:`, which this simulator does not evaluate"
+                    )
+                if step_id in self.before_step:
+                    self.before_step[step_id]()
+                if step_id in self.skip:
+                    results.append(StepResult(step_id, "skipped", output=self.skip[step_id]))
+                    continue
+                if "uses" in step:
+                    if step_id in self.emulators:
+                        self.emulators[step_id](self._with(step))
+                        results.append(StepResult(step_id, "emulated"))
+                    else:
+                        results.append(StepResult(step_id, "skipped", output=step["uses"]))
+                    continue
+                result = self._run_step(step_id, step, temp, env_file, output_file)
+                results.append(result)
+                if result.returncode != 0:
+                    break
+        return results
+
+    def _with(self, step: dict[str, Any]) -> dict[str, Any]:
+        return {
+            k: substitute(v, self.expressions) if isinstance(v, str) else v
+            for k, v in (step.get("with") or {}).items()
+        }
+
+    def _env(
+        self, step: dict[str, Any], temp: Path, env_file: Path, output_file: Path
+    ) -> dict[str, str]:
+        env = dict(self.base_env)
+        env.update(
+            CI="true",
+            GITHUB_ACTIONS="true",
+            GITHUB_WORKSPACE=str(self.workspace),
+            GITHUB_REF=f"refs/heads/{self.ref_name}",
+            GITHUB_REF_NAME=self.ref_name,
+            GITHUB_EVENT_NAME=self.event_name,
+            RUNNER_TEMP=str(temp),
+            GITHUB_ENV=str(env_file),
+            GITHUB_OUTPUT=str(output_file),
+        )
+        # Variables earlier steps exported through $GITHUB_ENV (NAME=value lines).
+        for line in env_file.read_text("utf-8").splitlines():
+            name, sep, value = line.partition("=")
+            if sep:
+                env[name] = value
+        for scope in (self.workflow.get("env"), self.job.get("env"), step.get("env")):
+            for name, value in (scope or {}).items():
+                env[str(name)] = substitute(str(value), self.expressions)
+        return env
+
+    def _run_step(
+        self, step_id: str, step: dict[str, Any], temp: Path, env_file: Path, output_file: Path
+    ) -> StepResult:
+        if step.get("shell", "bash") != "bash" or "working-directory" in step:
+            raise ValueError(f"step {step_id!r}: only `shell: bash` in the workspace is simulated")
+        script = temp / f"step-{step_id}.sh"
+        script.write_text(substitute(step["run"], self.expressions), encoding="utf-8")
+        completed = subprocess.run(
+            [*BASH, str(script)],
+            cwd=self.workspace,
+            env=self._env(step, temp, env_file, output_file),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            check=False,
+            timeout=240,
+        )
+        return StepResult(step_id, "run", completed.returncode, completed.stdout)
+
+
+def clean_base_env() -> dict[str, str]:
+    """The test process's environment without anything a real run would not have."""
+    drop = ("GITHUB_", "OPENAI_", "RUNNER_", "GIT_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+    env.pop("PYTEST_CURRENT_TEST", None)
+    return env
