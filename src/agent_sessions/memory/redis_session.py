@@ -52,16 +52,51 @@ _T = TypeVar("_T")
 DEFAULT_KEY_PREFIX = "agent_sessions"
 _REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
-# Pop the newest element and record the write, in one atomic step.
-_POP_SCRIPT = """
+# The scripts check key types first, so that no command can fail after a write: each script is
+# all or nothing. KEYS[1] is the item list, KEYS[2] the index; ARGV[1] the session id, ARGV[2]
+# the TTL in milliseconds (0: none), ARGV[3] the time in milliseconds.
+_CHECK_TYPES = """
+local list_type = redis.call('TYPE', KEYS[1]).ok
+if list_type ~= 'none' and list_type ~= 'list' then
+  return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' holds a ' .. list_type .. ', not a list')
+end
+local index_type = redis.call('TYPE', KEYS[2]).ok
+if index_type ~= 'none' and index_type ~= 'zset' then
+  return redis.error_reply('WRONGTYPE ' .. KEYS[2] .. ' holds a ' .. index_type .. ', not a zset')
+end
+"""
+
+# Append ARGV[4..] (in chunks: Lua's unpack has a limit), refresh the TTL, record the write.
+_ADD_SCRIPT = (
+    _CHECK_TYPES
+    + """
+local last = #ARGV
+local first = 4
+while first <= last do
+  local chunk_end = math.min(first + 999, last)
+  redis.call('RPUSH', KEYS[1], unpack(ARGV, first, chunk_end))
+  first = chunk_end + 1
+end
+if tonumber(ARGV[2]) > 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+return last - 3
+"""
+)
+
+# Pop the newest element, refresh the TTL and record the write; an emptied session leaves the
+# index.
+_POP_SCRIPT = (
+    _CHECK_TYPES
+    + """
 local element = redis.call('RPOP', KEYS[1])
 if not element then
   return false
 end
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  local ttl = tonumber(ARGV[2])
-  if ttl > 0 then
-    redis.call('PEXPIRE', KEYS[1], ttl)
+  if tonumber(ARGV[2]) > 0 then
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
   end
   redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
 else
@@ -69,6 +104,7 @@ else
 end
 return element
 """
+)
 
 
 def items_key(prefix: str, session_id: str) -> str:
@@ -128,10 +164,11 @@ class RedisSession(SessionABC):
     """A session stored in Redis, shared by every process that uses the same server and prefix.
 
     Each session is one Redis list, so `get_items(limit)` reads only the tail (`LRANGE -limit -1`)
-    and appends never rewrite the history. `add_items` is one `MULTI`/`EXEC` transaction (the
-    whole batch or nothing, never interleaved with another writer's batch) and `pop_item` one Lua
-    script, so two concurrent pops never return the same item. With a `ttl`, a session expires
-    after that long without a write; every write (`add_items`, `pop_item`) restarts the clock.
+    and appends never rewrite the history. `add_items` and `pop_item` are each one Lua script,
+    which Redis runs atomically: a batch is stored whole or not at all and never interleaved
+    with another writer's batch, and two concurrent pops never return the same item. With a
+    `ttl`, a session expires after that long without a write; every write (`add_items`,
+    `pop_item`) restarts the clock.
 
     Errors of the client are raised as [`SessionStorageError`][agent_sessions.SessionStorageError]
     with the original exception chained; the client reconnects on the next call. A client made by
@@ -192,6 +229,7 @@ class RedisSession(SessionABC):
         self._items_key = items_key(key_prefix, session_id)
         self._index_key = index_key(key_prefix)
         self._pop = self._redis.register_script(_POP_SCRIPT)
+        self._add = self._redis.register_script(_ADD_SCRIPT)
         self._closed = False
 
     @classmethod
@@ -368,13 +406,10 @@ class RedisSession(SessionABC):
 
     async def _append(self, encoded: list[str]) -> None:
         stamp = str(time.time_ns() // 1_000_000)
-        elements = [f"{stamp}|{text}" for text in encoded]
-        async with self._redis.pipeline(transaction=True) as pipe:
-            pipe.rpush(self._items_key, *elements)
-            if self._ttl_ms:
-                pipe.pexpire(self._items_key, self._ttl_ms)
-            pipe.zadd(self._index_key, {self.session_id: int(stamp)})
-            await pipe.execute()
+        await self._add(
+            keys=[self._items_key, self._index_key],
+            args=[self.session_id, self._ttl_ms, stamp, *(f"{stamp}|{text}" for text in encoded)],
+        )
 
     async def _pop_valid(self) -> TResponseInputItem | None:
         while True:

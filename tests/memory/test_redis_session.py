@@ -1,0 +1,197 @@
+"""RedisSession on a real Redis: what is specific to this backend.
+
+The shared behaviour is the conformance suite's job: see test_backends_conformance.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import pytest
+from redis.asyncio import Redis
+
+from agent_sessions import (
+    RedisSession,
+    SessionClosedError,
+    SessionStorageError,
+    UserError,
+)
+
+pytestmark = pytest.mark.services
+
+
+@pytest.fixture
+async def client(redis_url: str) -> AsyncIterator[Redis]:
+    client = Redis.from_url(redis_url)
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture
+async def prefix(client: Redis) -> AsyncIterator[str]:
+    prefix = f"test:{uuid.uuid4().hex[:10]}"
+    yield prefix
+    keys = [key async for key in client.scan_iter(match=f"{prefix}:*")]
+    if keys:
+        await client.delete(*keys)
+
+
+async def test_layout_created_at_and_index(client: Redis, prefix: str) -> None:
+    session = RedisSession("s", redis_client=client, key_prefix=prefix)
+    await session.add_items([{"role": "user", "content": "héllo 😀"}])
+    raw = await client.lrange(f"{prefix}:items:s", 0, -1)
+    stamp, _, body = raw[0].decode().partition("|")
+    assert stamp.isdigit()
+    assert body == '{"role":"user","content":"héllo 😀"}'
+    score = await client.zscore(f"{prefix}:index", "s")
+    assert score == int(stamp)
+    await session.clear_session()
+    assert await client.exists(f"{prefix}:items:s") == 0
+    assert await client.zscore(f"{prefix}:index", "s") is None
+
+
+async def test_ttl_is_refreshed_on_every_write(client: Redis, prefix: str) -> None:
+    session = RedisSession("s", redis_client=client, key_prefix=prefix, ttl=timedelta(seconds=30))
+    assert session.ttl == 30
+    await session.add_items([{"n": 1}, {"n": 2}, {"n": 3}])
+    key = f"{prefix}:items:s"
+    assert 29_000 < await client.pttl(key) <= 30_000
+    await client.pexpire(key, 5_000)
+    await session.add_items([{"n": 4}])
+    assert await client.pttl(key) > 29_000  # add_items restarted the clock
+    await client.pexpire(key, 5_000)
+    await session.get_items()
+    assert await client.pttl(key) <= 5_000  # a read does not
+    await session.pop_item()
+    assert await client.pttl(key) > 29_000  # pop_item did
+
+
+async def test_ttl_expires_the_session(client: Redis, prefix: str) -> None:
+    session = RedisSession("s", redis_client=client, key_prefix=prefix, ttl=0.2)
+    await session.add_items([{"n": 1}])
+    for _ in range(100):
+        if not await client.exists(f"{prefix}:items:s"):
+            break
+        await asyncio.sleep(0.05)
+    assert await session.get_items() == []
+
+
+async def test_without_ttl_keys_do_not_expire(client: Redis, prefix: str) -> None:
+    session = RedisSession("s", redis_client=client, key_prefix=prefix)
+    await session.add_items([{"n": 1}])
+    assert await client.pttl(f"{prefix}:items:s") == -1
+
+
+async def test_prefixes_isolate(client: Redis, prefix: str) -> None:
+    a = RedisSession("s", redis_client=client, key_prefix=f"{prefix}:a")
+    b = RedisSession("s", redis_client=client, key_prefix=f"{prefix}:b")
+    await a.add_items([{"a": 1}])
+    assert await b.get_items() == []
+    await b.clear_session()
+    assert await a.get_items() == [{"a": 1}]
+
+
+async def test_get_items_with_limit_reads_only_the_tail(
+    client: Redis, prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    session = RedisSession("s", redis_client=client, key_prefix=prefix)
+    await client.rpush(f"{prefix}:items:s", "not json at all")
+    await session.add_items([{"n": i} for i in range(1, 6)])
+    with caplog.at_level(logging.WARNING, logger="agent_sessions"):
+        assert await session.get_items(3) == [{"n": 3}, {"n": 4}, {"n": 5}]
+    assert not caplog.records  # the corrupt head element was never read
+    with caplog.at_level(logging.WARNING, logger="agent_sessions"):
+        assert await session.get_items(10) == [{"n": i} for i in range(1, 6)]
+    assert "corrupt" in caplog.text
+
+
+async def test_a_client_with_decoded_responses_works(redis_url: str, prefix: str) -> None:
+    client = Redis.from_url(redis_url, decode_responses=True)
+    try:
+        session = RedisSession("s", redis_client=client, key_prefix=prefix)
+        await session.add_items([{"n": "ü"}])
+        assert await session.get_items() == [{"n": "ü"}]
+        assert await session.pop_item() == {"n": "ü"}
+    finally:
+        await client.delete(f"{prefix}:items:s", f"{prefix}:index")
+        await client.aclose()
+
+
+async def test_from_url_owns_its_client_and_close(redis_url: str, prefix: str) -> None:
+    session = RedisSession.from_url("s", redis_url, key_prefix=prefix, max_connections=4)
+    assert session.client.connection_pool.max_connections == 4
+    async with session:
+        await session.add_items([{"a": 1}])
+        assert await session.get_items() == [{"a": 1}]
+        await session.clear_session()
+    for call in (
+        session.get_items(),
+        session.add_items([{"a": 1}]),
+        session.pop_item(),
+        session.clear_session(),
+    ):
+        with pytest.raises(SessionClosedError):
+            await call
+    await session.close()
+
+
+def test_bad_arguments(client: Redis) -> None:
+    with pytest.raises(ValueError, match="not a Redis URL"):
+        RedisSession.from_url("s", "postgresql://x")
+    with pytest.raises(ValueError, match="ttl"):
+        RedisSession("s", redis_client=client, ttl=0)
+    with pytest.raises(TypeError, match="ttl"):
+        RedisSession("s", redis_client=client, ttl="1h")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="key_prefix"):
+        RedisSession("s", redis_client=client, key_prefix="")
+    with pytest.raises(ValueError, match="session_id"):
+        RedisSession("", redis_client=client)
+    with pytest.raises(UserError, match=r"redis\.asyncio\.Redis"):
+        RedisSession("s", redis_client=object())  # type: ignore[arg-type]
+
+
+async def test_wrong_key_type_is_a_storage_error(client: Redis, prefix: str) -> None:
+    await client.set(f"{prefix}:items:s", "a string, not a list")
+    session = RedisSession("s", redis_client=client, key_prefix=prefix)
+    with pytest.raises(SessionStorageError, match="WRONGTYPE") as info:
+        await session.add_items([{"a": 1}])
+    assert info.value.__cause__ is not None
+    # The transaction failed as a whole: the index was not touched either.
+    assert await client.zscore(f"{prefix}:index", "s") is None
+
+
+async def test_killed_connection_gives_a_clear_error_then_recovers(
+    redis_url: str, client: Redis, prefix: str
+) -> None:
+    name = f"victim-{uuid.uuid4().hex[:8]}"
+    session = RedisSession.from_url("s", redis_url, key_prefix=prefix, client_name=name)
+    async with session:
+        await session.add_items([{"n": 1}])
+        await client.execute_command("CLIENT", "PAUSE", "10000", "WRITE")
+        try:
+            add = asyncio.create_task(session.add_items([{"n": 2}, {"n": 3}]))
+            await asyncio.sleep(0.2)  # the transaction is now waiting inside Redis
+            assert not add.done()
+            victims = [c["id"] for c in await client.client_list() if c["name"] == name]
+            assert victims
+            for victim in victims:
+                await client.client_kill_filter(_id=victim)
+        finally:
+            await client.execute_command("CLIENT", "UNPAUSE")
+        with pytest.raises(SessionStorageError, match="ConnectionError") as info:
+            await add
+        assert info.value.__cause__ is not None
+        assert await session.get_items() == [{"n": 1}]
+        await session.add_items([{"n": 4}])
+        assert await session.get_items() == [{"n": 1}, {"n": 4}]
+
+
+async def test_unreachable_server_is_a_storage_error() -> None:
+    async with RedisSession.from_url("s", "redis://127.0.0.1:1/0") as session:
+        with pytest.raises(SessionStorageError) as info:
+            await session.get_items()
+        assert info.value.__cause__ is not None

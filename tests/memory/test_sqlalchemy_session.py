@@ -1,0 +1,284 @@
+"""SQLAlchemySession on a real PostgreSQL: what is specific to this backend.
+
+The shared behaviour (ordering, limits, isolation, pop/clear, concurrency, cancellation, corrupt
+rows, bad items) is the conformance suite's job: see test_backends_conformance.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import NullPool
+
+from agent_sessions import (
+    SessionClosedError,
+    SessionStorageError,
+    SQLAlchemySession,
+    UserError,
+)
+
+pytestmark = pytest.mark.services
+
+
+def unique_tables() -> tuple[str, str]:
+    tag = uuid.uuid4().hex[:10]
+    return f"t{tag}_sessions", f"t{tag}_messages"
+
+
+async def drop_tables(engine: AsyncEngine, sessions: str, messages: str) -> None:
+    async with engine.begin() as conn:
+        await conn.execute(text(f'DROP TABLE IF EXISTS "{messages}"'))
+        await conn.execute(text(f'DROP TABLE IF EXISTS "{sessions}"'))
+
+
+@pytest.fixture
+async def engine(postgres_url: str) -> AsyncIterator[AsyncEngine]:
+    engine = create_async_engine(postgres_url)
+    yield engine
+    await engine.dispose()
+
+
+@pytest.fixture
+async def tables(engine: AsyncEngine) -> AsyncIterator[tuple[str, str]]:
+    names = unique_tables()
+    yield names
+    await drop_tables(engine, *names)
+
+
+def make(engine: AsyncEngine, tables: tuple[str, str], session_id: str = "s") -> SQLAlchemySession:
+    return SQLAlchemySession(
+        session_id,
+        engine=engine,
+        create_tables=True,
+        sessions_table=tables[0],
+        messages_table=tables[1],
+    )
+
+
+async def test_round_trip_and_created_at(engine: AsyncEngine, tables: tuple[str, str]) -> None:
+    session = make(engine, tables)
+    await session.add_items([{"role": "user", "content": "héllo 😀"}, {"type": "x", "n": 1}])
+    assert await session.get_items() == [
+        {"role": "user", "content": "héllo 😀"},
+        {"type": "x", "n": 1},
+    ]
+    async with engine.connect() as conn:
+        rows = (
+            await conn.execute(text(f'SELECT created_at, id FROM "{tables[1]}" ORDER BY id'))
+        ).all()
+    assert len(rows) == 2
+    assert all(row[0] is not None and row[0].tzinfo is not None for row in rows)
+    assert rows[0][1] < rows[1][1]
+
+
+async def test_order_is_by_id_not_by_timestamp(
+    engine: AsyncEngine, tables: tuple[str, str]
+) -> None:
+    session = make(engine, tables)
+    await session.add_items([{"n": 1}, {"n": 2}, {"n": 3}])
+    # Timestamps running backwards (a clock step) must not reorder the history.
+    async with engine.begin() as conn:
+        await conn.execute(
+            text(f"UPDATE \"{tables[1]}\" SET created_at = now() - (id * interval '1 hour')")
+        )
+    assert await session.get_items() == [{"n": 1}, {"n": 2}, {"n": 3}]
+    assert await session.get_items(1) == [{"n": 3}]
+    assert await session.pop_item() == {"n": 3}
+
+
+async def test_without_create_tables_missing_tables_give_a_clear_error(
+    engine: AsyncEngine,
+) -> None:
+    session = SQLAlchemySession(
+        "s", engine=engine, sessions_table="nope_sessions", messages_table="nope_messages"
+    )
+    with pytest.raises(SessionStorageError, match="create_tables=True") as info:
+        await session.get_items()
+    assert info.value.__cause__ is not None
+
+
+async def test_concurrent_create_tables_from_many_sessions(
+    engine: AsyncEngine, tables: tuple[str, str]
+) -> None:
+    sessions = [make(engine, tables, f"s{i}") for i in range(10)]
+    await asyncio.gather(*(s.add_items([{"i": i}]) for i, s in enumerate(sessions)))
+    for i, s in enumerate(sessions):
+        assert await s.get_items() == [{"i": i}]
+
+
+@pytest.mark.parametrize(
+    "name", ["bad name", "1abc", "a;drop table x", "x" * 49, "", 'quo"te', "ñ"]
+)
+def test_table_names_are_validated(engine: AsyncEngine, name: str) -> None:
+    with pytest.raises(ValueError, match="plain identifier"):
+        SQLAlchemySession("s", engine=engine, messages_table=name)
+    with pytest.raises(ValueError, match="plain identifier"):
+        SQLAlchemySession("s", engine=engine, sessions_table=name)
+
+
+def test_bad_arguments(engine: AsyncEngine) -> None:
+    with pytest.raises(TypeError, match="session_id"):
+        SQLAlchemySession(123, engine=engine)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="session_id"):
+        SQLAlchemySession("x" * 256, engine=engine)
+    with pytest.raises(UserError, match="AsyncEngine"):
+        SQLAlchemySession("s", engine="postgresql://x")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="must differ"):
+        SQLAlchemySession("s", engine=engine, sessions_table="a", messages_table="a")
+
+
+def test_from_url_errors() -> None:
+    with pytest.raises(ValueError, match="not a database URL"):
+        SQLAlchemySession.from_url("s", "not a url")
+    with pytest.raises(ValueError, match="async driver"):
+        SQLAlchemySession.from_url("s", "sqlite:///x.db")
+
+
+async def test_from_url_passes_pool_settings_and_owns_the_engine(
+    postgres_url: str, tables: tuple[str, str]
+) -> None:
+    plain = postgres_url.replace("postgresql+asyncpg://", "postgresql://")
+    session = SQLAlchemySession.from_url(
+        "s",
+        plain,
+        create_tables=True,
+        sessions_table=tables[0],
+        messages_table=tables[1],
+        pool_size=3,
+        max_overflow=1,
+        pool_timeout=7,
+    )
+    assert session.engine.url.drivername == "postgresql+asyncpg"
+    assert session.engine.pool.size() == 3  # type: ignore[attr-defined]
+    assert session.engine.pool._max_overflow == 1  # type: ignore[attr-defined]
+    assert session.engine.pool._timeout == 7  # type: ignore[attr-defined]
+    async with session:
+        await session.add_items([{"a": 1}])
+        assert await session.get_items() == [{"a": 1}]
+    with pytest.raises(SessionClosedError):
+        await session.get_items()
+    with pytest.raises(SessionClosedError):
+        await session.add_items([{"a": 2}])
+    with pytest.raises(SessionClosedError):
+        await session.pop_item()
+    with pytest.raises(SessionClosedError):
+        await session.clear_session()
+    await session.close()  # twice is harmless
+
+
+async def test_close_does_not_dispose_a_passed_engine(
+    engine: AsyncEngine, tables: tuple[str, str]
+) -> None:
+    first = make(engine, tables, "a")
+    await first.add_items([{"a": 1}])
+    await first.close()
+    second = make(engine, tables, "a")
+    assert await second.get_items() == [{"a": 1}]
+
+
+async def test_get_items_with_limit_reads_only_the_tail(
+    engine: AsyncEngine, tables: tuple[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    session = make(engine, tables)
+    await session.add_items([{"n": 0}])
+    async with engine.begin() as conn:
+        await conn.execute(text(f"UPDATE \"{tables[1]}\" SET message_data = 'garbage{{'"))
+    await session.add_items([{"n": i} for i in range(1, 6)])
+    with caplog.at_level(logging.WARNING, logger="agent_sessions"):
+        assert await session.get_items(3) == [{"n": 3}, {"n": 4}, {"n": 5}]
+    assert not caplog.records  # the corrupt head row was never read
+    with caplog.at_level(logging.WARNING, logger="agent_sessions"):
+        assert await session.get_items(10) == [{"n": i} for i in range(1, 6)]
+    assert "corrupt" in caplog.text
+
+
+async def test_pops_from_two_engines_never_duplicate(
+    postgres_url: str, engine: AsyncEngine, tables: tuple[str, str]
+) -> None:
+    # Two engines stand for two processes: the row lock, not a Python lock, keeps pops apart.
+    other = create_async_engine(postgres_url, poolclass=NullPool)
+    try:
+        a, b = make(engine, tables), make(other, tables)
+        await a.add_items([{"n": i} for i in range(60)])
+        popped = await asyncio.gather(*(s.pop_item() for s in [a, b] * 40))
+        values = [p["n"] for p in popped if p is not None]  # type: ignore[typeddict-item]
+        assert sorted(values) == list(range(60))
+        assert popped.count(None) == 20
+    finally:
+        await other.dispose()
+
+
+async def test_clear_while_writing_keeps_batches_whole(
+    engine: AsyncEngine, tables: tuple[str, str]
+) -> None:
+    session = make(engine, tables)
+    other = make(engine, tables, "other")
+    await other.add_items([{"keep": True}])
+    batches = [[{"b": b, "i": i} for i in range(5)] for b in range(20)]
+    await asyncio.gather(
+        *(session.add_items(batch) for batch in batches),
+        session.clear_session(),
+        session.clear_session(),
+    )
+    items = await session.get_items()
+    assert len(items) % 5 == 0
+    for start in range(0, len(items), 5):
+        assert len({item["b"] for item in items[start : start + 5]}) == 1  # type: ignore[typeddict-item]
+    assert await other.get_items() == [{"keep": True}]
+
+
+async def test_killed_connection_gives_a_clear_error_then_recovers(
+    postgres_url: str, engine: AsyncEngine, tables: tuple[str, str]
+) -> None:
+    session = make(engine, tables)
+    await session.add_items([{"n": 1}])
+    blocker = create_async_engine(postgres_url, poolclass=NullPool)
+    try:
+        async with blocker.connect() as lock_conn:
+            # Hold the session's row lock so the next add_items waits inside PostgreSQL...
+            await lock_conn.execute(
+                text(f"SELECT 1 FROM \"{tables[0]}\" WHERE session_id = 's' FOR UPDATE")
+            )
+            add = asyncio.create_task(session.add_items([{"n": 2}, {"n": 3}]))
+            victim = None
+            for _ in range(200):
+                victim = (
+                    await lock_conn.execute(
+                        text(
+                            "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                            "AND query LIKE :q"
+                        ),
+                        {"q": f"%{tables[0]}%"},
+                    )
+                ).scalar()
+                if victim is not None:
+                    break
+                await asyncio.sleep(0.02)
+            assert victim is not None
+            # ...then kill its connection on the server side, mid-operation.
+            await lock_conn.execute(text("SELECT pg_terminate_backend(:p)"), {"p": victim})
+            with pytest.raises(SessionStorageError, match="connection was lost") as info:
+                await add
+            assert info.value.__cause__ is not None
+            await lock_conn.rollback()
+    finally:
+        await blocker.dispose()
+    # The failed batch left nothing, and the next calls work on a fresh connection.
+    assert await session.get_items() == [{"n": 1}]
+    await session.add_items([{"n": 4}])
+    assert await session.get_items() == [{"n": 1}, {"n": 4}]
+
+
+async def test_unreachable_server_is_a_storage_error(tables: tuple[str, str]) -> None:
+    async with SQLAlchemySession.from_url(
+        "s", "postgresql+asyncpg://postgres@127.0.0.1:1/test", create_tables=True
+    ) as session:
+        with pytest.raises(SessionStorageError) as info:
+            await session.add_items([{"a": 1}])
+        assert info.value.__cause__ is not None
