@@ -1,6 +1,6 @@
 """RedisSession on a real Redis: what is specific to this backend.
 
-The shared behaviour is the conformance suite's job: see test_backends_conformance.py.
+The shared behaviour is the conformance suite's job: `TestRedisConformance` runs it here.
 """
 
 from __future__ import annotations
@@ -16,10 +16,12 @@ from redis.asyncio import Redis
 
 from agent_sessions import (
     RedisSession,
+    Session,
     SessionClosedError,
     SessionStorageError,
     UserError,
 )
+from agent_sessions.testing import SessionConformanceTests
 
 pytestmark = pytest.mark.services
 
@@ -148,8 +150,6 @@ def test_bad_arguments(client: Redis) -> None:
         RedisSession("s", redis_client=client, ttl="1h")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="key_prefix"):
         RedisSession("s", redis_client=client, key_prefix="")
-    with pytest.raises(ValueError, match="session_id"):
-        RedisSession("", redis_client=client)
     with pytest.raises(UserError, match=r"redis\.asyncio\.Redis"):
         RedisSession("s", redis_client=object())  # type: ignore[arg-type]
 
@@ -195,3 +195,23 @@ async def test_unreachable_server_is_a_storage_error() -> None:
         with pytest.raises(SessionStorageError) as info:
             await session.get_items()
         assert info.value.__cause__ is not None
+
+
+class TestRedisConformance(SessionConformanceTests):
+    """The shared session contract on Redis."""
+
+    @pytest.fixture(autouse=True)
+    async def _client(self, redis_url: str) -> AsyncIterator[None]:
+        self.client = Redis.from_url(redis_url, max_connections=100)
+        self.prefix = f"test:{uuid.uuid4().hex[:10]}"
+        yield
+        keys = [key async for key in self.client.scan_iter(match=f"{self.prefix}:*")]
+        if keys:
+            await self.client.delete(*keys)
+        await self.client.aclose()
+
+    async def make_session(self, session_id: str) -> Session:
+        return RedisSession(session_id, redis_client=self.client, key_prefix=self.prefix)
+
+    async def corrupt_latest_row(self, session: Session) -> None:
+        await self.client.lset(f"{self.prefix}:items:{session.session_id}", -1, "not json{")

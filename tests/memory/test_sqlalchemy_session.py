@@ -1,7 +1,7 @@
 """SQLAlchemySession on a real PostgreSQL: what is specific to this backend.
 
 The shared behaviour (ordering, limits, isolation, pop/clear, concurrency, cancellation, corrupt
-rows, bad items) is the conformance suite's job: see test_backends_conformance.py.
+rows, bad items) is the conformance suite's job: `TestPostgresConformance` runs it here.
 """
 
 from __future__ import annotations
@@ -17,11 +17,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
 from agent_sessions import (
+    Session,
     SessionClosedError,
     SessionStorageError,
     SQLAlchemySession,
     UserError,
 )
+from agent_sessions.testing import SessionConformanceTests
 
 pytestmark = pytest.mark.services
 
@@ -282,3 +284,29 @@ async def test_unreachable_server_is_a_storage_error(tables: tuple[str, str]) ->
         with pytest.raises(SessionStorageError) as info:
             await session.add_items([{"a": 1}])
         assert info.value.__cause__ is not None
+
+
+class TestPostgresConformance(SessionConformanceTests):
+    """The shared session contract on PostgreSQL through asyncpg."""
+
+    @pytest.fixture(autouse=True)
+    async def _engine(self, postgres_url: str) -> AsyncIterator[None]:
+        self.engine = create_async_engine(postgres_url, pool_size=10, max_overflow=50)
+        self.tables = unique_tables()
+        yield
+        await drop_tables(self.engine, *self.tables)
+        await self.engine.dispose()
+
+    async def make_session(self, session_id: str) -> Session:
+        return make(self.engine, self.tables, session_id)
+
+    async def corrupt_latest_row(self, session: Session) -> None:
+        messages = self.tables[1]
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                text(
+                    f"UPDATE \"{messages}\" SET message_data = 'not json{{' WHERE id = "
+                    f'(SELECT max(id) FROM "{messages}" WHERE session_id = :s)'
+                ),
+                {"s": session.session_id},
+            )

@@ -187,7 +187,7 @@ class RedisSession(SessionABC):
 
     Raises:
         TypeError: An argument has the wrong type.
-        ValueError: `session_id` or `key_prefix` is empty, or `ttl` is not positive.
+        ValueError: `key_prefix` is empty, or `ttl` is not positive.
 
     Example:
         ```python
@@ -211,8 +211,6 @@ class RedisSession(SessionABC):
     ) -> None:
         if not isinstance(session_id, str):
             raise TypeError(f"session_id must be a str, not {type(session_id).__name__}")
-        if not session_id:
-            raise ValueError("session_id must not be empty")
         if not isinstance(key_prefix, str) or not key_prefix:
             raise ValueError(f"key_prefix must be a non-empty string, got {key_prefix!r}")
         if not isinstance(redis_client, Redis):

@@ -166,7 +166,7 @@ class SQLAlchemySession(SessionABC):
 
     Raises:
         TypeError: `session_id` is not a string, or the settings are invalid.
-        ValueError: A table name is not a plain identifier, or `session_id` is empty or too long.
+        ValueError: A table name is not a plain identifier, or `session_id` is too long.
 
     Example:
         ```python
@@ -196,9 +196,10 @@ class SQLAlchemySession(SessionABC):
     ) -> None:
         if not isinstance(session_id, str):
             raise TypeError(f"session_id must be a str, not {type(session_id).__name__}")
-        if not session_id or len(session_id) > MAX_SESSION_ID_LENGTH:
+        if len(session_id) > MAX_SESSION_ID_LENGTH:
             raise ValueError(
-                f"session_id must be 1-{MAX_SESSION_ID_LENGTH} characters, got {len(session_id)}"
+                f"session_id must be at most {MAX_SESSION_ID_LENGTH} characters, "
+                f"got {len(session_id)}"
             )
         if not isinstance(engine, AsyncEngine):
             raise UserError(
