@@ -17,6 +17,8 @@ This module is the one public import path: everything documented is importable f
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .exceptions import (
     AgentSessionsError,
     AgentsError,
@@ -34,12 +36,20 @@ from .memory import (
     OpenAIResponsesCompactionAwareSession,
     Session,
     SessionABC,
+    SessionInfo,
+    SessionRecord,
     SessionSettings,
+    SessionStats,
+    SessionStore,
     SQLiteSession,
     await_session_mutation,
     is_openai_responses_compaction_aware_session,
+    open_session_store,
     resolve_session_limit,
 )
+
+if TYPE_CHECKING:
+    from .memory import RedisSession, SQLAlchemySession
 
 __version__ = "0.1.0"
 
@@ -50,18 +60,34 @@ __all__ = [
     "ModelBehaviorError",
     "OpenAIResponsesCompactionArgs",
     "OpenAIResponsesCompactionAwareSession",
+    "RedisSession",
+    "SQLAlchemySession",
     "SQLiteSession",
     "Session",
     "SessionABC",
     "SessionClosedError",
     "SessionError",
+    "SessionInfo",
+    "SessionRecord",
     "SessionSchemaError",
     "SessionSettings",
+    "SessionStats",
     "SessionStorageError",
+    "SessionStore",
     "TResponseInputItem",
     "UserError",
     "__version__",
     "await_session_mutation",
     "is_openai_responses_compaction_aware_session",
+    "open_session_store",
     "resolve_session_limit",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # SQLAlchemySession and RedisSession need extras: imported on first use.
+    if name in ("SQLAlchemySession", "RedisSession"):
+        from . import memory
+
+        return getattr(memory, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,8 +6,9 @@ Everything here is also exported from the top-level `agent_sessions` package. Th
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .admin import SessionInfo, SessionRecord, SessionStats, SessionStore, open_session_store
 from .mutation import await_session_mutation
 from .session import (
     OpenAIResponsesCompactionArgs,
@@ -19,28 +20,46 @@ from .session import (
 from .settings import SessionSettings, resolve_session_limit
 from .sqlite_session import SQLiteSession
 
+if TYPE_CHECKING:
+    from .redis_session import RedisSession
+    from .sqlalchemy_session import SQLAlchemySession
 
 __all__ = [
     "OpenAIResponsesCompactionArgs",
     "OpenAIResponsesCompactionAwareSession",
+    "RedisSession",
+    "SQLAlchemySession",
     "SQLiteSession",
     "Session",
     "SessionABC",
+    "SessionInfo",
+    "SessionRecord",
     "SessionSettings",
+    "SessionStats",
+    "SessionStore",
     "await_session_mutation",
     "is_openai_responses_compaction_aware_session",
+    "open_session_store",
     "resolve_session_limit",
 ]
 
 # Backends that need an extra: name -> (module, pip extra).
-_LAZY: dict[str, tuple[str, str]] = {}
+_LAZY: dict[str, tuple[str, str]] = {
+    "SQLAlchemySession": (".sqlalchemy_session", "postgres"),
+    "RedisSession": (".redis_session", "redis"),
+}
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        module_name, _extra = _LAZY[name]
+        module_name, extra = _LAZY[name]
         import importlib
 
-        module = importlib.import_module(module_name, __name__)
+        try:
+            module = importlib.import_module(module_name, __name__)
+        except ImportError as exc:
+            raise ImportError(
+                f"{name} needs the {extra} extra: pip install 'agent-sessions[{extra}]'"
+            ) from exc
         return getattr(module, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
