@@ -1,5 +1,8 @@
 """Show a notice on machine-translated pages, with a link to the English original.
 
+Also translates the tooltip of heading permalinks in translated builds, so no English label is
+left on a translated page.
+
 A translated page whose front matter has `machine_translated: true` (written by
 scripts/translate_docs.py) gets, under its title, a short notice in the page's language that says
 so and links to the English page. The notice is added after the search plugin has indexed the
@@ -16,6 +19,14 @@ from mkdocs.plugins import event_priority
 from mkdocs.structure.nav import Navigation
 from mkdocs.structure.pages import Page
 from mkdocs.utils import get_relative_url
+
+# The `toc` extension's tooltip on heading permalinks, per language (English is the default).
+PERMALINK_TITLES: dict[str, str] = {
+    "ja": "この見出しへのリンク",
+    "ko": "이 제목으로 연결되는 링크",
+    "zh": "指向此标题的链接",
+}
+ENGLISH_PERMALINK_TITLE = 'title="Permanent link"'
 
 # language -> (title, sentence with {link} where the link to the English page goes, link text)
 NOTICES: dict[str, tuple[str, str, str]] = {
@@ -46,6 +57,15 @@ def insert_after_title(content: str, block: str) -> str:
         return block + content
     end += len("</h1>")
     return content[:end] + block + content[end:]
+
+
+def on_page_content(html_text: str, page: Page, config: MkDocsConfig, **kwargs: Any) -> str:
+    """Give heading permalinks a tooltip in the language being built."""
+    language = config.plugins["i18n"].current_language
+    if language not in PERMALINK_TITLES:
+        return html_text
+    title = html.escape(PERMALINK_TITLES[language], quote=True)
+    return html_text.replace(ENGLISH_PERMALINK_TITLE, f'title="{title}"')
 
 
 @event_priority(-10)  # after the search plugin (0) has indexed the page
