@@ -107,17 +107,9 @@ class SQLiteSchema:
             f"FOREIGN KEY (session_id) REFERENCES {s} (session_id) ON DELETE CASCADE)"
         )
         conn.execute(
-            "CREATE INDEX IF NOT EXISTS "
-            f"{quote_identifier(f'idx_{self.messages_table}_session_id')} ON {m} (session_id, id)"
-        )
-        conn.execute(
             f"CREATE TABLE IF NOT EXISTS {a} (id INTEGER PRIMARY KEY AUTOINCREMENT, "
             "session_id TEXT NOT NULL, message_data TEXT NOT NULL, created_at TIMESTAMP, "
             "archived_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP)"
-        )
-        conn.execute(
-            "CREATE INDEX IF NOT EXISTS "
-            f"{quote_identifier(f'idx_{self.archive_table}_session_id')} ON {a} (session_id, id)"
         )
         for table, needed in (
             (self.sessions_table, {"session_id", "updated_at"}),
@@ -133,6 +125,14 @@ class SQLiteSchema:
                     f"table {table!r} exists but is not a session table (missing columns: "
                     f"{', '.join(sorted(missing))}); choose other table names"
                 )
+        conn.execute(
+            "CREATE INDEX IF NOT EXISTS "
+            f"{quote_identifier(f'idx_{self.messages_table}_session_id')} ON {m} (session_id, id)"
+        )
+        conn.execute(
+            "CREATE INDEX IF NOT EXISTS "
+            f"{quote_identifier(f'idx_{self.archive_table}_session_id')} ON {a} (session_id, id)"
+        )
         if version < SCHEMA_VERSION:
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 

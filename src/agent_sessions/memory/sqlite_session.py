@@ -11,7 +11,8 @@ For compaction (`OpenAIResponsesCompactionSession`), `SQLiteSession` also provid
 - `get_archived_items()`: the items that compaction replaced, oldest first (they live in the
   `<messages_table>_archive` table; `clear_session` removes them too).
 - `_compaction_snapshot()`: a `CompactionSnapshot` of the history (the items, the id of the last
-  row and the number of rows), taken in one read transaction.
+  row and the number of rows), taken in one read transaction. `snapshot.prefix(n)` narrows it to
+  its first `n` items, so that only those rows are replaced and the later ones stay.
 - `_replace_compacted(snapshot, new_items)`: in ONE write transaction, moves the snapshot's rows
   to the archive and puts `new_items` in their place, BEFORE any item added after the snapshot
   (those rows are re-inserted after the new ones, keeping their `created_at`). Returns `False`,
@@ -21,6 +22,7 @@ For compaction (`OpenAIResponsesCompactionSession`), `SQLiteSession` also provid
 from __future__ import annotations
 
 import asyncio
+import bisect
 import json
 import logging
 import os
@@ -117,11 +119,38 @@ class CompactionSnapshot:
         through_id: The id of the session's last row (0 when the session was empty).
         row_count: How many rows (corrupt ones included) had an id up to `through_id`.
         items: The valid items of those rows, oldest first.
+        row_ids: The ids of those rows (corrupt ones included), oldest first.
+        item_row_ids: The row id of each item of `items`.
     """
 
     through_id: int
     row_count: int
     items: list[TResponseInputItem]
+    row_ids: tuple[int, ...] = ()
+    item_row_ids: tuple[int, ...] = ()
+
+    def prefix(self, count: int) -> CompactionSnapshot:
+        """Narrow the snapshot to its first `count` items, for a partial replacement.
+
+        Passing the result to `_replace_compacted` archives only the rows up to the row of item
+        `count - 1` (corrupt rows before it included); the later rows stay, after the new items.
+
+        Args:
+            count: How many leading items to keep in the snapshot, `1 <= count <= len(items)`.
+
+        Returns:
+            A snapshot of those items and rows.
+
+        Raises:
+            ValueError: `count` is out of range, or the snapshot has no row ids.
+        """
+        if not 1 <= count <= len(self.items) or len(self.item_row_ids) != len(self.items):
+            raise ValueError(f"cannot narrow a snapshot of {len(self.items)} items to {count}")
+        through = self.item_row_ids[count - 1]
+        rows = bisect.bisect_right(self.row_ids, through)
+        return CompactionSnapshot(
+            through, rows, self.items[:count], self.row_ids[:rows], self.item_row_ids[:count]
+        )
 
 
 class SQLiteSession(SessionABC):
@@ -230,22 +259,26 @@ class SQLiteSession(SessionABC):
 
     # --- plumbing ---------------------------------------------------------------------------
 
-    async def _submit(self, work: Work, *, write: bool) -> Any:
+    def _enqueue(self, work: Work, *, write: bool) -> asyncio.Future[Any]:
+        # Queued synchronously, so calls reach the writer in the order they were made and a
+        # call made before close() is never refused by it.
         self._check_open()
-        loop = asyncio.get_running_loop()
-        if not write and self._schema not in self._db.prepared:
-            # The writer creates (or checks) the schema on first use; reads wait for it.
-            await self._submit(_nothing, write=True)
-        future: asyncio.Future[Any] = loop.create_future()
-        job = Job(work, loop, future, write, self._schema, self._schema.create)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        job = Job(work, future.get_loop(), future, write, self._schema, self._schema.create)
         if write:
             self._db.submit_write(job)
         else:
             self._db.submit_read(job)
-        return await future
+        return future
+
+    async def _read(self, work: Work) -> Any:
+        if self._schema not in self._db.prepared:
+            # The writer creates (or checks) the schema on first use; reads wait for it.
+            await self._enqueue(_nothing, write=True)
+        return await self._enqueue(work, write=False)
 
     async def _write(self, work: Work) -> Any:
-        return await await_session_mutation(self._submit(work, write=True))
+        return await await_session_mutation(self._enqueue(work, write=True))
 
     # --- the Session protocol -----------------------------------------------------------------
 
@@ -280,14 +313,12 @@ class SQLiteSession(SessionABC):
             return []
         schema, session_id = self._schema, self.session_id
         if resolved is None:
-            items: list[TResponseInputItem] = await self._submit(
-                lambda conn: _read_all(conn, schema, session_id), write=False
+            items: list[TResponseInputItem] = await self._read(
+                lambda conn: _read_all(conn, schema, session_id)
             )
         else:
             n = resolved
-            items = await self._submit(
-                lambda conn: _read_latest(conn, schema, session_id, n), write=False
-            )
+            items = await self._read(lambda conn: _read_latest(conn, schema, session_id, n))
         return items
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
@@ -384,7 +415,7 @@ class SQLiteSession(SessionABC):
             )
             return _decode_rows(rows, session_id)
 
-        items: list[TResponseInputItem] = await self._submit(read, write=False)
+        items: list[TResponseInputItem] = await self._read(read)
         return items
 
     async def _compaction_snapshot(self) -> CompactionSnapshot:
@@ -399,9 +430,17 @@ class SQLiteSession(SessionABC):
         def read(conn: sqlite3.Connection) -> CompactionSnapshot:
             rows = conn.execute(schema.select_all, (session_id,)).fetchall()
             through_id = rows[-1][0] if rows else 0
-            return CompactionSnapshot(through_id, len(rows), _decode_rows(rows, session_id))
+            items: list[Any] = []
+            item_row_ids: list[int] = []
+            for row_id, data in rows:
+                item = _decode(data, session_id, row_id)
+                if item is not None:
+                    items.append(item)
+                    item_row_ids.append(row_id)
+            row_ids = tuple(row_id for row_id, _ in rows)
+            return CompactionSnapshot(through_id, len(rows), items, row_ids, tuple(item_row_ids))
 
-        snapshot: CompactionSnapshot = await self._submit(read, write=False)
+        snapshot: CompactionSnapshot = await self._read(read)
         return snapshot
 
     async def _replace_compacted(

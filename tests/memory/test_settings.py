@@ -1,0 +1,76 @@
+"""SessionSettings, its dict form, and resolve_session_limit."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_sessions import SessionSettings, SQLiteSession, resolve_session_limit
+from agent_sessions.memory.settings import coerce_session_settings
+
+
+def test_defaults_and_to_dict() -> None:
+    assert SessionSettings().limit is None
+    assert SessionSettings(limit=3).to_dict() == {"limit": 3}
+    assert SessionSettings().to_dict() == {"limit": None}
+
+
+def test_resolve_overlays_only_non_none_fields() -> None:
+    base = SessionSettings(limit=50)
+    assert base.resolve(SessionSettings(limit=10)).limit == 10
+    assert base.resolve(SessionSettings()).limit == 50
+    assert base.resolve(None) is base
+    assert base.resolve({"limit": 0}).limit == 0
+    assert base.limit == 50  # unchanged
+
+
+def test_dict_is_accepted_where_settings_are() -> None:
+    assert coerce_session_settings({"limit": 4}) == SessionSettings(limit=4)
+    assert coerce_session_settings({}) == SessionSettings()
+    assert coerce_session_settings(None) is None
+    settings = SessionSettings(limit=1)
+    assert coerce_session_settings(settings) is settings
+    session = SQLiteSession("s", session_settings={"limit": 2})
+    assert session.session_settings == SessionSettings(limit=2)
+
+
+def test_unknown_key_raises_type_error_naming_it() -> None:
+    with pytest.raises(TypeError, match="'maximum'"):
+        coerce_session_settings({"maximum": 3})
+    with pytest.raises(TypeError, match="'colour'"):
+        SessionSettings().resolve({"limit": 1, "colour": "red"})
+    with pytest.raises(TypeError, match="'max_items'"):
+        SQLiteSession("s", session_settings={"max_items": 1})
+
+
+@pytest.mark.parametrize("bad", ["5", 2.5, True, [1]])
+def test_wrong_limit_type_is_a_clear_type_error(bad: object) -> None:
+    with pytest.raises(TypeError, match=r"limit must be an int or None"):
+        SessionSettings(limit=bad)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"limit must be an int or None"):
+        coerce_session_settings({"limit": bad})
+
+
+def test_negative_limit_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match=">= 0"):
+        SessionSettings(limit=-1)
+
+
+@pytest.mark.parametrize("bad", [42, "limit=3", [("limit", 3)]])
+def test_settings_of_another_type_raise(bad: object) -> None:
+    with pytest.raises(TypeError, match="SessionSettings, a dict or None"):
+        coerce_session_settings(bad)  # type: ignore[arg-type]
+
+
+def test_settings_are_frozen() -> None:
+    settings = SessionSettings(limit=1)
+    with pytest.raises(AttributeError):
+        settings.limit = 2  # type: ignore[misc]
+
+
+def test_resolve_session_limit() -> None:
+    assert resolve_session_limit(5, SessionSettings(limit=2)) == 5  # explicit wins
+    assert resolve_session_limit(0, SessionSettings(limit=2)) == 0
+    assert resolve_session_limit(None, SessionSettings(limit=2)) == 2
+    assert resolve_session_limit(None, {"limit": 7}) == 7
+    assert resolve_session_limit(None, SessionSettings()) is None
+    assert resolve_session_limit(None, None) is None

@@ -1,0 +1,498 @@
+"""What is specific to SQLiteSession: schema, threads, group commit, close, compaction support."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agents.memory import SQLiteSession as PeerSQLiteSession
+
+from agent_sessions import (
+    SessionClosedError,
+    SessionSchemaError,
+    SessionSettings,
+    SessionStorageError,
+    SQLiteSession,
+)
+from agent_sessions.memory.sqlite_schema import SCHEMA_VERSION
+
+
+def msg(text: str) -> Any:
+    return {"role": "user", "content": text}
+
+
+def texts(items: list[Any]) -> list[str]:
+    return [item["content"] for item in items]
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> str:
+    return str(tmp_path / "sessions.db")
+
+
+def query(path: str, sql: str, *args: Any) -> list[Any]:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(sql, args).fetchall()
+    finally:
+        conn.close()
+
+
+def execute(path: str, sql: str, *args: Any) -> None:
+    conn = sqlite3.connect(path)
+    try:
+        with conn:
+            conn.execute(sql, args)
+    finally:
+        conn.close()
+
+
+# --- construction ----------------------------------------------------------------------------
+
+
+def test_constructor_touches_nothing(db_path: str) -> None:
+    session = SQLiteSession("s", db_path)
+    assert not os.path.exists(db_path)
+    assert session.db_path == db_path
+    assert session.session_settings is None
+
+
+@pytest.mark.parametrize(
+    "name", ["bad name", "x;drop", "1abc", "", "a-b", 'q"uote', "sqlite_master", "é", "x" * 64]
+)
+def test_table_names_must_be_plain_identifiers(name: str) -> None:
+    with pytest.raises(ValueError, match="plain SQL identifier"):
+        SQLiteSession("s", sessions_table=name)
+    with pytest.raises(ValueError, match="messages_table"):
+        SQLiteSession("s", messages_table=name)
+
+
+def test_table_name_types_and_clashes() -> None:
+    with pytest.raises(TypeError, match="sessions_table must be a str"):
+        SQLiteSession("s", sessions_table=3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="different tables"):
+        SQLiteSession("s", sessions_table="same", messages_table="SAME")
+    with pytest.raises(ValueError, match="different tables"):
+        SQLiteSession("s", sessions_table="m_archive", messages_table="m")
+    with pytest.raises(TypeError, match="session_id must be a str"):
+        SQLiteSession(42)  # type: ignore[arg-type]
+
+
+async def test_custom_table_names_and_pathlike(tmp_path: Path) -> None:
+    path = tmp_path / "custom.db"
+    async with SQLiteSession("s", path, sessions_table="S_1", messages_table="_msgs") as session:
+        await session.add_items([msg("a")])
+        assert texts(await session.get_items()) == ["a"]
+    names = {row[0] for row in query(str(path), "SELECT name FROM sqlite_master")}
+    assert {"S_1", "_msgs", "_msgs_archive", "idx__msgs_session_id"} <= names
+
+
+# --- schema --------------------------------------------------------------------------------------
+
+
+async def test_schema_is_created_on_first_use_with_version_and_timestamps(db_path: str) -> None:
+    async with SQLiteSession("s", db_path) as session:
+        assert await session.get_items() == []
+        assert os.path.exists(db_path)
+        assert query(db_path, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
+        assert query(db_path, "PRAGMA journal_mode") == [("wal",)]
+        await session.add_items([msg("a"), msg("b")])
+    rows = query(db_path, "SELECT session_id, created_at FROM agent_messages ORDER BY id")
+    assert [row[0] for row in rows] == ["s", "s"]
+    assert all(row[1] for row in rows), "every row records when it was added"
+    assert query(db_path, "SELECT session_id FROM agent_sessions") == [("s",)]
+
+
+async def test_newer_schema_version_is_refused(db_path: str) -> None:
+    execute(db_path, f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    async with SQLiteSession("s", db_path) as session:
+        with pytest.raises(SessionSchemaError, match="newer"):
+            await session.add_items([msg("a")])
+        with pytest.raises(SessionSchemaError, match="newer"):
+            await session.get_items()
+
+
+async def test_foreign_table_with_our_name_is_refused(db_path: str) -> None:
+    execute(db_path, "CREATE TABLE agent_messages (x INTEGER)")
+    async with SQLiteSession("s", db_path) as session:
+        with pytest.raises(SessionSchemaError, match="missing columns"):
+            await session.add_items([msg("a")])
+    assert query(db_path, "PRAGMA user_version") == [(0,)]  # nothing was half-done
+
+
+async def test_a_file_written_by_the_agents_sdk_is_adopted(db_path: str) -> None:
+    peer = PeerSQLiteSession("shared", db_path)
+    await peer.add_items([msg("from the SDK")])
+    async with SQLiteSession("shared", db_path) as ours:
+        assert texts(await ours.get_items()) == ["from the SDK"]
+        await ours.add_items([msg("from agent-sessions")])
+    assert texts(await peer.get_items()) == ["from the SDK", "from agent-sessions"]
+    peer.close()
+    assert query(db_path, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
+
+
+def test_limited_read_uses_the_index(db_path: str) -> None:
+    async def create() -> None:
+        async with SQLiteSession("s", db_path) as session:
+            await session.get_items()
+
+    asyncio.run(create())
+    from agent_sessions.memory.sqlite_schema import SQLiteSchema
+
+    schema = SQLiteSchema("agent_sessions", "agent_messages")
+    plan = " | ".join(
+        row[-1] for row in query(db_path, f"EXPLAIN QUERY PLAN {schema.select_latest}", "s", 9, 5)
+    )
+    assert "USING INDEX idx_agent_messages_session_id" in plan, plan
+    assert "TEMP B-TREE" not in plan, plan
+    plan = " | ".join(
+        row[-1] for row in query(db_path, f"EXPLAIN QUERY PLAN {schema.select_all}", "s")
+    )
+    assert "USING INDEX idx_agent_messages_session_id" in plan, plan
+    assert "TEMP B-TREE" not in plan, plan
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+async def test_limit_argument_checks() -> None:
+    async with SQLiteSession("s") as session:
+        with pytest.raises(ValueError, match="limit must be >= 0"):
+            await session.get_items(-3)
+        with pytest.raises(TypeError, match="limit must be an int"):
+            await session.get_items("3")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="limit must be an int"):
+            await session.get_items(True)
+
+
+async def test_session_settings_limit() -> None:
+    async with SQLiteSession("s", session_settings=SessionSettings(limit=2)) as session:
+        await session.add_items([msg(str(i)) for i in range(5)])
+        assert texts(await session.get_items()) == ["3", "4"]
+        assert texts(await session.get_items(3)) == ["2", "3", "4"]
+
+
+async def test_corrupt_rows_are_skipped_and_logged(
+    db_path: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with SQLiteSession("s", db_path) as session:
+        await session.add_items([msg(str(i)) for i in range(10)])
+        # Rows that are invalid alone but would join into valid JSON, a non-object, NULL-ish text,
+        # and a run of corrupt rows at the newest end.
+        bad = {2: '{"a":[1', 3: "2]}", 5: "42", 7: "", 8: "nope", 9: "{"}
+        for offset, data in bad.items():
+            execute(
+                db_path,
+                "UPDATE agent_messages SET message_data = ? WHERE id = "
+                "(SELECT id FROM agent_messages ORDER BY id LIMIT 1 OFFSET ?)",
+                data,
+                offset,
+            )
+        with caplog.at_level(logging.WARNING, logger="agent_sessions.memory.sqlite"):
+            assert texts(await session.get_items()) == ["0", "1", "4", "6"]
+            assert texts(await session.get_items(3)) == ["1", "4", "6"]
+            assert texts(await session.get_items(1)) == ["6"]
+            assert texts(await session.get_items(100)) == ["0", "1", "4", "6"]
+        assert "skipping row" in caplog.text
+        assert texts([await session.pop_item()]) == ["6"]  # corrupt rows are left in place
+        assert query(db_path, "SELECT count(*) FROM agent_messages") == [(9,)]
+
+
+async def test_large_history_full_and_limited_reads(db_path: str) -> None:
+    async with SQLiteSession("s", db_path) as session:
+        await session.add_items([msg(str(i)) for i in range(3000)])
+        assert texts(await session.get_items()) == [str(i) for i in range(3000)]
+        assert texts(await session.get_items(3)) == ["2997", "2998", "2999"]
+
+
+# --- writing ---------------------------------------------------------------------------------
+
+
+async def test_items_must_be_a_list_of_mappings() -> None:
+    async with SQLiteSession("s") as session:
+        with pytest.raises(TypeError, match="items must be a list"):
+            await session.add_items({"role": "user"})  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="items must be a list"):
+            await session.add_items("abc")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"item 1 is not JSON-serialisable"):
+            await session.add_items([msg("a"), {"n": float("nan")}])
+        with pytest.raises(TypeError, match=r"item 0 is a list, not a mapping"):
+            await session.add_items([[1, 2]])  # type: ignore[list-item]
+        assert await session.get_items() == []
+        await session.add_items((msg("tuple ok"),))  # type: ignore[arg-type]
+        assert texts(await session.get_items()) == ["tuple ok"]
+
+
+async def test_same_file_shares_history_across_objects_and_threads(db_path: str) -> None:
+    first = SQLiteSession("shared", db_path)
+    await first.add_items([msg("main thread")])
+
+    def other_thread() -> None:
+        async def work() -> None:
+            async with SQLiteSession("shared", db_path) as second:
+                await second.add_items([msg("other thread")])
+                assert texts(await second.get_items()) == ["main thread", "other thread"]
+
+        asyncio.run(work())
+
+    thread = threading.Thread(target=other_thread)
+    thread.start()
+    await asyncio.to_thread(thread.join)
+    assert texts(await first.get_items()) == ["main thread", "other thread"]
+    await first.close()
+    async with SQLiteSession("shared", db_path) as reopened:  # survives a "restart"
+        assert texts(await reopened.get_items()) == ["main thread", "other thread"]
+
+
+async def test_memory_databases_are_private_to_their_object() -> None:
+    async with SQLiteSession("s") as first, SQLiteSession("s") as second:
+        await first.add_items([msg("a")])
+        assert await second.get_items() == []
+
+
+async def test_sessions_on_one_file_share_one_writer(db_path: str, tmp_path: Path) -> None:
+    async with (
+        SQLiteSession("a", db_path) as a,
+        SQLiteSession("b", db_path) as b,
+        SQLiteSession("c", tmp_path / "other.db") as c,
+    ):
+        assert a._db is b._db
+        assert a._db is not c._db
+
+
+@pytest.fixture
+def blocked_writer() -> Iterator[threading.Event]:
+    release = threading.Event()
+    yield release
+    release.set()
+
+
+async def _block_writer(session: SQLiteSession, release: threading.Event) -> asyncio.Task[Any]:
+    entered = threading.Event()
+
+    def block(conn: sqlite3.Connection) -> None:
+        entered.set()
+        release.wait(10)
+
+    task = asyncio.ensure_future(session._write(block))
+    await asyncio.to_thread(entered.wait, 10)
+    return task
+
+
+async def _wait_queued(session: SQLiteSession, n: int) -> None:
+    while session._db._writes.qsize() < n:
+        await asyncio.sleep(0.001)
+
+
+async def test_group_commit_serves_many_callers_with_one_transaction(
+    db_path: str, blocked_writer: threading.Event
+) -> None:
+    async with SQLiteSession("s", db_path) as session:
+        await session.get_items()  # schema ready
+        blocker = await _block_writer(session, blocked_writer)
+        before = session._db.commits
+        adds = [asyncio.ensure_future(session.add_items([msg(str(i))])) for i in range(100)]
+        await _wait_queued(session, 100)
+        blocked_writer.set()
+        await asyncio.gather(blocker, *adds)
+        commits = session._db.commits - before
+        assert commits <= 2, f"{commits} transactions for 100 concurrent add_items calls"
+        assert sorted(texts(await session.get_items()), key=int) == [str(i) for i in range(100)]
+
+
+async def test_a_failing_job_in_a_group_fails_alone(
+    db_path: str, blocked_writer: threading.Event
+) -> None:
+    async with SQLiteSession("s", db_path) as session:
+        await session.get_items()
+        blocker = await _block_writer(session, blocked_writer)
+
+        def half_then_fail(conn: sqlite3.Connection) -> None:
+            conn.execute("INSERT INTO agent_messages (session_id, message_data) VALUES ('s', '{}')")
+            conn.execute("SELECT * FROM no_such_table")
+
+        good1 = asyncio.ensure_future(session.add_items([msg("good 1")]))
+        bad = asyncio.ensure_future(session._write(half_then_fail))
+        good2 = asyncio.ensure_future(session.add_items([msg("good 2")]))
+        await _wait_queued(session, 3)
+        blocked_writer.set()
+        await asyncio.gather(blocker, good1, good2)
+        with pytest.raises(SessionStorageError, match="no such table") as info:
+            await bad
+        assert isinstance(info.value.__cause__, sqlite3.OperationalError)
+        assert texts(await session.get_items()) == ["good 1", "good 2"]
+
+
+async def test_unopenable_file_is_a_storage_error(tmp_path: Path) -> None:
+    async with SQLiteSession("s", tmp_path / "missing-dir" / "x.db") as session:
+        with pytest.raises(SessionStorageError, match="unable to open"):
+            await session.add_items([msg("a")])
+
+
+async def test_no_sqlite_call_runs_on_the_event_loop_thread(
+    db_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[tuple[int, str]] = []
+    real_connect = sqlite3.connect
+
+    def traced_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        seen.append((threading.get_ident(), "connect"))
+        conn = real_connect(*args, **kwargs)
+        conn.set_trace_callback(lambda sql: seen.append((threading.get_ident(), sql)))
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", traced_connect)
+    loop_thread = threading.get_ident()
+    for path in (db_path, ":memory:"):
+        session = SQLiteSession("s", path)
+        await session.add_items([msg("a"), msg("b")])
+        await asyncio.gather(*(session.add_items([msg(str(i))]) for i in range(20)))
+        await session.get_items()
+        await session.get_items(2)
+        await session.pop_item()
+        snapshot = await session._compaction_snapshot()
+        await session._replace_compacted(snapshot, [msg("summary")])
+        await session.get_archived_items()
+        await session.clear_session()
+        await session.close()
+    assert any("INSERT" in sql for _, sql in seen)
+    assert any(sql == "connect" for _, sql in seen)
+    on_loop = [sql for thread, sql in seen if thread == loop_thread]
+    assert on_loop == []
+
+
+# --- close -----------------------------------------------------------------------------------
+
+
+async def test_operations_after_close_raise(db_path: str) -> None:
+    session = SQLiteSession("s", db_path)
+    await session.add_items([msg("a")])
+    await session.close()
+    await session.close()  # harmless
+    for call in (
+        session.get_items(),
+        session.add_items([msg("b")]),
+        session.pop_item(),
+        session.clear_session(),
+        session.get_archived_items(),
+    ):
+        with pytest.raises(SessionClosedError, match="closed"):
+            await call
+
+
+async def test_close_lets_started_writes_finish_and_stops_threads(db_path: str) -> None:
+    session = SQLiteSession("s", db_path)
+    other = SQLiteSession("t", db_path)
+    await session.get_items()
+    db = session._db
+    adds = [asyncio.ensure_future(session.add_items([msg(str(i))])) for i in range(50)]
+    await asyncio.sleep(0)
+    await session.close()
+    await asyncio.gather(*adds)
+    assert len(await other.get_items()) == 0
+    assert any(thread.is_alive() for thread in db._threads)  # `other` still uses them
+    await other.close()
+    assert not any(thread.is_alive() for thread in db._threads)
+    assert query(db_path, "SELECT count(*) FROM agent_messages") == [(50,)]
+    async with SQLiteSession("s", db_path) as reopened:
+        assert len(await reopened.get_items()) == 50
+
+
+async def test_async_with_closes() -> None:
+    async with SQLiteSession("s") as session:
+        await session.add_items([msg("a")])
+    with pytest.raises(SessionClosedError):
+        await session.get_items()
+
+
+def test_no_resource_warning_and_clean_exit(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = f"""
+import asyncio, gc
+from agent_sessions import SQLiteSession
+
+async def main():
+    async with SQLiteSession("s", {str(tmp_path / "w.db")!r}) as s:
+        await s.add_items([{{"role": "user", "content": "a"}}])
+        await s.get_items()
+    m = SQLiteSession("m")
+    await m.add_items([{{"role": "user", "content": "a"}}])
+    await m.close()
+    forgotten = SQLiteSession("f")
+    await forgotten.add_items([{{"role": "user", "content": "a"}}])
+    del forgotten
+
+asyncio.run(main())
+gc.collect()
+print("ok")
+"""
+    result = subprocess.run(
+        [sys.executable, "-X", "dev", "-W", "error", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+    assert result.stderr == ""
+
+
+# --- compaction support ------------------------------------------------------------------------
+
+
+async def test_replace_compacted_keeps_later_items_after_the_new_ones(db_path: str) -> None:
+    async with SQLiteSession("s", db_path) as session, SQLiteSession("t", db_path) as other:
+        await other.add_items([msg("other")])
+        await session.add_items([msg("a"), msg("b"), msg("c")])
+        snapshot = await session._compaction_snapshot()
+        assert texts(snapshot.items) == ["a", "b", "c"]
+        assert snapshot.row_count == 3
+        await session.add_items([msg("late")])
+        assert await session._replace_compacted(snapshot, [msg("summary")])
+        assert texts(await session.get_items()) == ["summary", "late"]
+        assert texts(await session.get_archived_items()) == ["a", "b", "c"]
+        assert texts(await other.get_items()) == ["other"]
+        assert await other.get_archived_items() == []
+        await session.clear_session()
+        assert await session.get_archived_items() == []
+        assert texts(await other.get_items()) == ["other"]
+
+
+async def test_replace_compacted_refuses_a_stale_snapshot() -> None:
+    async with SQLiteSession("s") as session:
+        await session.add_items([msg("a"), msg("b")])
+        snapshot = await session._compaction_snapshot()
+        await session.pop_item()
+        await session.add_items([msg("c")])
+        assert not await session._replace_compacted(snapshot, [msg("summary")])
+        assert texts(await session.get_items()) == ["a", "c"]
+        snapshot = await session._compaction_snapshot()
+        await session.clear_session()
+        assert not await session._replace_compacted(snapshot, [msg("summary")])
+        assert await session.get_items() == []
+
+
+async def test_replace_compacted_checks_items_first() -> None:
+    async with SQLiteSession("s") as session:
+        await session.add_items([msg("a")])
+        snapshot = await session._compaction_snapshot()
+        with pytest.raises(TypeError, match="item 0"):
+            await session._replace_compacted(snapshot, [object()])  # type: ignore[list-item]
+        assert texts(await session.get_items()) == ["a"]
+
+
+async def test_stored_json_is_compact_utf8(db_path: str) -> None:
+    async with SQLiteSession("s", db_path) as session:
+        await session.add_items([msg("héllo 🎉")])
+    (data,) = query(db_path, "SELECT message_data FROM agent_messages")[0]
+    assert data == json.dumps(msg("héllo 🎉"), ensure_ascii=False, separators=(",", ":"))
