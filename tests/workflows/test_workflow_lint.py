@@ -223,3 +223,27 @@ def test_docs_workflow_deploys_with_least_permissions() -> None:
     # The published address reaches mkdocs.yml's `site_url: !ENV [SITE_URL, ...]`.
     build_env = {k: v for step in jobs["build"]["steps"] for k, v in step.get("env", {}).items()}
     assert build_env["SITE_URL"] == "${{ steps.pages.outputs.base_url }}/"
+
+
+# -- typos ---------------------------------------------------------------------------------------
+
+
+def test_typos_config_checks_english_and_skips_translations(tmp_path: Path) -> None:
+    typos = _tool("typos", "pip install typos, in the dev extra")
+    shutil.copy(ROOT / "_typos.toml", tmp_path / "_typos.toml")
+    for path in ["docs/guide.md", "docs/ja/guide.md", "docs/zh/guide.md", "README.md"]:
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("Teh session is saved.\n", encoding="utf-8")
+    result = subprocess.run(
+        [typos, "--format", "brief"], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    flagged = {line.split(":")[0].removeprefix("./") for line in result.stdout.splitlines()}
+    assert flagged == {"docs/guide.md", "README.md"}
+
+
+def test_the_test_command_runs_typos() -> None:
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    lint = makefile.split("\nlint:", 1)[1].split("\n\n", 1)[0]
+    assert "$(BIN)/typos" in lint
+    assert "\ntest: lint" in makefile
