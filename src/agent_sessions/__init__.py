@@ -19,11 +19,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .agent import Agent
 from .exceptions import (
-    AgentSessionsError,
     AgentsError,
+    AgentSessionsError,
     MaxTurnsExceeded,
     ModelBehaviorError,
+    ModelCallError,
     SessionClosedError,
     SessionError,
     SessionSchemaError,
@@ -47,6 +49,19 @@ from .memory import (
     open_session_store,
     resolve_session_limit,
 )
+from .models import Model, ModelRequest, ModelSettings, OpenAIResponsesModel
+from .result import RunResult, RunResultStreaming, Usage
+from .run_config import RunConfig
+from .runner import Runner
+from .session_input import SessionInputCallback
+from .stream_events import (
+    RawResponseEvent,
+    RunCompleteEvent,
+    RunItemEvent,
+    StreamEvent,
+    TextDeltaEvent,
+)
+from .tools import FunctionTool, function_tool
 
 if TYPE_CHECKING:
     from .memory import RedisSession, SQLAlchemySession
@@ -54,13 +69,27 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
+    "Agent",
     "AgentSessionsError",
     "AgentsError",
+    "FunctionTool",
     "MaxTurnsExceeded",
+    "Model",
     "ModelBehaviorError",
+    "ModelCallError",
+    "ModelRequest",
+    "ModelSettings",
     "OpenAIResponsesCompactionArgs",
     "OpenAIResponsesCompactionAwareSession",
+    "OpenAIResponsesModel",
+    "RawResponseEvent",
     "RedisSession",
+    "RunCompleteEvent",
+    "RunConfig",
+    "RunItemEvent",
+    "RunResult",
+    "RunResultStreaming",
+    "Runner",
     "SQLAlchemySession",
     "SQLiteSession",
     "Session",
@@ -68,16 +97,21 @@ __all__ = [
     "SessionClosedError",
     "SessionError",
     "SessionInfo",
+    "SessionInputCallback",
     "SessionRecord",
     "SessionSchemaError",
     "SessionSettings",
     "SessionStats",
     "SessionStorageError",
     "SessionStore",
+    "StreamEvent",
     "TResponseInputItem",
+    "TextDeltaEvent",
+    "Usage",
     "UserError",
     "__version__",
     "await_session_mutation",
+    "function_tool",
     "is_openai_responses_compaction_aware_session",
     "open_session_store",
     "resolve_session_limit",

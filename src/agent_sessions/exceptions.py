@@ -12,7 +12,8 @@ AgentSessionsError
 ├── UserError                     the caller passed something that cannot work (bad options)
 └── AgentsError                   a run did not finish
     ├── MaxTurnsExceeded          the agent used up `max_turns` without a final answer
-    └── ModelBehaviorError        the model returned something the runner cannot use
+    ├── ModelBehaviorError        the model returned something the runner cannot use
+    └── ModelCallError            the call to the model's API failed (the client's error is chained)
 ```
 
 Input that has the wrong type or value raises the standard `TypeError` or `ValueError`, with a
@@ -26,6 +27,7 @@ __all__ = [
     "AgentsError",
     "MaxTurnsExceeded",
     "ModelBehaviorError",
+    "ModelCallError",
     "SessionClosedError",
     "SessionError",
     "SessionSchemaError",
@@ -68,3 +70,7 @@ class MaxTurnsExceeded(AgentsError):
 
 class ModelBehaviorError(AgentsError):
     """The model returned output the runner cannot use (for example, a call to an unknown tool)."""
+
+
+class ModelCallError(AgentsError):
+    """The call to the model's API failed; the client's own exception is chained as `__cause__`."""

@@ -2,6 +2,8 @@
 
 - [`FakeOpenAIServer`][agent_sessions.testing.FakeOpenAIServer]: an OpenAI-compatible HTTP server
   on 127.0.0.1 to point the real `openai` client at.
+- [`ScriptedModel`][agent_sessions.testing.ScriptedModel]: a model that answers from a script,
+  without HTTP, and records each request.
 - [`SessionConformanceTests`][agent_sessions.testing.SessionConformanceTests]: the contract tests
   any `Session` implementation can run (needs pytest and pytest-asyncio; imported on first use).
 """
@@ -21,6 +23,7 @@ from .fake_openai import (
     text_response,
     tool_call_response,
 )
+from .scripted_model import ScriptedModel, ScriptStep
 
 if TYPE_CHECKING:
     from .conformance import SessionConformanceTests
@@ -29,6 +32,8 @@ __all__ = [
     "FakeOpenAIServer",
     "FakeReply",
     "RecordedRequest",
+    "ScriptStep",
+    "ScriptedModel",
     "SessionConformanceTests",
     "function_call_item",
     "message_item",
