@@ -199,6 +199,8 @@ class SessionStore(ABC):
     async def write_records(self, session_id: str, records: list[SessionRecord]) -> None:
         """Append records to a session in one transaction, keeping their `created_at`.
 
+        The write counts as the session's latest activity.
+
         Args:
             session_id: The session to append to (created if missing).
             records: The records, oldest first; a record without `created_at` gets the current
@@ -786,7 +788,7 @@ class _RedisStore(SessionStore):
         async def work() -> None:
             async with self._redis.pipeline(transaction=True) as pipe:
                 pipe.rpush(self._items_key(session_id), *elements)
-                pipe.zadd(self._index, {session_id: max(stamps)}, gt=True)
+                pipe.zadd(self._index, {session_id: now})
                 await pipe.execute()
 
         await self._call(work)

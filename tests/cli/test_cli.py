@@ -1,0 +1,311 @@
+"""The `agent-sessions` command line on a SQLite file, PostgreSQL and Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from agent_sessions import RedisSession, SQLAlchemySession, SQLiteSession
+from agent_sessions.cli import main
+
+ITEMS = {
+    "alpha": [
+        {"role": "user", "content": "héllo 😀 — 你好"},
+        {"type": "function_call", "call_id": "c1", "name": "f", "arguments": '{"x": [1, 2]}'},
+        {"type": "function_call_output", "call_id": "c1", "output": 'line1\nline2\t"q"'},
+    ],
+    "beta": [{"role": "assistant", "content": [{"type": "output_text", "text": "ok"}]}],
+    "o'hara; DROP TABLE x": [{"role": "user", "content": "hostile id"}],
+}
+
+
+@dataclass
+class Backend:
+    """One storage for the CLI: its --db arguments and how to write sessions into it."""
+
+    name: str
+    args: list[str]
+    target: str
+    tables: tuple[str, str] = ("agent_sessions", "agent_messages")
+    prefix: str = "agent_sessions"
+
+    def session(self, session_id: str) -> object:
+        if self.name == "sqlite":
+            return SQLiteSession(session_id, self.target)
+        if self.name == "postgres":
+            return SQLAlchemySession.from_url(
+                session_id,
+                self.target,
+                create_tables=True,
+                sessions_table=self.tables[0],
+                messages_table=self.tables[1],
+            )
+        return RedisSession.from_url(session_id, self.target, key_prefix=self.prefix)
+
+    def fill(self, items: dict[str, list[dict[str, object]]]) -> None:
+        async def run() -> None:
+            for session_id, batch in items.items():
+                session = self.session(session_id)
+                try:
+                    await session.add_items(batch)  # type: ignore[attr-defined]
+                finally:
+                    await session.close()  # type: ignore[attr-defined]
+
+        asyncio.run(run())
+
+    def items(self, session_id: str) -> list[object]:
+        async def run() -> list[object]:
+            session = self.session(session_id)
+            try:
+                return list(await session.get_items())  # type: ignore[attr-defined]
+            finally:
+                await session.close()  # type: ignore[attr-defined]
+
+        return asyncio.run(run())
+
+
+def _sqlite(tmp_path: Path) -> Backend:
+    path = str(tmp_path / f"{uuid.uuid4().hex[:6]}.db")
+    return Backend("sqlite", ["--db", path], path)
+
+
+def _postgres(url: str) -> Iterator[Backend]:
+    tag = uuid.uuid4().hex[:10]
+    tables = (f"cli{tag}_s", f"cli{tag}_m")
+    yield Backend(
+        "postgres",
+        ["--db", url, "--sessions-table", tables[0], "--messages-table", tables[1]],
+        url,
+        tables=tables,
+    )
+
+    async def drop() -> None:
+        from sqlalchemy import text
+        from sqlalchemy.ext.asyncio import create_async_engine
+
+        engine = create_async_engine(url)
+        async with engine.begin() as conn:
+            await conn.execute(text(f'DROP TABLE IF EXISTS "{tables[1]}"'))
+            await conn.execute(text(f'DROP TABLE IF EXISTS "{tables[0]}"'))
+        await engine.dispose()
+
+    asyncio.run(drop())
+
+
+def _redis(url: str) -> Iterator[Backend]:
+    prefix = f"clitest:{uuid.uuid4().hex[:10]}"
+    yield Backend("redis", ["--db", url, "--key-prefix", prefix], url, prefix=prefix)
+
+    async def drop() -> None:
+        from redis.asyncio import Redis
+
+        client = Redis.from_url(url)
+        keys = [key async for key in client.scan_iter(match=f"{prefix}:*")]
+        if keys:
+            await client.delete(*keys)
+        await client.aclose()
+
+    asyncio.run(drop())
+
+
+def _make(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    if kind == "sqlite":
+        yield _sqlite(tmp_path)
+    elif kind == "postgres":
+        yield from _postgres(request.getfixturevalue("postgres_url"))
+    else:
+        yield from _redis(request.getfixturevalue("redis_url"))
+
+
+@pytest.fixture(params=["sqlite", "postgres", "redis"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    yield from _make(request.param, request, tmp_path)
+
+
+@pytest.fixture(params=["sqlite", "postgres", "redis"])
+def other(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    yield from _make(request.param, request, tmp_path)
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_list_show_stats_clear(backend: Backend, capsys: pytest.CaptureFixture[str]) -> None:
+    backend.fill(ITEMS)
+    code, out, _ = run_cli(capsys, *backend.args, "list")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split()[:2] == ["SESSION", "ID"]
+    assert len(lines) == 5
+    for session_id, items in ITEMS.items():
+        row = next(line for line in lines if line.startswith(session_id + " "))
+        assert row[len(session_id) :].split()[0] == str(len(items))
+    assert "page 1: sessions 1-3" in lines[-1]
+
+    code, out, _ = run_cli(capsys, *backend.args, "list", "--json")
+    listed = {row["session_id"]: row["items"] for row in map(json.loads, out.splitlines())}
+    assert listed == {sid: len(items) for sid, items in ITEMS.items()}
+
+    code, out, _ = run_cli(capsys, *backend.args, "show", "alpha")
+    assert code == 0
+    assert [json.loads(line) for line in out.splitlines()] == ITEMS["alpha"]
+    code, out, _ = run_cli(capsys, *backend.args, "show", "alpha", "--limit", "1")
+    assert [json.loads(line) for line in out.splitlines()] == ITEMS["alpha"][-1:]
+
+    code, out, _ = run_cli(capsys, *backend.args, "stats", "--json")
+    stats = json.loads(out)
+    assert (stats["sessions"], stats["items"]) == (3, 5)
+    assert stats["last_activity"] is not None
+    code, out, _ = run_cli(capsys, *backend.args, "stats")
+    assert "sessions:      3" in out
+    assert "items:         5" in out
+
+    code, out, _ = run_cli(capsys, *backend.args, "clear", "o'hara; DROP TABLE x")
+    assert code == 0
+    assert "cleared session" in out
+    assert "(1 items)" in out
+    assert backend.items("o'hara; DROP TABLE x") == []
+    assert backend.items("alpha") == ITEMS["alpha"]
+
+
+def test_missing_session_is_a_clear_error(
+    backend: Backend, capsys: pytest.CaptureFixture[str]
+) -> None:
+    backend.fill({"alpha": ITEMS["alpha"]})
+    for command in (["show", "nope"], ["clear", "nope"], ["export", "nope"]):
+        code, out, err = run_cli(capsys, *backend.args, *command)
+        assert code == 1
+        assert out == ""
+        assert "error: no session 'nope'" in err
+
+
+def test_pagination(backend: Backend, capsys: pytest.CaptureFixture[str]) -> None:
+    backend.fill({f"s{i}": [{"n": i}] for i in range(5)})
+    seen: list[str] = []
+    for page in (1, 2, 3):
+        code, out, _ = run_cli(
+            capsys, *backend.args, "list", "--page", str(page), "--page-size", "2", "--json"
+        )
+        assert code == 0
+        seen += [json.loads(line)["session_id"] for line in out.splitlines()]
+    assert sorted(seen) == [f"s{i}" for i in range(5)]
+    code, out, _ = run_cli(capsys, *backend.args, "list", "--page-size", "2")
+    assert "next page: --page 2" in out
+    code, out, _ = run_cli(capsys, *backend.args, "list", "--page", "9")
+    assert "no sessions on page 9" in out
+
+
+def test_export_import_round_trips_between_backends(
+    backend: Backend, other: Backend, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    backend.fill(ITEMS)
+    first = tmp_path / "first.jsonl"
+    code, _, err = run_cli(capsys, *backend.args, "export", "--all", "-o", str(first))
+    assert code == 0, err
+    assert "exported 5 items of 3 sessions" in err
+
+    code, _, err = run_cli(capsys, *other.args, "import", str(first))
+    assert code == 0, err
+    assert "imported 5 items into 3 sessions" in err
+    for session_id, items in ITEMS.items():
+        assert other.items(session_id) == items
+
+    code, second, _ = run_cli(capsys, *other.args, "export", "--all")
+    assert code == 0
+
+    def by_session(text: str) -> dict[str, list[str]]:
+        grouped: dict[str, list[str]] = {}
+        for line in text.splitlines():
+            grouped.setdefault(json.loads(line)["session_id"], []).append(line)
+        return grouped
+
+    # Same sessions, same items in the same order, same created_at: byte for byte.
+    assert by_session(second) == by_session(first.read_text(encoding="utf-8"))
+
+
+def test_import_replace_and_bad_files(
+    backend: Backend, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    backend.fill({"alpha": [{"old": True}]})
+    export = tmp_path / "e.jsonl"
+    export.write_text(
+        json.dumps({"session_id": "alpha", "created_at": None, "item": {"new": 1}}) + "\n",
+        encoding="utf-8",
+    )
+    code, _, err = run_cli(capsys, *backend.args, "import", str(export))
+    assert code == 0, err
+    assert backend.items("alpha") == [{"old": True}, {"new": 1}]
+    code, _, err = run_cli(capsys, *backend.args, "import", "--replace", str(export))
+    assert code == 0, err
+    assert backend.items("alpha") == [{"new": 1}]
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(
+        json.dumps({"session_id": "gamma", "item": {"a": 1}}) + "\n{not json\n", encoding="utf-8"
+    )
+    code, _, err = run_cli(capsys, *backend.args, "import", str(bad))
+    assert code == 1
+    assert "line 2 is not JSON" in err
+    assert backend.items("gamma") == []  # nothing written: the file is checked first
+    bad.write_text(json.dumps({"session_id": "gamma", "item": [1]}) + "\n", encoding="utf-8")
+    code, _, err = run_cli(capsys, *backend.args, "import", str(bad))
+    assert code == 1
+    assert "'item' must be a JSON object" in err
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("ftp://example", "cannot use 'ftp://example'"),
+        ("sqlite://nope", "a SQLite URL looks like sqlite:///"),
+        ("/nonexistent/dir/file.db", "no SQLite database at"),
+        ("postgresql://postgres@127.0.0.1:1/test", "agent-sessions: error:"),
+        ("redis://127.0.0.1:1/0", "agent-sessions: error:"),
+    ],
+)
+def test_bad_targets_are_clear_errors(
+    target: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_cli(capsys, "--db", target, "list")
+    assert code in (1, 2)
+    assert out == ""
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_no_target_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AGENT_SESSIONS_DB", raising=False)
+    with pytest.raises(SystemExit) as info:
+        main(["list"])
+    assert info.value.code == 2
+    assert "pass --db TARGET or set AGENT_SESSIONS_DB" in capsys.readouterr().err
+
+
+def test_console_script_runs(tmp_path: Path) -> None:
+    script = Path(sys.executable).with_name("agent-sessions")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "agent_sessions.cli"]
+    backend = _sqlite(tmp_path)
+    backend.fill({"alpha": ITEMS["alpha"]})
+    env = {**os.environ, "AGENT_SESSIONS_DB": backend.target}
+    done = subprocess.run(
+        [*command, "show", "alpha"], capture_output=True, text=True, env=env, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line) for line in done.stdout.splitlines()] == ITEMS["alpha"]
+    helped = subprocess.run([*command, "--help"], capture_output=True, text=True, check=False)
+    for name in ("list", "show", "export", "import", "clear", "stats"):
+        assert name in helped.stdout
