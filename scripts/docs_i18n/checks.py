@@ -23,8 +23,10 @@ _LINK_TARGET = re.compile(
     r"\]\(\s*<?(?P<url>[^)\s>]*)>?(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^)]*\)))?\s*\)"
 )
 _REF_LABEL = re.compile(r"\]\[(?P<label>[^\]]+)\]")
+_COLLAPSED_REF = re.compile(r"\[(?P<label>[^\]^][^\]]*)\]\[\]")
+_FOOTNOTE = re.compile(r"\[\^(?P<name>[^\]]+)\]")
 _REF_DEFINITION = re.compile(
-    r"^[ \t]{0,3}\[(?P<label>[^\]]+)\]:[ \t]*<?(?P<url>\S+?)>?(?:[ \t]+.*)?$", re.M
+    r"^[ \t]{0,3}\[(?P<label>[^\]^][^\]]*)\]:[ \t]*<?(?P<url>\S+?)>?(?:[ \t]+.*)?$", re.M
 )
 _AUTOLINK = re.compile(r"<(?P<url>(?:https?|mailto|ftp):[^>\s]+)>")
 _HTML_URL = re.compile(r"\b(?:href|src)\s*=\s*(?:\"(?P<dq>[^\"]*)\"|'(?P<sq>[^']*)')", re.I)
@@ -90,6 +92,8 @@ def structure(masked: str) -> Structure:
     targets: Counter[str] = Counter()
     targets.update(f"link or image target {m['url']!r}" for m in _LINK_TARGET.finditer(masked))
     targets.update(f"reference label [{m['label']}]" for m in _REF_LABEL.finditer(masked))
+    targets.update(f"reference label [{m['label']}]" for m in _COLLAPSED_REF.finditer(masked))
+    targets.update(f"footnote [^{m['name']}]" for m in _FOOTNOTE.finditer(masked))
     targets.update(
         f"reference definition [{m['label']}]: {m['url']}" for m in _REF_DEFINITION.finditer(masked)
     )

@@ -21,6 +21,7 @@ __all__ = ["Heading", "english_heading_ids", "find_headings", "pin_heading_ids"]
 
 _ATTR_LIST = re.compile(r"[ \t]*\{:?(?P<attrs>[^{}\n]*)\}[ \t]*$")
 _CLOSING_HASHES = re.compile(r"[ \t]+#+[ \t]*$")
+_ANY_ATTR_LIST = re.compile(r"[ \t]*\{:?[ \t]*[#.][^{}\n]*\}")
 _ID_ATTR = re.compile(r"(?:^|\s)#(?P<id>[^\s}]+)")
 
 
@@ -100,8 +101,9 @@ def pin_heading_ids(masked: str, english: list[Heading], ids: list[str]) -> str:
     """Give each heading of a translated (masked) text the id of its English counterpart.
 
     Headings are matched by position; the checks have already made sure the translation has the
-    same headings (count and levels). An attribute list on the English heading is kept (classes
-    included), with the id added when it had none.
+    same headings (count and levels). Attribute lists the translation carries anywhere in the
+    heading are dropped; the English heading's attribute list is kept (classes included), with
+    the id added when it had none.
     """
     position = 0
 
@@ -112,9 +114,10 @@ def pin_heading_ids(masked: str, english: list[Heading], ids: list[str]) -> str:
         source, anchor = english[position], ids[position]
         position += 1
         heading = _parse(match)
+        text = _ANY_ATTR_LIST.sub("", heading.text).strip()
         attrs = source.attrs if source.attrs is not None else ""
         if source.explicit_id is None:
             attrs = f"#{anchor} {attrs}".strip()
-        return f"{match['indent']}{match['hashes']} {heading.text} {{{attrs}}}".rstrip()
+        return f"{match['indent']}{match['hashes']} {text} {{{attrs}}}".rstrip()
 
     return HEADING_RE.sub(_pin, masked)

@@ -52,20 +52,32 @@ class Manifest:
         """
         if not path.exists():
             return cls()
+        return cls.loads(path.read_text(encoding="utf-8"), where=str(path))
+
+    @classmethod
+    def loads(cls, text: str, *, where: str = "manifest") -> Manifest:
+        """Parse manifest JSON text.
+
+        Raises:
+            ValueError: The text is not a manifest of this version.
+        """
         try:
-            data: Any = json.loads(path.read_text(encoding="utf-8"))
+            data: Any = json.loads(text)
         except ValueError as exc:
-            raise ValueError(f"{path} is not valid JSON: {exc}") from exc
+            raise ValueError(f"{where} is not valid JSON: {exc}") from exc
         if not isinstance(data, dict) or data.get("version") != _VERSION:
-            raise ValueError(f'{path}: expected a manifest with "version": {_VERSION}')
+            raise ValueError(f'{where}: expected a manifest with "version": {_VERSION}')
         pages: dict[str, dict[str, ManifestEntry]] = {}
-        for page, langs in (data.get("pages") or {}).items():
-            pages[page] = {
-                lang: ManifestEntry(
-                    source=str(e["source"]), sections=[str(h) for h in e["sections"]]
-                )
-                for lang, e in langs.items()
-            }
+        try:
+            for page, langs in (data.get("pages") or {}).items():
+                pages[page] = {
+                    lang: ManifestEntry(
+                        source=str(e["source"]), sections=[str(h) for h in e["sections"]]
+                    )
+                    for lang, e in langs.items()
+                }
+        except (AttributeError, KeyError, TypeError) as exc:
+            raise ValueError(f"{where}: malformed page entry ({exc!r})") from exc
         return cls(pages=pages)
 
     def get(self, page: str, lang: str) -> ManifestEntry | None:

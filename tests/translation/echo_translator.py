@@ -44,7 +44,10 @@ _WORDS: dict[str, dict[str, str]] = {
 }
 _TAGS = {"ja": "（訳）", "ko": "(번역)", "zh": "（译）"}
 _LANG_BY_NAME = {"Japanese": "ja", "Korean": "ko", "Simplified Chinese": "zh"}
-_PROTECTED = re.compile(r"(\]\([^)]*\)|<[^>]*>|@@\w+@@|\{[^}]*\}|https?://\S+|\[[^\]]*\]:.*$)")
+_PROTECTED = re.compile(
+    r"(\[[^\]\[]*\]\[\]|\]\([^)]*\)|\]\[[^\]]*\]|<[^>]*>|@@\w+@@|\{[^}]*\}|https?://\S+"
+    r"|^\s*\[[^\]]*\]:.*$)"
+)
 _HEADING = re.compile(r"^( {0,3}#{1,6} )(.*)$")
 
 
@@ -109,11 +112,14 @@ class EchoTranslator:
 
     Attributes:
         calls: The requests answered, as (language, page, section numbers) tuples.
+        max_in_flight: The most requests being answered at the same time.
     """
 
     def __init__(self, *, latency: float = 0.0) -> None:
         self.latency = latency
         self.calls: list[tuple[str, str, list[int]]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
         self._faults: dict[tuple[str, str], list[str | FakeReply]] = defaultdict(list)
         self._lock = threading.Lock()
 
@@ -146,8 +152,13 @@ class EchoTranslator:
             self.calls.append((lang, path, numbers))
             queued = self._faults.get((lang, path))
             fault = queued.pop(0) if queued else None
-        if self.latency:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
             time.sleep(self.latency)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
         if isinstance(fault, FakeReply):
             return fault
         text = echo_translate(source, lang)

@@ -1,0 +1,332 @@
+"""Whole runs against the fake server with the real openai client: incremental, faults, retries."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from conftest import RunSite
+from docs_i18n.checks import verify_page
+from docs_i18n.front_matter import split_front_matter
+from docs_i18n.manifest import Manifest
+from docs_i18n.runner import Options, adopt, check, dry_run
+from docs_i18n.translator import RetryPolicy
+from echo_translator import EchoTranslator
+
+from agent_sessions.testing import FakeOpenAIServer, FakeReply
+
+PAGES = ["guide/backends.md", "guide/custom.md", "index.md"]
+LANGS = ["ja", "ko", "zh"]
+
+
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def _snapshot(site: Path) -> dict[str, str]:
+    return {
+        p.relative_to(site).as_posix(): _read(p)
+        for p in sorted(site.rglob("*"))
+        if p.is_file() and p.suffix in (".md", ".json")
+    }
+
+
+def _temp_files(site: Path) -> list[Path]:
+    return [p for p in site.rglob("*.tmp")]
+
+
+async def test_full_run_translates_every_page_into_every_language(
+    site: Path, echo: EchoTranslator, run_site: RunSite, fake_openai: FakeOpenAIServer
+) -> None:
+    outcome = await run_site()
+    assert outcome.code == 0, outcome.output
+    assert sorted((lang, page) for lang, page, _ in echo.calls) == sorted(
+        (lang, page) for lang in LANGS for page in PAGES
+    )
+    for lang in LANGS:
+        assert not (site / "docs" / lang / "ref").exists()
+        for page in PAGES:
+            english = _read(site / "docs" / page)
+            translated = _read(site / "docs" / lang / page)
+            assert verify_page(english, translated) == []
+            front = split_front_matter(translated).data
+            assert front["machine_translated"] is True
+            for key, value in split_front_matter(english).data.items():
+                assert front[key] == value
+    ja = _read(site / "docs" / "ja" / "guide" / "backends.md")
+    assert "## Example （訳） {#example_1}" in ja
+    assert "## Limits （訳） {#history-limits .advanced}" in ja
+    body = fake_openai.requests_to("/v1/responses")[0].body
+    assert body["model"] == "o3" and body["reasoning"] == {"effort": "medium"}
+    assert "# Workflow" in body["instructions"]
+    manifest = json.loads(_read(site / "i18n" / "manifest.json"))
+    assert sorted(manifest["pages"]) == PAGES
+    assert "translated: 9, kept: 0, failed: 0" in outcome.output
+    assert "API calls: 9" in outcome.output and "estimated cost: $" in outcome.output
+
+
+async def test_second_run_makes_zero_calls_and_changes_nothing(
+    site: Path, echo: EchoTranslator, run_site: RunSite
+) -> None:
+    assert (await run_site()).code == 0
+    before = _snapshot(site)
+    calls = len(echo.calls)
+    outcome = await run_site()
+    assert outcome.code == 0
+    assert len(echo.calls) == calls
+    assert _snapshot(site) == before
+    assert "translated: 0, kept: 9" in outcome.output and "API calls: 0" in outcome.output
+
+
+async def test_editing_one_section_sends_only_that_section(
+    site: Path, echo: EchoTranslator, run_site: RunSite, fake_openai: FakeOpenAIServer
+) -> None:
+    assert (await run_site()).code == 0
+    old = {lang: _read(site / "docs" / lang / "guide" / "backends.md") for lang in LANGS}
+    page = site / "docs" / "guide" / "backends.md"
+    _write(
+        page, _read(page).replace("Install the extra and point", "Install the redis extra, point")
+    )
+    echo.calls.clear()
+    first_new = len(fake_openai.requests_to("/v1/responses"))
+    outcome = await run_site()
+    assert outcome.code == 0, outcome.output
+    assert sorted(echo.calls) == [(lang, "guide/backends.md", [3]) for lang in LANGS]
+    for request in fake_openai.requests_to("/v1/responses")[first_new:]:
+        task = request.body["input"][0]["content"]
+        source = task.rsplit("<source>\n", 1)[1]
+        assert "Install the redis extra" in source and "## SQLite" not in source
+        context = task.split("<current_translation>\n")[1].split("</current_translation>")[0]
+        assert re.search(r"(?m)^## SQLite \S+ \{#sqlite\}$", context)
+    for lang in LANGS:
+        new = _read(site / "docs" / lang / "guide" / "backends.md")
+        old_parts, new_parts = _split(old[lang]), _split(new)
+        assert len(old_parts) == len(new_parts)
+        changed = [n for n, (a, b) in enumerate(zip(old_parts, new_parts, strict=True)) if a != b]
+        assert changed == [3]
+        assert (
+            "Install その redis extra" in new_parts[3]
+            or "Install 그 redis" in new_parts[3]
+            or ("Install 这个 redis" in new_parts[3])
+        )
+
+
+def _split(text: str) -> list[str]:
+    return re.split(r"(?m)^(?=## )", text)
+
+
+def _write(path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8")
+
+
+async def test_front_matter_change_rewrites_without_a_call(
+    site: Path, echo: EchoTranslator, run_site: RunSite
+) -> None:
+    assert (await run_site()).code == 0
+    page = site / "docs" / "index.md"
+    _write(page, _read(page).replace("description: Session memory", "description: Memory"))
+    echo.calls.clear()
+    assert (await run_site()).code == 0
+    assert echo.calls == []
+    assert "description: Memory for LLM agents." in _read(site / "docs" / "zh" / "index.md")
+
+
+async def test_deleting_a_page_removes_its_translations(
+    site: Path, echo: EchoTranslator, run_site: RunSite
+) -> None:
+    assert (await run_site()).code == 0
+    (site / "docs" / "guide" / "custom.md").unlink()
+    options = Options(root=site, languages=LANGS)
+    code, problems = check(options)
+    assert code == 1
+    assert sorted(problems) == [
+        f"orphaned  docs/{lang}/guide/custom.md: docs/guide/custom.md does not exist"
+        for lang in LANGS
+    ]
+    echo.calls.clear()
+    outcome = await run_site()
+    assert outcome.code == 0 and echo.calls == []
+    for lang in LANGS:
+        assert not (site / "docs" / lang / "guide" / "custom.md").exists()
+        assert (site / "docs" / lang / "guide" / "backends.md").exists()
+    assert "guide/custom.md" not in Manifest.load(site / "i18n" / "manifest.json").pages
+    assert "removed ja/guide/custom.md" in outcome.output
+    assert check(options) == (0, [])
+
+
+async def test_check_reports_missing_stale_orphaned_unadopted_and_invalid(
+    site: Path, echo: EchoTranslator, run_site: RunSite
+) -> None:
+    options = Options(root=site, languages=["ja"])
+    code, problems = check(options)
+    assert code == 1 and sorted(problems) == [f"missing   docs/ja/{p}" for p in PAGES]
+    assert (await run_site(languages=["ja"])).code == 0
+    assert check(options) == (0, [])
+    page = site / "docs" / "index.md"
+    _write(page, _read(page).replace("Install the package:", "Install it:"))
+    _write(site / "docs" / "ja" / "old.md", "# 古い\n")
+    (site / "docs" / "ja" / "guide" / "custom.md").unlink()
+    manifest = Manifest.load(site / "i18n" / "manifest.json")
+    manifest.remove("guide/backends.md", "ja")
+    manifest.save(site / "i18n" / "manifest.json")
+    broken = site / "docs" / "ja" / "guide" / "backends.md"
+    _write(broken, _read(broken).replace("]: ../ref/settings.md#limit", "]: ../ref/settings.md#x"))
+    code, problems = check(options)
+    assert code == 1
+    text = "\n".join(problems)
+    assert "missing   docs/ja/guide/custom.md" in text
+    assert "stale     docs/ja/index.md: the English page changed (1 section(s))" in text
+    assert "orphaned  docs/ja/old.md" in text
+    assert "unadopted docs/ja/guide/backends.md" in text
+    assert "invalid   docs/ja/guide/backends.md: section 6: reference definition" in text
+
+
+async def test_adopt_records_sound_translations_and_reports_broken_ones(
+    site: Path, echo: EchoTranslator, run_site: RunSite
+) -> None:
+    assert (await run_site(languages=["ja"])).code == 0
+    (site / "i18n" / "manifest.json").unlink()
+    broken = site / "docs" / "ja" / "index.md"
+    _write(broken, _read(broken).replace("{#quick-start}", ""))
+    options = Options(root=site, languages=["ja"])
+    code, lines = adopt(options)
+    assert code == 1
+    assert "adopted docs/ja/guide/backends.md" in lines
+    assert "not adopted docs/ja/index.md:" in lines
+    assert any("lacks the English id: add `{#quick-start}`" in line for line in lines)
+    manifest = Manifest.load(site / "i18n" / "manifest.json")
+    assert sorted(manifest.pages) == ["guide/backends.md", "guide/custom.md"]
+    # A normal run leaves the unadopted page alone and says so.
+    echo.calls.clear()
+    outcome = await run_site(languages=["ja"])
+    assert echo.calls == [] and outcome.code == 0
+    assert "not adopted ja/index.md" in outcome.output
+
+
+@pytest.mark.parametrize("fault", ["drop_code", "change_link", "lose_heading", "garbage"])
+async def test_a_broken_draft_is_repaired(
+    fault: str,
+    site: Path,
+    echo: EchoTranslator,
+    run_site: RunSite,
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    echo.fault("ja", "index.md", fault)
+    outcome = await run_site(languages=["ja"])
+    assert outcome.code == 0, outcome.output
+    assert [c[:2] for c in echo.calls].count(("ja", "index.md")) == 2
+    assert (
+        verify_page(_read(site / "docs" / "index.md"), _read(site / "docs" / "ja" / "index.md"))
+        == []
+    )
+    repair = next(
+        r.body for r in fake_openai.requests_to("/v1/responses") if len(r.body["input"]) == 3
+    )
+    assert repair["input"][1]["role"] == "assistant"
+    assert "failed these automatic checks" in repair["input"][2]["content"]
+    assert "draft failed" in outcome.output
+
+
+async def test_a_draft_that_stays_broken_is_not_written(
+    site: Path, echo: EchoTranslator, run_site: RunSite
+) -> None:
+    assert (await run_site(languages=["ja"])).code == 0
+    page = site / "docs" / "guide" / "custom.md"
+    _write(page, _read(page).replace("Each method is", "Every method is"))
+    before = _read(site / "docs" / "ja" / "guide" / "custom.md")
+    manifest_before = _read(site / "i18n" / "manifest.json")
+    echo.fault("ja", "guide/custom.md", "drop_code", "garbage", "lose_heading")
+    index = site / "docs" / "index.md"
+    _write(index, _read(index).replace("Install the package:", "Install it:"))
+    outcome = await run_site(languages=["ja"])
+    assert outcome.code == 1
+    assert (
+        "FAILED ja/guide/custom.md: still failing after 2 repair(s), not written" in outcome.output
+    )
+    assert _read(site / "docs" / "ja" / "guide" / "custom.md") == before
+    manifest = Manifest.load(site / "i18n" / "manifest.json")
+    assert manifest.get("guide/custom.md", "ja") == Manifest.loads(manifest_before).get(
+        "guide/custom.md", "ja"
+    )
+    assert "Install it" in _read(site / "docs" / "ja" / "index.md")  # other pages go on
+    assert _temp_files(site) == []
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        FakeReply(status=429, headers={"Retry-After": "0"}),
+        FakeReply(status=500),
+        FakeReply(status=503, headers={"retry-after-ms": "10"}),
+        FakeReply(status=200, delay=1.0),  # answered after the client's 0.3 s timeout
+    ],
+    ids=["429", "500", "503", "timeout"],
+)
+async def test_transient_failures_are_retried(
+    reply: FakeReply, site: Path, echo: EchoTranslator, run_site: RunSite
+) -> None:
+    echo.fault("ko", "index.md", reply, reply)
+    outcome = await run_site(languages=["ko"], timeout=0.3)
+    assert outcome.code == 0, outcome.output
+    assert [c[:2] for c in echo.calls].count(("ko", "index.md")) == 3
+    assert "retry 1 in" in outcome.output and "retry 2 in" in outcome.output
+    assert (
+        verify_page(_read(site / "docs" / "index.md"), _read(site / "docs" / "ko" / "index.md"))
+        == []
+    )
+
+
+async def test_retry_after_is_honoured(site: Path, echo: EchoTranslator, run_site: RunSite) -> None:
+    echo.fault("zh", "index.md", FakeReply(status=429, headers={"Retry-After": "0.25"}))
+    outcome = await run_site(languages=["zh"], retry=RetryPolicy(base_delay=30.0))
+    assert outcome.code == 0
+    assert "zh/index.md: HTTP 429, retry 1 in 0.2s" in outcome.output or (
+        "zh/index.md: HTTP 429, retry 1 in 0.3s" in outcome.output
+    )
+
+
+async def test_out_of_retries_leaves_the_page_untouched_and_named(
+    site: Path, echo: EchoTranslator, run_site: RunSite
+) -> None:
+    echo.fault("ja", "index.md", *[FakeReply(status=429, headers={"Retry-After": "0"})] * 4)
+    outcome = await run_site(languages=["ja"])
+    assert outcome.code == 1
+    assert "FAILED ja/index.md: the model call failed: HTTP 429 after 4 attempts" in outcome.output
+    assert not (site / "docs" / "ja" / "index.md").exists()
+    assert Manifest.load(site / "i18n" / "manifest.json").get("index.md", "ja") is None
+    assert (site / "docs" / "ja" / "guide" / "backends.md").exists()
+
+
+async def test_a_client_error_is_not_retried(
+    site: Path, echo: EchoTranslator, run_site: RunSite
+) -> None:
+    echo.fault("ja", "index.md", FakeReply(status=400, body={"error": {"message": "bad model"}}))
+    outcome = await run_site(languages=["ja"])
+    assert outcome.code == 1
+    assert [c[:2] for c in echo.calls].count(("ja", "index.md")) == 1
+    assert "FAILED ja/index.md: the model call failed: HTTP 400" in outcome.output
+
+
+async def test_concurrency_is_bounded(
+    site: Path, fake_openai: FakeOpenAIServer, run_site: RunSite
+) -> None:
+    echo = EchoTranslator(latency=0.2).install(fake_openai)
+    assert (await run_site(concurrency=2)).code == 0
+    assert echo.max_in_flight == 2
+    for page in PAGES:
+        (site / "docs" / page).write_text(
+            _read(site / "docs" / page) + "\nMore.\n", encoding="utf-8"
+        )
+    assert (await run_site(concurrency=9)).code == 0
+    assert echo.max_in_flight > 2
+
+
+def test_dry_run_lists_calls_tokens_and_cost(site: Path) -> None:
+    lines = dry_run(Options(root=site, languages=LANGS))
+    calls = [line for line in lines if line.startswith("would translate")]
+    assert len(calls) == 9
+    assert re.match(r"9 call\(s\), ~\d+ tokens in, ~\d+ tokens out .*cost ~\$\d", lines[-1])
+    verbose = dry_run(Options(root=site, languages=["ja"], files=["index.md"]), verbose=True)
+    assert "--- instructions ---" in verbose and any("<source>" in line for line in verbose)
