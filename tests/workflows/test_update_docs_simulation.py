@@ -121,19 +121,33 @@ def _user_text(body: dict[str, Any]) -> str:
     return "\n".join(texts)
 
 
-def echo_translator(request: RecordedRequest) -> dict[str, Any]:
-    """A 'translation' that returns the requested sections unchanged: every check accepts it."""
-    text = _user_text(request.body)
-    found = re.findall(r"<source>\n(.*?)</source>", text, re.S)
-    assert found, f"no <source> in the request: {text[:300]!r}"
-    return text_response(found[-1])
+def _language(request: RecordedRequest) -> str:
+    instructions = str(request.body.get("instructions"))
+    names = {"Japanese": "ja", "Korean": "ko", "Simplified Chinese": "zh"}
+    (lang,) = {code for name, code in names.items() if name in instructions}
+    return lang
+
+
+def tagged_translator(edition: str = "") -> Any:
+    """A model whose 'translation' is the English sections with `[lang<edition>]` after each
+    heading: structure, placeholders and links unchanged, so every check accepts it."""
+
+    def _reply(request: RecordedRequest) -> dict[str, Any]:
+        text = _user_text(request.body)
+        found = re.findall(r"<source>\n(.*?)</source>", text, re.S)
+        assert found, f"no <source> in the request: {text[:300]!r}"
+        tag = f"[{_language(request)}{edition}]"
+        return text_response(re.sub(r"(?m)^(#{1,6} .*)$", rf"\1 {tag}", found[-1]))
+
+    return _reply
 
 
 def japanese_fails(request: RecordedRequest) -> dict[str, Any]:
     """Korean and Chinese succeed; every Japanese draft (and repair) is garbage no check accepts."""
-    if "Japanese" in str(request.body.get("instructions")):
+    if _language(request) == "ja":
         return text_response("This is not a translation at all.")
-    return echo_translator(request)
+    reply: dict[str, Any] = tagged_translator()(request)
+    return reply
 
 
 # -- repositories --------------------------------------------------------------------------------
@@ -283,7 +297,7 @@ def translated_origin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     world = World(base / "origin.git", tree, base / "workspace", base / "home")
     world.home.mkdir()
     with FakeOpenAIServer() as server:
-        server.route("POST", "/v1/responses", echo_translator)
+        server.route("POST", "/v1/responses", tagged_translator())
         results = simulate(world, server)
     assert_succeeded(results)
     assert calls(server) == 2 * len(LANGUAGES)  # one call per page and language
@@ -303,7 +317,7 @@ def world(translated_origin: Path, tmp_path: Path) -> World:
 @pytest.fixture
 def translator() -> Iterator[FakeOpenAIServer]:
     with FakeOpenAIServer() as server:
-        server.route("POST", "/v1/responses", echo_translator)
+        server.route("POST", "/v1/responses", tagged_translator())
         yield server
 
 
@@ -348,7 +362,7 @@ def test_english_edit_pushes_one_commit_of_translations(
     for lang in LANGUAGES:
         page = git(world.origin, "show", f"{bot_commit}:docs/{lang}/guide.md")
         assert "Call `get_items` to read them." in page
-        assert "{#reading-items}" in page
+        assert f"## Reading items [{lang}] {{#reading-items}}" in page
     # The bot's commit cannot start the workflow again.
     workflow = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
     assert not push_triggers(workflow, "main", files)
@@ -420,12 +434,18 @@ def test_push_rebases_when_main_moved(world: World, translator: FakeOpenAIServer
     assert set(files) == {f"docs/{lang}/index.md" for lang in LANGUAGES} | {"i18n/manifest.json"}
 
 
-def test_dispatch_all_retranslates_every_page(world: World, translator: FakeOpenAIServer) -> None:
+def test_dispatch_all_retranslates_every_page(world: World) -> None:
     head = world.head()
-
-    results = simulate(world, translator, scope="all", event_name="workflow_dispatch")
+    with FakeOpenAIServer() as server:
+        server.route("POST", "/v1/responses", tagged_translator(" v2"))
+        results = simulate(world, server, scope="all", event_name="workflow_dispatch")
+        assert calls(server) == 2 * len(LANGUAGES)  # --force: every page, every language
 
     assert_succeeded(results)
-    assert calls(translator) == 2 * len(LANGUAGES)  # --force: every page, every language
-    # The echo model returns the same text, so the pages are unchanged and nothing is pushed.
-    assert world.head() == head
+    log = world.log()
+    assert log[1] == head
+    files = world.changed_files(log[0])
+    expected = {f"docs/{lang}/{page}" for lang in LANGUAGES for page in ("index.md", "guide.md")}
+    # Every page is rewritten; the manifest records English hashes, which did not change.
+    assert expected <= set(files) <= expected | {"i18n/manifest.json"}
+    assert "# Guide [ja v2] {#guide}" in git(world.origin, "show", f"{log[0]}:docs/ja/guide.md")
