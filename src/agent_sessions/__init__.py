@@ -34,8 +34,11 @@ from .exceptions import (
 )
 from .items import TResponseInputItem
 from .memory import (
+    CompactionTriggerContext,
+    OpenAIConversationsSession,
     OpenAIResponsesCompactionArgs,
     OpenAIResponsesCompactionAwareSession,
+    OpenAIResponsesCompactionSession,
     Session,
     SessionABC,
     SessionInfo,
@@ -72,6 +75,7 @@ __all__ = [
     "Agent",
     "AgentSessionsError",
     "AgentsError",
+    "CompactionTriggerContext",
     "FunctionTool",
     "MaxTurnsExceeded",
     "Model",
@@ -79,8 +83,10 @@ __all__ = [
     "ModelCallError",
     "ModelRequest",
     "ModelSettings",
+    "OpenAIConversationsSession",
     "OpenAIResponsesCompactionArgs",
     "OpenAIResponsesCompactionAwareSession",
+    "OpenAIResponsesCompactionSession",
     "OpenAIResponsesModel",
     "RawResponseEvent",
     "RedisSession",

@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .admin import SessionInfo, SessionRecord, SessionStats, SessionStore, open_session_store
+from .compaction import CompactionTriggerContext, OpenAIResponsesCompactionSession
+from .conversations import OpenAIConversationsSession
 from .mutation import await_session_mutation
 from .session import (
     OpenAIResponsesCompactionArgs,
@@ -25,8 +27,11 @@ if TYPE_CHECKING:
     from .sqlalchemy_session import SQLAlchemySession
 
 __all__ = [
+    "CompactionTriggerContext",
+    "OpenAIConversationsSession",
     "OpenAIResponsesCompactionArgs",
     "OpenAIResponsesCompactionAwareSession",
+    "OpenAIResponsesCompactionSession",
     "RedisSession",
     "SQLAlchemySession",
     "SQLiteSession",

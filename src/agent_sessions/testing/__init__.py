@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .fake_conversations import FakeCompactionAPI, FakeConversationsAPI
 from .fake_openai import (
     FakeOpenAIServer,
     FakeReply,
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
     from .conformance import SessionConformanceTests
 
 __all__ = [
+    "FakeCompactionAPI",
+    "FakeConversationsAPI",
     "FakeOpenAIServer",
     "FakeReply",
     "RecordedRequest",
