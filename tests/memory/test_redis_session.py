@@ -215,3 +215,17 @@ class TestRedisConformance(SessionConformanceTests):
 
     async def corrupt_latest_row(self, session: Session) -> None:
         await self.client.lset(f"{self.prefix}:items:{session.session_id}", -1, "not json{")
+
+
+def test_missing_extra_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    import agent_sessions.memory
+
+    for name in [m for m in sys.modules if m == "redis" or m.startswith("redis.")]:
+        monkeypatch.setitem(sys.modules, name, None)  # as if the extra were not installed
+    monkeypatch.delitem(sys.modules, "agent_sessions.memory.redis_session")
+    with pytest.raises(ImportError, match=r"pip install 'agent-sessions\[redis\]'"):
+        agent_sessions.memory.RedisSession  # noqa: B018
+    with pytest.raises(ImportError, match=r"pip install 'agent-sessions\[redis\]'"):
+        from agent_sessions import RedisSession as _  # noqa: F401

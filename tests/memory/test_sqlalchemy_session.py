@@ -310,3 +310,25 @@ class TestPostgresConformance(SessionConformanceTests):
                 ),
                 {"s": session.session_id},
             )
+
+
+def test_missing_extra_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    import agent_sessions.memory
+
+    for name in [m for m in sys.modules if m == "sqlalchemy" or m.startswith("sqlalchemy.")]:
+        monkeypatch.setitem(sys.modules, name, None)  # as if the extra were not installed
+    monkeypatch.delitem(sys.modules, "agent_sessions.memory.sqlalchemy_session")
+    with pytest.raises(ImportError, match=r"pip install 'agent-sessions\[postgres\]'"):
+        agent_sessions.memory.SQLAlchemySession  # noqa: B018
+    with pytest.raises(ImportError, match=r"pip install 'agent-sessions\[postgres\]'"):
+        from agent_sessions import SQLAlchemySession as _  # noqa: F401
+
+
+def test_missing_driver_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "asyncpg", None)
+    with pytest.raises(ImportError, match=r"pip install 'agent-sessions\[postgres\]'"):
+        SQLAlchemySession.from_url("s", "postgresql://postgres@127.0.0.1/test")
