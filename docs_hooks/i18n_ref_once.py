@@ -16,6 +16,7 @@ plugin's `current_language`: the plugin's version is pinned in pyproject.toml.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from mkdocs.config.defaults import MkDocsConfig
@@ -25,6 +26,8 @@ from mkdocs.structure.nav import Navigation
 from mkdocs.structure.pages import Page
 
 REF_PREFIX = "ref/"
+# DOCS_REF_ONCE=false switches the hook off (bench/bench_docs_build.py --naive measures that).
+ENABLED = os.environ.get("DOCS_REF_ONCE", "true").lower() != "false"
 
 
 def i18n_plugin(config: MkDocsConfig) -> Any:
@@ -42,7 +45,8 @@ def is_shared_ref_copy(file: Any, language: str, default: str) -> bool:
     """True for a ref/ page that a translated build would copy from English."""
     norm = getattr(file, "norm_src_uri", file.src_uri)
     return (
-        language != default
+        ENABLED
+        and language != default
         and norm.startswith(REF_PREFIX)
         and getattr(file, "locale", default) == default
         and file.is_documentation_page()

@@ -1,0 +1,91 @@
+"""The documentation site, built once per test session and served over http on 127.0.0.1.
+
+`built_site` runs the same strict build as `make docs-build` (every language, link and anchor
+validation as errors) into a temporary directory; `site_url` serves it with a threaded
+`http.server` (Material hides its search over `file://`). The browser fixtures drive the system
+Chromium through Playwright: one browser per session, one context per test.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from site_support import CHROMIUM_ARGS, ROOT, BuiltSite
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory: pytest.TempPathFactory) -> BuiltSite:
+    """Build the whole site once, strictly, and fail with the build's output if it fails."""
+    site = tmp_path_factory.mktemp("site")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "DOCS_TRANSLATIONS": "true"}
+    env.pop("SITE_URL", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    log = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        pytest.fail(f"mkdocs build --strict failed ({proc.returncode}):\n{log}")
+    return BuiltSite(site, log)
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="session")
+def site_url(built_site: BuiltSite) -> Iterator[str]:
+    """The built site served on a free port of 127.0.0.1; the URL ends with `/`."""
+    handler = functools.partial(_QuietHandler, directory=str(built_site.path))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, name="site-server", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+@pytest.fixture(scope="session")
+def browser(chromium_path: str) -> Iterator[Any]:
+    """One headless system Chromium for the whole session (never a downloaded browser)."""
+    from playwright.sync_api import sync_playwright
+
+    playwright = sync_playwright().start()
+    try:
+        chromium = playwright.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+    finally:
+        playwright.stop()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh desktop-sized page (the header search box and the sidebars are visible)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        tab = context.new_page()
+        tab.set_default_timeout(15_000)
+        yield tab
+    finally:
+        context.close()

@@ -1,0 +1,141 @@
+"""The built site: strict build, API reference coverage, links, anchors and translated pages."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from site_support import LANGUAGES, ROOT, TRANSLATIONS, BuiltSite, parse, resolve
+
+import agent_sessions
+
+DOCS = ROOT / "docs"
+CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+HEADING_ID = re.compile(r"<h[1-6][^>]*\bid=\"([^\"]+)\"")
+
+
+def front_matter(path: Path) -> dict[str, object]:
+    text = path.read_text(encoding="utf-8")
+    if not text.startswith("---\n"):
+        return {}
+    data = yaml.safe_load(text[4 : text.index("\n---", 4)])
+    return data if isinstance(data, dict) else {}
+
+
+def translated_pages(language: str) -> list[Path]:
+    """The translated Markdown pages of a language, relative to its folder."""
+    folder = DOCS / language
+    return sorted(p.relative_to(folder) for p in folder.rglob("*.md"))
+
+
+def page_url(md: Path) -> str:
+    """The directory URL of a page: `sessions.md` -> `sessions/`, `index.md` -> ``."""
+    stem = md.with_suffix("").as_posix()
+    if stem == "index":
+        return ""
+    return (stem[: -len("/index")] if stem.endswith("/index") else stem) + "/"
+
+
+def heading_ids(path: Path) -> set[str]:
+    """Ids of the page's article headings (Markdown headings, not API objects)."""
+    html = path.read_text(encoding="utf-8")
+    article = html[html.index('<article class="md-content__inner') : html.index("</article>")]
+    return {i for i in HEADING_ID.findall(article) if not i.startswith("agent_sessions.")}
+
+
+def test_strict_build_writes_every_language(built_site: BuiltSite) -> None:
+    assert "WARNING" not in built_site.log
+    for language in LANGUAGES:
+        root = built_site.lang_root(language)
+        assert (root / "index.html").is_file(), language
+        assert (root / "search" / "search_index.json").is_file(), language
+        html = (root / "index.html").read_text(encoding="utf-8")
+        assert f'<html lang="{language}"' in html
+
+
+def test_every_public_name_has_an_api_entry(built_site: BuiltSite) -> None:
+    documented: set[str] = set()
+    for path in (built_site.path / "ref").rglob("index.html"):
+        documented |= parse(path)[0]
+    public = [name for name in agent_sessions.__all__ if name != "__version__"]
+    missing = [name for name in public if f"agent_sessions.{name}" not in documented]
+    assert not missing, f"public names without an API entry in docs/ref/: {missing}"
+
+
+def test_api_reference_is_rendered_once_in_english(built_site: BuiltSite) -> None:
+    for language in TRANSLATIONS:
+        assert not (built_site.path / language / "ref").exists(), language
+        # The translated nav still lists the API pages, pointing at the English ones.
+        links = parse(built_site.page(language))[1]
+        assert "../ref/session/" in links, language
+    for path in (built_site.path / "ref").rglob("index.html"):
+        html = path.read_text(encoding="utf-8")
+        article = html[html.index("<article") : html.index("</article>")]
+        assert '<html lang="en"' in html
+        assert not CJK.search(article), f"{path}: labels in another language"
+
+
+def test_every_internal_link_and_anchor_resolves(built_site: BuiltSite) -> None:
+    broken: list[str] = []
+    for path in sorted(built_site.path.rglob("*.html")):
+        for href in parse(path)[1]:
+            target = resolve(built_site.path, path, href)
+            if target is None:
+                continue
+            file, fragment = target
+            where = f"{path.relative_to(built_site.path)} -> {href}"
+            if not file.is_file():
+                broken.append(f"{where}: no such page")
+            elif fragment and file.suffix == ".html" and fragment not in parse(file)[0]:
+                broken.append(f"{where}: no #{fragment}")
+    assert not broken, "\n".join(broken[:50])
+
+
+@pytest.mark.parametrize("language", TRANSLATIONS)
+def test_translated_headings_keep_the_english_ids(built_site: BuiltSite, language: str) -> None:
+    pages = translated_pages(language)
+    assert pages, f"docs/{language}/ has no page"
+    for md in pages:
+        url = page_url(md)
+        english = heading_ids(built_site.page(url))
+        translated = heading_ids(built_site.page(f"{language}/{url}"))
+        assert translated == english, f"{language}/{md}: heading ids differ from English"
+
+
+@pytest.mark.parametrize("language", TRANSLATIONS)
+def test_machine_translated_pages_link_to_the_english_original(
+    built_site: BuiltSite, language: str
+) -> None:
+    for md in translated_pages(language):
+        built = built_site.page(f"{language}/{page_url(md)}")
+        html = built.read_text(encoding="utf-8")
+        if not front_matter(DOCS / language / md).get("machine_translated"):
+            assert "translation-notice" not in html
+            continue
+        notice = re.search(r'<div class="admonition info translation-notice" lang="(\w+)">', html)
+        assert notice, f"{language}/{md}: no notice"
+        assert notice.group(1) == language
+        href = re.search(r'<a href="([^"]+)" hreflang="en" class="translation-notice__link"', html)
+        assert href, f"{language}/{md}: the notice has no link"
+        target = resolve(built_site.path, built, href.group(1))
+        assert target is not None
+        assert target[0] == built_site.page(page_url(md)), f"{language}/{md}: wrong original"
+
+
+def test_english_pages_have_no_translation_notice(built_site: BuiltSite) -> None:
+    for md in sorted(DOCS.glob("*.md")):
+        built = built_site.page(page_url(md.relative_to(DOCS)))
+        assert "translation-notice" not in built.read_text("utf-8")
+
+
+@pytest.mark.parametrize("language", TRANSLATIONS)
+def test_translated_pages_load_their_own_search_index(built_site: BuiltSite, language: str) -> None:
+    for url in ("", "sessions/"):
+        page = built_site.page(f"{language}/{url}")
+        base = re.search(r'"base": "([^"]*)"', page.read_text(encoding="utf-8"))
+        assert base, page
+        target = resolve(built_site.path, page, base.group(1).rstrip("/") + "/")
+        assert target is not None
+        assert target[0] == built_site.page(language), f"{page}: base is not /{language}/"
