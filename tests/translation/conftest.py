@@ -19,10 +19,11 @@ SCRIPT = REPO / "scripts" / "translate_docs.py"
 sys.path.insert(0, str(REPO / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from echo_translator import EchoTranslator  # noqa: E402
+
 from docs_i18n.report import Reporter  # noqa: E402
 from docs_i18n.runner import Options, translate  # noqa: E402
 from docs_i18n.translator import RetryPolicy  # noqa: E402
-from echo_translator import EchoTranslator  # noqa: E402
 
 FAST_RETRY = RetryPolicy(max_retries=3, base_delay=0.01, max_delay=0.05)
 
@@ -41,7 +42,7 @@ def site(tmp_path: Path) -> Path:
 @pytest.fixture
 def echo(fake_openai: FakeOpenAIServer) -> Iterator[EchoTranslator]:
     """The echo translator answering on the fake server."""
-    yield EchoTranslator().install(fake_openai)
+    return EchoTranslator().install(fake_openai)
 
 
 class Outcome:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import markdown
 import pytest
+from echo_translator import FAULTS, echo_translate
+
 from conftest import FIXTURES, REPO
 from docs_i18n.checks import check_section, verify_page
 from docs_i18n.front_matter import split_front_matter, translated_front_matter
@@ -15,7 +17,6 @@ from docs_i18n.markdown_mask import PLACEHOLDER_RE, mask, unmask
 from docs_i18n.pages import EnglishPage, english_pages
 from docs_i18n.prompt import LANGUAGES, PromptSet, parse_reply, section_marker
 from docs_i18n.sections import split_sections
-from echo_translator import FAULTS, echo_translate
 
 PAGES = sorted((FIXTURES / "docs").rglob("*.md"))
 
@@ -39,7 +40,8 @@ def test_nested_and_indented_fences_are_single_blocks() -> None:
     masked = mask(body)
     blocks = [v for k, v in masked.code.items() if k.startswith("@@BLOCK_")]
     assert len(blocks) == 1  # the 5-backtick fence holds the 4- and 3-backtick ones
-    assert blocks[0].startswith("`````markdown") and blocks[0].endswith("`````")
+    assert blocks[0].startswith("`````markdown")
+    assert blocks[0].endswith("`````")
     backends = mask(_read(FIXTURES / "docs" / "guide" / "backends.md"))
     fences = {k: v for k, v in backends.code.items() if k.startswith("@@BLOCK_")}
     assert len(fences) == 7
@@ -78,7 +80,8 @@ def test_sections_split_at_level_two_headings_outside_code() -> None:
     sections = split_sections(masked.text)
     assert len(sections) == 3
     assert "".join(sections) == masked.text
-    assert sections[1].startswith("## One") and "### Sub" in sections[1]
+    assert sections[1].startswith("## One")
+    assert "### Sub" in sections[1]
 
 
 def test_pages_exclude_ref_and_translations(tmp_path: Path) -> None:
@@ -137,11 +140,15 @@ def test_prompt_has_every_required_part() -> None:
         text = prompts.instructions(lang)
         assert "professional technical translator" in text
         assert "Return only Markdown" in text
-        assert "placeholder" in text and "indentation" in text and "admonition" in text
+        assert "placeholder" in text
+        assert "indentation" in text
+        assert "admonition" in text
         assert "Never translate code, URLs" in text
         assert must in text
         assert "- SQLiteSession" in text  # do-not-translate list
-        assert "# Workflow" in text and "Review your draft" in text and "Repeat" in text
+        assert "# Workflow" in text
+        assert "Review your draft" in text
+        assert "Repeat" in text
         for term, translation in prompts.glossary.terms[lang].items():
             assert f"- {term} -> {translation}" in text
         assert "{{" not in text
@@ -155,9 +162,11 @@ def test_parse_reply_unwraps_a_fence_and_reports_shape() -> None:
     sections, findings = parse_reply(
         f"```markdown\n{section_marker(0)}\n# T\n{section_marker(1)}\n## U\n```"
     )
-    assert sections == {0: "# T\n", 1: "## U"} and findings == []
+    assert sections == {0: "# T\n", 1: "## U"}
+    assert findings == []
     sections, findings = parse_reply("Sure! Here it is.")
-    assert sections == {} and "no section markers" in findings[0]
+    assert sections == {}
+    assert "no section markers" in findings[0]
 
 
 def _english_sections(path: Path) -> EnglishPage:
@@ -208,8 +217,14 @@ def test_reordered_links_in_a_sentence_are_fine() -> None:
 
 
 def test_verify_page_accepts_a_sound_hand_written_translation() -> None:
-    english = "---\ntitle: T\n---\n# Title\n\nRun `x`:\n\n```py\nx()\n```\n\n## Next {#nxt}\n\n[a](b.md)\n"
-    good = "---\ntitle: T\n---\n# 題名 {#title}\n\n`x` を実行:\n\n```py\nx()\n```\n\n## 次へ {#nxt}\n\n[あ](b.md)\n"
+    english = (
+        "---\ntitle: T\n---\n# Title\n\nRun `x`:\n\n```py\nx()\n```\n\n"
+        "## Next {#nxt}\n\n[a](b.md)\n"
+    )
+    good = (
+        "---\ntitle: T\n---\n# 題名 {#title}\n\n`x` を実行:\n\n```py\nx()\n```\n\n"
+        "## 次へ {#nxt}\n\n[あ](b.md)\n"
+    )
     assert verify_page(english, good) == []
     translated_code = good.replace("x()", "x()  # 実行")
     assert any("is not in the English" in f for f in verify_page(english, translated_code))

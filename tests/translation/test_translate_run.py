@@ -7,15 +7,15 @@ import re
 from pathlib import Path
 
 import pytest
+from echo_translator import EchoTranslator
+
+from agent_sessions.testing import FakeOpenAIServer, FakeReply
 from conftest import RunSite
 from docs_i18n.checks import verify_page
 from docs_i18n.front_matter import split_front_matter
 from docs_i18n.manifest import Manifest
 from docs_i18n.runner import Options, adopt, check, dry_run
 from docs_i18n.translator import RetryPolicy
-from echo_translator import EchoTranslator
-
-from agent_sessions.testing import FakeOpenAIServer, FakeReply
 
 PAGES = ["guide/backends.md", "guide/custom.md", "index.md"]
 LANGS = ["ja", "ko", "zh"]
@@ -34,7 +34,7 @@ def _snapshot(site: Path) -> dict[str, str]:
 
 
 def _temp_files(site: Path) -> list[Path]:
-    return [p for p in site.rglob("*.tmp")]
+    return list(site.rglob("*.tmp"))
 
 
 async def test_full_run_translates_every_page_into_every_language(
@@ -59,12 +59,14 @@ async def test_full_run_translates_every_page_into_every_language(
     assert "## Example （訳） {#example_1}" in ja
     assert "## Limits （訳） {#history-limits .advanced}" in ja
     body = fake_openai.requests_to("/v1/responses")[0].body
-    assert body["model"] == "o3" and body["reasoning"] == {"effort": "medium"}
+    assert body["model"] == "o3"
+    assert body["reasoning"] == {"effort": "medium"}
     assert "# Workflow" in body["instructions"]
     manifest = json.loads(_read(site / "i18n" / "manifest.json"))
     assert sorted(manifest["pages"]) == PAGES
     assert "translated: 9, kept: 0, failed: 0" in outcome.output
-    assert "API calls: 9" in outcome.output and "estimated cost: $" in outcome.output
+    assert "API calls: 9" in outcome.output
+    assert "estimated cost: $" in outcome.output
 
 
 async def test_second_run_makes_zero_calls_and_changes_nothing(
@@ -77,7 +79,8 @@ async def test_second_run_makes_zero_calls_and_changes_nothing(
     assert outcome.code == 0
     assert len(echo.calls) == calls
     assert _snapshot(site) == before
-    assert "translated: 0, kept: 9" in outcome.output and "API calls: 0" in outcome.output
+    assert "translated: 0, kept: 9" in outcome.output
+    assert "API calls: 0" in outcome.output
 
 
 async def test_editing_one_section_sends_only_that_section(
@@ -97,7 +100,8 @@ async def test_editing_one_section_sends_only_that_section(
     for request in fake_openai.requests_to("/v1/responses")[first_new:]:
         task = request.body["input"][0]["content"]
         source = task.rsplit("<source>\n", 1)[1]
-        assert "Install the redis extra" in source and "## SQLite" not in source
+        assert "Install the redis extra" in source
+        assert "## SQLite" not in source
         context = task.split("<current_translation>\n")[1].split("</current_translation>")[0]
         assert re.search(r"(?m)^## SQLite \S+ \{#sqlite\}$", context)
     for lang in LANGS:
@@ -147,7 +151,8 @@ async def test_deleting_a_page_removes_its_translations(
     ]
     echo.calls.clear()
     outcome = await run_site()
-    assert outcome.code == 0 and echo.calls == []
+    assert outcome.code == 0
+    assert echo.calls == []
     for lang in LANGS:
         assert not (site / "docs" / lang / "guide" / "custom.md").exists()
         assert (site / "docs" / lang / "guide" / "backends.md").exists()
@@ -161,7 +166,8 @@ async def test_check_reports_missing_stale_orphaned_unadopted_and_invalid(
 ) -> None:
     options = Options(root=site, languages=["ja"])
     code, problems = check(options)
-    assert code == 1 and sorted(problems) == [f"missing   docs/ja/{p}" for p in PAGES]
+    assert code == 1
+    assert sorted(problems) == [f"missing   docs/ja/{p}" for p in PAGES]
     assert (await run_site(languages=["ja"])).code == 0
     assert check(options) == (0, [])
     page = site / "docs" / "index.md"
@@ -201,7 +207,8 @@ async def test_adopt_records_sound_translations_and_reports_broken_ones(
     # A normal run leaves the unadopted page alone and says so.
     echo.calls.clear()
     outcome = await run_site(languages=["ja"])
-    assert echo.calls == [] and outcome.code == 0
+    assert echo.calls == []
+    assert outcome.code == 0
     assert "not adopted ja/index.md" in outcome.output
 
 
@@ -271,7 +278,8 @@ async def test_transient_failures_are_retried(
     outcome = await run_site(languages=["ko"], timeout=0.3)
     assert outcome.code == 0, outcome.output
     assert [c[:2] for c in echo.calls].count(("ko", "index.md")) == 3
-    assert "retry 1 in" in outcome.output and "retry 2 in" in outcome.output
+    assert "retry 1 in" in outcome.output
+    assert "retry 2 in" in outcome.output
     assert (
         verify_page(_read(site / "docs" / "index.md"), _read(site / "docs" / "ko" / "index.md"))
         == []
@@ -329,4 +337,5 @@ def test_dry_run_lists_calls_tokens_and_cost(site: Path) -> None:
     assert len(calls) == 9
     assert re.match(r"9 call\(s\), ~\d+ tokens in, ~\d+ tokens out .*cost ~\$\d", lines[-1])
     verbose = dry_run(Options(root=site, languages=["ja"], files=["index.md"]), verbose=True)
-    assert "--- instructions ---" in verbose and any("<source>" in line for line in verbose)
+    assert "--- instructions ---" in verbose
+    assert any("<source>" in line for line in verbose)

@@ -1,0 +1,125 @@
+"""The command line as CI runs it: exit codes, environment, what it writes, Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from echo_translator import EchoTranslator
+
+from agent_sessions.testing import FakeOpenAIServer
+from conftest import SCRIPT
+from docs_i18n.checks import verify_page
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    env.update(extra)
+    return env
+
+
+def _run(site: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), "--root", str(site), *args],
+        capture_output=True,
+        text=True,
+        env=_env(**env),
+        timeout=120,
+        check=False,
+    )
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def test_missing_key_is_one_line_and_exit_2(site: Path) -> None:
+    result = _run(site)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1
+    assert "OPENAI_API_KEY is not set" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_check_and_dry_run_need_no_key(site: Path) -> None:
+    checked = _run(site, "--check")
+    assert checked.returncode == 1
+    assert "missing   docs/ja/index.md" in checked.stdout
+    dry = _run(site, "--dry-run", "--lang", "ja")
+    assert dry.returncode == 0, dry.stderr
+    assert "would translate ja/index.md" in dry.stdout
+    assert "estimated cost ~$" in dry.stdout
+    assert not (site / "docs" / "ja").exists()
+
+
+def test_bad_file_is_a_usage_error(site: Path) -> None:
+    result = _run(site, "--file", "docs/nope.md", OPENAI_API_KEY="sk-test")
+    assert result.returncode == 2
+    assert "docs/nope.md: not an English page under docs/" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_ci_run_honours_base_url_and_writes_only_translations(
+    site: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    EchoTranslator().install(fake_openai)
+    before = _files(site)
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_openai.base_url, "CI": "true"}
+    result = _run(site, "--file", "index.md", "--file", "docs/guide/custom.md", **env)
+    assert result.returncode == 0, result.stderr
+    assert "translated: 6, kept: 0, failed: 0" in result.stdout
+    assert "\r" not in result.stderr  # plain lines in CI, no progress bar
+    assert "[6/6]" in result.stderr
+    after = _files(site)
+    changed = {k for k in after if before.get(k) != after[k]}
+    assert changed == {
+        "i18n/manifest.json",
+        *(
+            f"docs/{lang}/{page}"
+            for lang in ("ja", "ko", "zh")
+            for page in ("index.md", "guide/custom.md")
+        ),
+    }
+    again = _run(site, "--check", "--file", "index.md", "--file", "guide/custom.md")
+    assert again.returncode == 0, again.stdout
+
+
+def test_ctrl_c_leaves_every_file_old_or_new(site: Path, fake_openai: FakeOpenAIServer) -> None:
+    echo = EchoTranslator(latency=0.4).install(fake_openai)
+    env = _env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=fake_openai.base_url, CI="true")
+    process = subprocess.Popen(
+        [sys.executable, str(SCRIPT), "--root", str(site), "--concurrency", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    deadline = time.monotonic() + 60
+    while not list((site / "docs").glob("*/index.md")) and not list(
+        (site / "docs").glob("*/guide/*.md")
+    ):
+        assert time.monotonic() < deadline, "no translation was written"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "interrupted" in stderr
+    assert "Traceback" not in stderr
+    assert len(echo.calls) < 9
+    assert list(site.rglob("*.tmp")) == []
+    manifest = json.loads((site / "i18n" / "manifest.json").read_text(encoding="utf-8"))
+    written = 0
+    for lang in ("ja", "ko", "zh"):
+        for path in (site / "docs" / lang).rglob("*.md") if (site / "docs" / lang).exists() else []:
+            page = path.relative_to(site / "docs" / lang).as_posix()
+            english = (site / "docs" / page).read_text(encoding="utf-8")
+            assert verify_page(english, path.read_text(encoding="utf-8")) == []
+            assert lang in manifest["pages"][page]
+            written += 1
+    assert 1 <= written < 9
