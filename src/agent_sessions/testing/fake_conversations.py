@@ -27,9 +27,8 @@ import copy
 import itertools
 import re
 import threading
-from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from .fake_openai import FakeOpenAIServer, FakeReply, RecordedRequest
 
@@ -60,20 +59,24 @@ class _Faults:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._pending: deque[tuple[str, re.Pattern[str], FakeReply]] = deque()
+        # [method, path pattern, reply, matching requests still to let through first]
+        self._pending: list[list[Any]] = []
 
-    def add(self, method: str, path_pattern: str, reply: FakeReply, times: int) -> None:
+    def add(self, method: str, path_pattern: str, reply: FakeReply, times: int, skip: int) -> None:
         with self._lock:
-            for _ in range(times):
-                self._pending.append((method.upper(), re.compile(path_pattern), reply))
+            for n in range(times):
+                entry = [method.upper(), re.compile(path_pattern), reply, skip if n == 0 else 0]
+                self._pending.append(entry)
 
     def take(self, request: RecordedRequest) -> FakeReply | None:
         with self._lock:
             for entry in self._pending:
-                method, pattern, reply = entry
-                if method == request.method and pattern.search(request.path):
+                if entry[0] == request.method and entry[1].search(request.path):
+                    if entry[3] > 0:
+                        entry[3] -= 1
+                        return None
                     self._pending.remove(entry)
-                    return reply
+                    return cast(FakeReply, entry[2])
         return None
 
 
@@ -105,7 +108,13 @@ class FakeConversationsAPI:
         return self
 
     def fail_next(
-        self, method: str, path_pattern: str, reply: FakeReply | None = None, *, times: int = 1
+        self,
+        method: str,
+        path_pattern: str,
+        reply: FakeReply | None = None,
+        *,
+        times: int = 1,
+        skip: int = 0,
     ) -> None:
         """Answer the next matching request(s) with `reply` (default: a 500) instead.
 
@@ -114,8 +123,9 @@ class FakeConversationsAPI:
             path_pattern: A regular expression searched in the path, for example `r"/items$"`.
             reply: The reply to send; a 500 error by default. A `delay` provokes client timeouts.
             times: How many matching requests get the fault.
+            skip: How many matching requests to answer normally before the first fault.
         """
-        self._faults.add(method, path_pattern, reply or FakeReply(status=500), times)
+        self._faults.add(method, path_pattern, reply or FakeReply(status=500), times, skip)
 
     def items(self, conversation_id: str) -> list[dict[str, Any]]:
         """Return a copy of the stored items of a conversation, oldest first."""
@@ -291,7 +301,8 @@ class FakeCompactionAPI:
 
     def fail_next(self, reply: FakeReply | None = None, *, times: int = 1) -> None:
         """Answer the next compact request(s) with `reply` (default: a 500) instead."""
-        self._faults.add("POST", r"^/v1/responses/compact$", reply or FakeReply(status=500), times)
+        fault = reply or FakeReply(status=500)
+        self._faults.add("POST", r"^/v1/responses/compact$", fault, times, 0)
 
     @staticmethod
     def default_output(body: dict[str, Any]) -> list[dict[str, Any]]:

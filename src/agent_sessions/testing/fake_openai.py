@@ -298,8 +298,12 @@ class FakeOpenAIServer:
         httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         httpd.daemon_threads = True
         self._httpd = httpd
+        # A short poll interval: stop() waits up to one interval for the serving loop to notice.
         self._thread = threading.Thread(
-            target=httpd.serve_forever, name="fake-openai", daemon=True
+            target=httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="fake-openai",
+            daemon=True,
         )
         self._thread.start()
         return self
