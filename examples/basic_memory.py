@@ -1,0 +1,27 @@
+"""Basic memory: three turns on one session; each turn remembers the ones before.
+
+Run with an API key: OPENAI_API_KEY=sk-... python examples/basic_memory.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from agent_sessions import Agent, Runner, SQLiteSession
+
+
+async def main() -> None:
+    agent = Agent(name="Assistant", instructions="Reply very concisely.")
+    async with SQLiteSession("conversation_123") as session:  # in memory
+        for question in (
+            "What city is the Golden Gate Bridge in?",
+            "What state is it in?",
+            "What is the population of that state?",
+        ):
+            result = await Runner.run(agent, question, session=session)
+            print(f"user: {question}\nassistant: {result.final_output}\n")
+        print(f"{len(await session.get_items())} items stored")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

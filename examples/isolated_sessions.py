@@ -1,0 +1,31 @@
+"""Several isolated sessions: two users share a database file but not their histories.
+
+Run with an API key: OPENAI_API_KEY=sk-... python examples/isolated_sessions.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from pathlib import Path
+
+from agent_sessions import Agent, Runner, SQLiteSession
+
+
+async def main() -> None:
+    agent = Agent(name="Assistant", instructions="Reply very concisely.")
+    with tempfile.TemporaryDirectory() as folder:
+        db = Path(folder) / "users.db"
+        async with SQLiteSession("alice", db) as alice, SQLiteSession("bob", db) as bob:
+            await Runner.run(agent, "My favourite colour is green.", session=alice)
+            await Runner.run(agent, "My favourite colour is red.", session=bob)
+            for name, session in (("alice", alice), ("bob", bob)):
+                result = await Runner.run(agent, "What is my favourite colour?", session=session)
+                print(f"{name}: {result.final_output}")
+            print(
+                f"alice has {len(await alice.get_items())} items, bob {len(await bob.get_items())}"
+            )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,31 @@
+"""Correcting a message: two `pop_item` calls remove the last answer and the question behind it.
+
+Run with an API key: OPENAI_API_KEY=sk-... python examples/message_correction.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from agent_sessions import Agent, Runner, SQLiteSession
+
+
+async def main() -> None:
+    agent = Agent(name="Assistant", instructions="Reply very concisely.")
+    async with SQLiteSession("correction") as session:
+        result = await Runner.run(agent, "What's 2 + 2?", session=session)
+        print(f"assistant: {result.final_output}")
+
+        # The user meant another question: drop the answer, then the question.
+        answer = await session.pop_item()
+        question = await session.pop_item()
+        print(f"removed: {question and question.get('content')!r} and its answer")
+        assert answer is not None
+
+        result = await Runner.run(agent, "What's 2 + 3?", session=session)
+        print(f"assistant: {result.final_output}")
+        print(f"{len(await session.get_items())} items stored")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,43 @@
+"""Interop with the OpenAI Agents SDK: our sessions in its Runner, its sessions in ours."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import agents
+
+from agent_sessions import SQLiteSession
+from agent_sessions.testing.interop import (
+    check_agents_sdk_runner_remembers,
+    check_history_interchange,
+    check_runner_remembers,
+)
+
+
+async def test_our_sqlite_session_in_the_sdk_runner(tmp_path: Path) -> None:
+    stored = await check_agents_sdk_runner_remembers(
+        lambda sid: SQLiteSession(sid, tmp_path / "ours.db")
+    )
+    assert [item.get("type") for item in stored].count("function_call") == 1
+
+
+async def test_sdk_sqlite_session_in_our_runner(tmp_path: Path) -> None:
+    stored = await check_runner_remembers(
+        lambda sid: agents.SQLiteSession(sid, str(tmp_path / "sdk.db"))
+    )
+    assert [item.get("type") or item.get("role") for item in stored] == [
+        "user",
+        "function_call",
+        "function_call_output",
+        "message",
+        "user",
+        "message",
+    ]
+
+
+async def test_history_interchange_on_our_session(tmp_path: Path) -> None:
+    await check_history_interchange(lambda sid: SQLiteSession(sid, tmp_path / "mix.db"))
+
+
+async def test_history_interchange_on_the_sdk_session(tmp_path: Path) -> None:
+    await check_history_interchange(lambda sid: agents.SQLiteSession(sid, str(tmp_path / "m.db")))
