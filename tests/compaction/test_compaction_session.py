@@ -453,3 +453,15 @@ async def test_it_is_a_compaction_aware_session_that_delegates() -> None:
     await session.clear_session()
     assert store.items == []
     assert await session.run_compaction({"force": True}) is None  # nothing to compact, no call
+
+
+async def test_the_default_model_is_the_agents_default(
+    client: AsyncOpenAI, compaction_api: FakeCompactionAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_DEFAULT_MODEL", raising=False)
+    session = OpenAIResponsesCompactionSession("s", ListSession(items=turns(1)), client=client)
+    await session.run_compaction({"force": True})
+    monkeypatch.setenv("OPENAI_DEFAULT_MODEL", "o3")
+    session = OpenAIResponsesCompactionSession("s", ListSession(items=turns(1)), client=client)
+    await session.run_compaction({"force": True})
+    assert [body["model"] for body in compaction_api.bodies] == ["gpt-4.1", "o3"]

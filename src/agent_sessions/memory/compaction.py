@@ -14,6 +14,7 @@ from openai import AsyncOpenAI
 from openai.types.responses import CompactedResponse, ResponseUsage
 from typing_extensions import TypedDict
 
+from ..agent import default_model_name
 from ..exceptions import SessionError, SessionStorageError, UserError
 from ..items import TResponseInputItem
 from .compaction_items import (
@@ -27,16 +28,12 @@ from .session import OpenAIResponsesCompactionArgs, Session, SessionABC
 from .settings import SessionSettings
 
 __all__ = [
-    "DEFAULT_COMPACTION_MODEL",
     "DEFAULT_COMPACTION_THRESHOLD",
     "CompactionTriggerContext",
     "OpenAIResponsesCompactionSession",
 ]
 
 logger = logging.getLogger("agent_sessions.compaction")
-
-DEFAULT_COMPACTION_MODEL = "gpt-5.5"
-"""The model `responses.compact` runs with unless `model=` says otherwise."""
 
 DEFAULT_COMPACTION_THRESHOLD = 10
 """The default trigger compacts once this many candidate items have accumulated."""
@@ -121,7 +118,8 @@ class OpenAIResponsesCompactionSession(SessionABC):
             history the server owns.
         client: The `AsyncOpenAI` client for `responses.compact`. `None` builds one from the
             environment on first use.
-        model: The model that compacts.
+        model: The model that compacts; best the model the conversation runs on. `None` uses
+            the agents' default: `$OPENAI_DEFAULT_MODEL`, else `"gpt-4.1"`.
         compaction_mode: `"previous_response_id"` compacts the server-side chain of the latest
             response (it needs a response id), `"input"` sends the stored items, and `"auto"`
             sends the items when the latest response was not stored (`store=False`) or no
@@ -141,7 +139,7 @@ class OpenAIResponsesCompactionSession(SessionABC):
         from agent_sessions import OpenAIResponsesCompactionSession, Runner, SQLiteSession
 
         session = OpenAIResponsesCompactionSession(
-            "user_42", SQLiteSession("user_42", "chats.db"), model="gpt-5.5"
+            "user_42", SQLiteSession("user_42", "chats.db"), model="gpt-4.1"
         )
         result = await Runner.run(agent, "Hello", session=session)  # compacts when needed
         usage = await session.run_compaction({"force": True})  # or compact now
@@ -154,7 +152,7 @@ class OpenAIResponsesCompactionSession(SessionABC):
         underlying_session: Session,
         *,
         client: AsyncOpenAI | None = None,
-        model: str = DEFAULT_COMPACTION_MODEL,
+        model: str | None = None,
         compaction_mode: CompactionMode = "auto",
         should_trigger_compaction: CompactionTrigger | None = None,
     ) -> None:
@@ -176,6 +174,8 @@ class OpenAIResponsesCompactionSession(SessionABC):
                 f"compaction_mode must be one of {', '.join(map(repr, _MODES))}, "
                 f"got {compaction_mode!r}"
             )
+        if model is None:
+            model = default_model_name()
         if not isinstance(model, str) or not model.strip():
             raise ValueError(f"model must be a non-empty model name, got {model!r}")
         if should_trigger_compaction is not None and not callable(should_trigger_compaction):

@@ -1,0 +1,117 @@
+"""End to end: Runner + OpenAIResponsesCompactionSession on the fake server, real client."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from openai import AsyncOpenAI
+
+from agent_sessions import (
+    Agent,
+    ModelSettings,
+    OpenAIResponsesCompactionSession,
+    RunConfig,
+    Runner,
+    SQLiteSession,
+    function_tool,
+)
+from agent_sessions.testing import (
+    FakeCompactionAPI,
+    FakeOpenAIServer,
+    text_response,
+    tool_call_response,
+)
+
+
+async def test_runner_compacts_after_ten_answers_and_counts_the_usage(
+    tmp_path: Path,
+    fake_openai: FakeOpenAIServer,
+    compaction_api: FakeCompactionAPI,
+    client: AsyncOpenAI,
+) -> None:
+    agent = Agent(name="Assistant", model="gpt-4.1")
+    config = RunConfig(openai_client=client)
+    async with SQLiteSession("user_1", tmp_path / "chats.db") as store:
+        session = OpenAIResponsesCompactionSession("user_1", store, client=client)
+        fake_openai.enqueue(
+            *(text_response(f"answer {n}", response_id=f"resp_{n}") for n in range(1, 12))
+        )
+        results = [
+            await Runner.run(agent, f"question {n}", session=session, run_config=config)
+            for n in range(1, 10)
+        ]
+        # Nine answers stored: no compaction yet; each run made one model call of 5 tokens.
+        assert compaction_api.bodies == []
+        assert [r.usage.total_tokens for r in results] == [5] * 9
+        results.append(await Runner.run(agent, "question 10", session=session, run_config=config))
+        # The tenth answer reaches the threshold: the runner compacted after saving the turn,
+        # using the stored response chain, and added the compaction's tokens to the run.
+        assert compaction_api.bodies == [{"model": "gpt-4.1", "previous_response_id": "resp_10"}]
+        last = results[-1].usage
+        assert (last.requests, last.input_tokens, last.output_tokens) == (2, 3 + 40, 2 + 8)
+        assert last.total_tokens == 5 + 48
+        items = await session.get_items()
+        assert items == [
+            {"type": "compaction", "id": items[0]["id"], "encrypted_content": "compacted:resp_10"}
+        ]
+        archived = await store.get_archived_items()
+        assert len(archived) == 20
+        assert archived[0]["content"] == "question 1"
+        # The next run sends the compacted history, then the new question.
+        await Runner.run(agent, "question 11", session=session, run_config=config)
+        model_input = fake_openai.requests_to("/v1/responses")[-1].body["input"]
+        assert model_input[0]["type"] == "compaction"
+        assert model_input[1]["content"] == "question 11"
+
+
+async def test_unstored_responses_are_compacted_from_input_and_tool_pairs_stay_whole(
+    tmp_path: Path,
+    fake_openai: FakeOpenAIServer,
+    compaction_api: FakeCompactionAPI,
+    client: AsyncOpenAI,
+) -> None:
+    @function_tool
+    def lookup(city: str) -> str:
+        """Look up the weather.
+
+        Args:
+            city: The city.
+        """
+        return f"sunny in {city}"
+
+    agent = Agent(
+        name="Assistant", model="o3", tools=[lookup], model_settings=ModelSettings(store=False)
+    )
+    config = RunConfig(openai_client=client)
+    async with SQLiteSession("user_2", tmp_path / "chats.db") as store:
+        session = OpenAIResponsesCompactionSession(
+            "user_2",
+            store,
+            client=client,
+            model="o3",
+            should_trigger_compaction=lambda context: (
+                len(context["compaction_candidate_items"]) >= 3
+            ),
+        )
+        fake_openai.enqueue(
+            tool_call_response("lookup", {"city": "Paris"}, call_id="call_p"),
+            text_response("It is sunny in Paris."),
+        )
+        result = await Runner.run(agent, "Weather in Paris?", session=session, run_config=config)
+        # Turn 1 saved the call with its output (2 candidates: no compaction); turn 2 saved the
+        # answer (3 candidates): compaction with the stored items as input, since store=False.
+        [body] = compaction_api.bodies
+        assert body["model"] == "o3"
+        assert [item.get("type", "message") for item in body["input"]] == [
+            "message",
+            "function_call",
+            "function_call_output",
+            "message",
+        ]
+        assert body["input"][1]["call_id"] == body["input"][2]["call_id"] == "call_p"
+        assert result.usage.requests == 3
+        assert result.usage.total_tokens == 5 + 5 + 48
+        items = await session.get_items()
+        assert [item.get("type") for item in items] == ["message", "compaction"]
+        assert items[0]["role"] == "user"
+        assert len(await store.get_archived_items()) == 4
