@@ -44,6 +44,7 @@ def numbered_replies(server: FakeOpenAIServer, count: int) -> None:
 def test_every_example_is_tested() -> None:
     tested = {"basic_memory.py", "isolated_sessions.py", "memory_vs_file.py"}
     tested |= {"message_correction.py", "manual_vs_session.py"}
+    tested |= {"compaction.py"}  # run by tests/compaction/test_example.py
     assert {p.name for p in EXAMPLES.glob("*.py")} == tested
 
 

@@ -1,0 +1,65 @@
+"""Compaction: a long conversation whose stored history stays short.
+
+After each turn the runner asks the session whether to compact. Here the trigger fires once four
+answers are stored; the stored items are then replaced by the user messages and one encrypted
+`compaction` item, and the replaced items move to SQLite's archive.
+
+Run with an API key: OPENAI_API_KEY=sk-... python examples/compaction.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from openai import AsyncOpenAI
+
+from agent_sessions import (
+    Agent,
+    CompactionTriggerContext,
+    OpenAIResponsesCompactionSession,
+    RunConfig,
+    Runner,
+    SQLiteSession,
+)
+
+
+def four_answers(context: CompactionTriggerContext) -> bool:
+    return len(context["compaction_candidate_items"]) >= 4
+
+
+async def main() -> None:
+    agent = Agent(name="Assistant", instructions="Reply in one short sentence.")
+    async with AsyncOpenAI() as client, SQLiteSession("trip_planning") as store:
+        session = OpenAIResponsesCompactionSession(
+            "trip_planning",
+            store,
+            client=client,
+            model="gpt-4.1",
+            should_trigger_compaction=four_answers,
+        )
+        config = RunConfig(openai_client=client)
+        for question in (
+            "I am planning a week in Japan in April. Where should I start?",
+            "How do I get from there to Kyoto?",
+            "What should I see in Kyoto in two days?",
+            "Is a rail pass worth it for this trip?",
+            "Remind me: which month am I travelling in?",
+        ):
+            result = await Runner.run(agent, question, session=session, run_config=config)
+            stored = await session.get_items()
+            print(f"user: {question}\nassistant: {result.final_output}")
+            print(
+                f"  [stored items: {len(stored)}, tokens this run: {result.usage.total_tokens}]\n"
+            )
+
+        # Compact now, whatever the trigger says; the call's usage is returned.
+        usage = await session.run_compaction({"force": True})
+        if usage is not None:
+            print(f"forced compaction used {usage.total_tokens} tokens")
+        kinds = [item.get("type", "message") for item in await session.get_items()]
+        print(f"stored now: {kinds}")
+        print(f"archived items: {len(await store.get_archived_items())}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

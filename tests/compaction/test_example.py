@@ -1,0 +1,39 @@
+"""examples/compaction.py runs against the fake server, as a user would run it against the API."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from agent_sessions.testing import FakeCompactionAPI, FakeOpenAIServer, text_response
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "compaction.py"
+
+
+def test_compaction_example(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    compaction = FakeCompactionAPI().install(fake_openai)
+    fake_openai.enqueue(*(text_response(f"reply {n}", response_id=f"resp_{n}") for n in range(5)))
+    env = {**os.environ, "OPENAI_API_KEY": "sk-example", "OPENAI_BASE_URL": fake_openai.base_url}
+    env.pop("OPENAI_DEFAULT_MODEL", None)
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLE)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    # The fourth answer triggered a compaction of the stored response chain; the forced one at
+    # the end compacted the rest.
+    assert compaction.bodies[0] == {"model": "gpt-4.1", "previous_response_id": "resp_3"}
+    assert compaction.bodies[1] == {"model": "gpt-4.1", "previous_response_id": "resp_4"}
+    assert len(compaction.bodies) == 2
+    out = done.stdout
+    assert "[stored items: 6, tokens this run: 5]" in out  # three turns: nothing compacted
+    assert "[stored items: 1, tokens this run: 53]" in out  # the fourth turn compacted
+    assert "forced compaction used 48 tokens" in out
+    assert "stored now: ['compaction']" in out
+    assert "archived items: 11" in out
