@@ -170,8 +170,11 @@ class RunResultStreaming(RunResultBase):
         Yields [`TextDeltaEvent`][agent_sessions.TextDeltaEvent]s while text is generated,
         a [`RunItemEvent`][agent_sessions.RunItemEvent] for each new item,
         [`RawResponseEvent`][agent_sessions.RawResponseEvent]s for every API event, and last a
-        [`RunCompleteEvent`][agent_sessions.RunCompleteEvent] with the final result. Leaving the
-        loop early cancels the run; what was saved stays saved, and no half turn is saved.
+        [`RunCompleteEvent`][agent_sessions.RunCompleteEvent] with the final result.
+
+        Closing the generator early (leave an `async with contextlib.aclosing(...)` block, or let
+        it be garbage-collected) or calling [`cancel`][agent_sessions.RunResultStreaming.cancel]
+        cancels the run: what was saved stays saved, and no half turn is saved.
 
         Raises:
             UserError: The events were already consumed (a run streams once).

@@ -1,0 +1,118 @@
+"""Streamed runs: event order, early exit, errors, and one stream per result."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import pytest
+
+from agent_sessions import (
+    Agent,
+    ModelBehaviorError,
+    RawResponseEvent,
+    RunCompleteEvent,
+    RunItemEvent,
+    Runner,
+    SQLiteSession,
+    TextDeltaEvent,
+    UserError,
+    function_tool,
+)
+from agent_sessions.testing import ScriptedModel, tool_call_response
+
+
+@function_tool
+def lookup(key: str) -> str:
+    """Look up."""
+    return f"v:{key}"
+
+
+async def test_events_in_order_and_final_result() -> None:
+    model = ScriptedModel([tool_call_response("lookup", {"key": "a"}), "final answer text"])
+    session = SQLiteSession("st")
+    result = Runner.run_streamed(
+        Agent(name="A", model=model, tools=[lookup]), "go", session=session
+    )
+    assert result.final_output is None
+    events = [event async for event in result.stream_events()]
+    items = [e.item for e in events if isinstance(e, RunItemEvent)]
+    assert [i.get("type") for i in items] == ["function_call", "function_call_output", "message"]
+    text = "".join(e.delta for e in events if isinstance(e, TextDeltaEvent))
+    assert text == "final answer text"
+    assert any(isinstance(e, RawResponseEvent) for e in events)
+    last = events[-1]
+    assert isinstance(last, RunCompleteEvent)
+    assert last.result.final_output == "final answer text"
+    assert result.final_output == "final answer text"
+    assert result.new_items == items
+    assert len(await session.get_items()) == 4
+    assert all(call.input for call in model.calls)
+    with pytest.raises(UserError, match="once"):
+        async for _ in result.stream_events():
+            pass
+
+
+async def test_leaving_the_stream_early_cancels_without_a_half_turn() -> None:
+    release = asyncio.Event()
+
+    @function_tool
+    async def slow(key: str) -> str:
+        """Slow."""
+        await release.wait()
+        return "late"
+
+    model = ScriptedModel([tool_call_response("slow", {"key": "a"}), "never"])
+    session = SQLiteSession("st-early")
+    result = Runner.run_streamed(Agent(name="A", model=model, tools=[slow]), "go", session=session)
+    async with contextlib.aclosing(result.stream_events()) as events:
+        async for event in events:
+            if isinstance(event, RunItemEvent) and event.item.get("type") == "function_call":
+                break
+    assert result._task is not None
+    assert result._task.cancelled()
+    assert [i.get("type", "user") for i in await session.get_items()] == ["user"]
+    assert not result.is_complete
+
+
+async def test_errors_surface_after_earlier_events() -> None:
+    model = ScriptedModel([tool_call_response("missing", {})])
+    result = Runner.run_streamed(Agent(name="A", model=model), "go")
+    seen: list[str] = []
+
+    async def consume() -> None:
+        async for event in result.stream_events():
+            seen.append(event.type)
+
+    with pytest.raises(ModelBehaviorError, match="'missing'"):
+        await consume()
+    assert "raw_response_event" in seen
+    assert "run_complete" not in seen
+
+
+async def test_bad_input_fails_at_the_call() -> None:
+    with pytest.raises(TypeError):
+        Runner.run_streamed(Agent(name="A", model=ScriptedModel()), 5)  # type: ignore[arg-type]
+
+
+async def test_cancel_stops_the_stream() -> None:
+    release = asyncio.Event()
+
+    @function_tool
+    async def slow(key: str) -> str:
+        """Slow."""
+        await release.wait()
+        return "late"
+
+    model = ScriptedModel([tool_call_response("slow", {"key": "a"})])
+    session = SQLiteSession("st-cancel")
+    result = Runner.run_streamed(Agent(name="A", model=model, tools=[slow]), "go", session=session)
+
+    async def consume() -> None:
+        async for event in result.stream_events():
+            if isinstance(event, RunItemEvent):
+                result.cancel()
+
+    with pytest.raises(asyncio.CancelledError):
+        await consume()
+    assert len(await session.get_items()) == 1
