@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -37,3 +38,10 @@ def test_compaction_example(fake_openai: FakeOpenAIServer, tmp_path: Path) -> No
     assert "forced compaction used 48 tokens" in out
     assert "stored now: ['compaction']" in out
     assert "archived items: 11" in out
+
+
+def test_the_docs_show_the_example_as_it_is() -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "compaction.md").read_text("utf-8")
+    shown = re.findall(r"```python\n(.*?)```", docs, re.S)[-1]
+    source = EXAMPLE.read_text("utf-8")
+    assert shown == source[source.index("import asyncio") :]
