@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from ..items import TResponseInputItem
 
-__all__ = ["check_limit", "decode_item", "encode_items", "logger"]
+__all__ = ["check_limit", "decode_item", "decode_rows", "encode_items", "logger"]
 
 logger = logging.getLogger("agent_sessions.memory")
 
@@ -98,3 +98,27 @@ def check_limit(limit: int | None) -> int | None:
     if limit < 0:
         raise ValueError(f"limit must be >= 0 or None, got {limit}")
     return limit
+
+
+def decode_rows(rows: Iterable[tuple[Any, Any]], where: str) -> list[TResponseInputItem]:
+    """Decode `(row id, JSON text)` rows, skipping corrupt ones with a logged warning.
+
+    Args:
+        rows: The stored rows, in the order to return them.
+        where: Names the session in warnings, for example `"session 'a'"`.
+
+    Returns:
+        The valid items, in order.
+    """
+    items: list[TResponseInputItem] = []
+    append = items.append
+    for row_id, data in rows:
+        try:
+            value = _decode(data)
+            if type(value) is dict:
+                append(value)  # type: ignore[arg-type]
+                continue
+        except (ValueError, TypeError):
+            pass
+        decode_item(data, where=f"{where} row {row_id}")  # logs why it is corrupt
+    return items

@@ -45,7 +45,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from ..exceptions import SessionClosedError, SessionStorageError, UserError
 from ..items import TResponseInputItem
-from .item_codec import check_limit, decode_item, encode_items
+from .item_codec import check_limit, decode_item, decode_rows, encode_items
 from .mutation import await_session_mutation
 from .session import SessionABC
 from .settings import (
@@ -407,12 +407,7 @@ class SQLAlchemySession(SessionABC):
                     .where(m.c.session_id == self.session_id)
                     .order_by(m.c.id)
                 )
-                items = []
-                for row_id, data in result:
-                    item = decode_item(data, where=f"{where} row {row_id}")
-                    if item is not None:
-                        items.append(item)
-                return items
+                return decode_rows(result, where)
             newest_first: list[TResponseInputItem] = []
             before: int | None = None
             while len(newest_first) < count:
@@ -426,10 +421,7 @@ class SQLAlchemySession(SessionABC):
                 if before is not None:
                     stmt = stmt.where(m.c.id < before)
                 rows = (await conn.execute(stmt)).all()
-                for row_id, data in rows:
-                    item = decode_item(data, where=f"{where} row {row_id}")
-                    if item is not None:
-                        newest_first.append(item)
+                newest_first += decode_rows(rows, where)
                 if len(rows) < want:
                     break
                 before = rows[-1][0]

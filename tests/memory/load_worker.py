@@ -1,0 +1,64 @@
+"""A writer process for test_backends_load.py (run as a script, not collected by pytest).
+
+Usage: load_worker.py BACKEND URL NAMESPACE WORKER MODE COUNT
+
+- BACKEND: postgres or redis; NAMESPACE: the table-name stem (postgres) or key prefix (redis).
+- MODE load: COUNT sequential add_items of a two-item batch, spread over four shared sessions.
+- MODE kill: endless add_items of COUNT-item batches to the session "victim", printing each
+  committed batch number, until the parent kills the process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+from agent_sessions import RedisSession, Session, SQLAlchemySession
+
+
+def open_session(backend: str, url: str, namespace: str, session_id: str) -> Session:
+    if backend == "postgres":
+        return SQLAlchemySession.from_url(
+            session_id,
+            url,
+            create_tables=True,
+            sessions_table=f"{namespace}_s",
+            messages_table=f"{namespace}_m",
+            pool_size=1,
+        )
+    return RedisSession.from_url(session_id, url, key_prefix=namespace)
+
+
+async def load(backend: str, url: str, namespace: str, worker: int, count: int) -> None:
+    sessions = [open_session(backend, url, namespace, f"shared-{n}") for n in range(4)]
+    try:
+        for i in range(count):
+            batch = [{"w": worker, "i": i, "k": k} for k in range(2)]
+            await sessions[i % 4].add_items(batch)  # type: ignore[arg-type]
+    finally:
+        for session in sessions:
+            await session.close()  # type: ignore[attr-defined]
+    print("done", flush=True)
+
+
+async def kill_target(backend: str, url: str, namespace: str, size: int) -> None:
+    session = open_session(backend, url, namespace, "victim")
+    padding = "x" * 2000
+    batch_no = 0
+    while True:
+        batch = [{"b": batch_no, "k": k, "size": size, "pad": padding} for k in range(size)]
+        await session.add_items(batch)  # type: ignore[arg-type]
+        print(batch_no, flush=True)
+        batch_no += 1
+
+
+def main() -> None:
+    backend, url, namespace, worker, mode, count = sys.argv[1:7]
+    if mode == "load":
+        asyncio.run(load(backend, url, namespace, int(worker), int(count)))
+    else:
+        asyncio.run(kill_target(backend, url, namespace, int(count)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,166 @@
+"""PostgreSQL and Redis sessions under load from several processes, and a writer killed mid-write.
+
+- 8 processes x 500 `add_items` each (two-item batches over four shared sessions): no error,
+  nothing lost or duplicated, every batch contiguous, each writer's order kept in every session.
+- A writer killed with SIGKILL while writing large batches: every batch is whole or absent, and
+  the session keeps working.
+
+The connection-dropped-by-the-server cases live in test_sqlalchemy_session.py
+(`pg_terminate_backend`) and test_redis_session.py (`CLIENT KILL`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_sessions import RedisSession, Session, SQLAlchemySession
+
+pytestmark = [pytest.mark.services, pytest.mark.slow]
+
+WORKER = Path(__file__).with_name("load_worker.py")
+PROCESSES = 8
+CALLS = 500
+KILL_BATCH = 200
+
+
+@pytest.fixture(params=["postgres", "redis"])
+async def backend(request: pytest.FixtureRequest) -> AsyncIterator[tuple[str, str, str]]:
+    kind: str = request.param
+    namespace = f"load{uuid.uuid4().hex[:10]}"
+    url: str = request.getfixturevalue("postgres_url" if kind == "postgres" else "redis_url")
+    yield kind, url, namespace
+    if kind == "postgres":
+        from sqlalchemy import text
+        from sqlalchemy.ext.asyncio import create_async_engine
+
+        engine = create_async_engine(url)
+        async with engine.begin() as conn:
+            await conn.execute(text(f'DROP TABLE IF EXISTS "{namespace}_m"'))
+            await conn.execute(text(f'DROP TABLE IF EXISTS "{namespace}_s"'))
+        await engine.dispose()
+    else:
+        from redis.asyncio import Redis
+
+        client = Redis.from_url(url)
+        keys = [key async for key in client.scan_iter(match=f"{namespace}:*")]
+        if keys:
+            await client.delete(*keys)
+        await client.aclose()
+
+
+def session_for(kind: str, url: str, namespace: str, session_id: str) -> Session:
+    if kind == "postgres":
+        return SQLAlchemySession.from_url(
+            session_id,
+            url,
+            create_tables=True,
+            sessions_table=f"{namespace}_s",
+            messages_table=f"{namespace}_m",
+        )
+    return RedisSession.from_url(session_id, url, key_prefix=namespace)
+
+
+async def read(kind: str, url: str, namespace: str, session_id: str) -> list[Any]:
+    session = session_for(kind, url, namespace, session_id)
+    try:
+        return list(await session.get_items())
+    finally:
+        await session.close()  # type: ignore[attr-defined]
+
+
+async def spawn(*args: str) -> asyncio.subprocess.Process:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(WORKER),
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+
+
+async def test_eight_processes_lose_nothing_and_keep_order(
+    backend: tuple[str, str, str],
+) -> None:
+    kind, url, namespace = backend
+    # Create the tables once up front, so that the workers only race on writes.
+    await read(kind, url, namespace, "warm-up")
+    workers = [
+        await spawn(kind, url, namespace, str(w), "load", str(CALLS)) for w in range(PROCESSES)
+    ]
+    results = await asyncio.gather(*(w.communicate() for w in workers))
+    for worker, (out, err) in zip(workers, results, strict=True):
+        assert worker.returncode == 0, err.decode()
+        assert out.decode().strip() == "done"
+
+    seen: Counter[tuple[int, int, int]] = Counter()
+    for n in range(4):
+        items = await read(kind, url, namespace, f"shared-{n}")
+        assert len(items) == PROCESSES * CALLS // 4 * 2
+        last_i: dict[int, int] = {}
+        for pos in range(0, len(items), 2):
+            first, second = items[pos], items[pos + 1]
+            # A batch is contiguous: never interleaved with another writer's batch.
+            assert (first["w"], first["i"], first["k"]) == (second["w"], second["i"], 0)
+            assert second["k"] == 1
+            # Each writer's batches appear in the order it wrote them.
+            assert first["i"] > last_i.get(first["w"], -1)
+            assert first["i"] % 4 == n
+            last_i[first["w"]] = first["i"]
+        seen.update((item["w"], item["i"], item["k"]) for item in items)
+    expected = {(w, i, k) for w in range(PROCESSES) for i in range(CALLS) for k in range(2)}
+    assert set(seen) == expected
+    assert max(seen.values()) == 1  # nothing stored twice
+
+
+async def test_sigkill_mid_write_leaves_no_partial_batch(backend: tuple[str, str, str]) -> None:
+    kind, url, namespace = backend
+    await read(kind, url, namespace, "warm-up")
+    worker = await spawn(kind, url, namespace, "0", "kill", str(KILL_BATCH))
+    assert worker.stdout is not None
+    committed = -1
+    try:
+        # Let a few batches commit, then kill the writer while its next batch is in flight.
+        while committed < 3:
+            line = await asyncio.wait_for(worker.stdout.readline(), timeout=60)
+            assert line, (await worker.stderr.read()).decode()  # type: ignore[union-attr]
+            committed = int(line)
+        await asyncio.sleep(0.01)
+        worker.send_signal(signal.SIGKILL)
+    finally:
+        if worker.returncode is None:
+            worker.kill()
+        await worker.communicate()
+    assert worker.returncode == -signal.SIGKILL
+
+    # The server notices the dead client and rolls its transaction back.
+    for _ in range(100):
+        items = await read(kind, url, namespace, "victim")
+        counts = Counter(item["b"] for item in items)
+        if all(count == KILL_BATCH for count in counts.values()):
+            break
+        await asyncio.sleep(0.05)
+    assert set(counts.values()) == {KILL_BATCH}, f"partial batch: {counts}"
+    assert sorted(counts) == list(range(len(counts)))  # batches in order, none missing
+    assert len(counts) >= committed + 1  # every acknowledged batch survived
+    for pos, item in enumerate(items):
+        assert (item["b"], item["k"]) == divmod(pos, KILL_BATCH)
+
+    # The session still works.
+    session = session_for(kind, url, namespace, "victim")
+    try:
+        await session.add_items([{"after": True}])
+        assert (await session.get_items(1)) == [{"after": True}]
+    finally:
+        await session.close()  # type: ignore[attr-defined]
