@@ -15,6 +15,7 @@ loop: response = model(model_in + generated)
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -357,6 +358,9 @@ async def _execute(
             if previous_response_id is not None:
                 chain_id = response.id
             turn_input = tool_outputs
+            if calls and settings.tool_choice not in (None, "auto", "none"):
+                # A forced tool choice applies to the first call only, or it would loop.
+                settings = dataclasses.replace(settings, tool_choice=None)
             if not calls:
                 state.final_output = _message_text(response)
                 return

@@ -221,3 +221,87 @@ def test_run_sync_against_the_server(
 async def test_run_sync_inside_a_loop_is_a_clear_error() -> None:
     with pytest.raises(UserError, match="event loop is running"):
         Runner.run_sync(Agent(name="A"), "hi")
+
+
+async def test_previous_response_id_chains_without_resending_history(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    fake_openai.enqueue(
+        tool_call_response("get_weather", {"city": "Oslo"}, call_id="c1", response_id="resp_a"),
+        text_response("Sunny.", response_id="resp_b"),
+    )
+    client = fake_openai.async_client()
+    agent = Agent(
+        name="W", tools=[get_weather], model_settings=ModelSettings(tool_choice="required")
+    )
+    try:
+        result = await Runner.run(
+            agent,
+            "Oslo?",
+            previous_response_id="resp_0",
+            run_config=RunConfig(openai_client=client),
+        )
+    finally:
+        await client.close()
+    first, second = (r.body for r in fake_openai.requests_to("/v1/responses"))
+    assert first["previous_response_id"] == "resp_0"
+    assert first["input"] == [{"role": "user", "content": "Oslo?"}]
+    assert first["tool_choice"] == "required"
+    assert second["previous_response_id"] == "resp_a"
+    assert second["input"] == [
+        {"type": "function_call_output", "call_id": "c1", "output": "Sunny in Oslo"}
+    ]
+    assert "tool_choice" not in second  # a forced choice is not forced again
+    assert result.last_response_id == "resp_b"
+    assert len(result.to_input_list()) == 4
+
+
+async def test_conversation_id_is_sent_and_only_new_items_travel(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    fake_openai.enqueue(
+        tool_call_response("get_weather", {"city": "Oslo"}, call_id="c1"),
+        text_response("Sunny."),
+    )
+    client = fake_openai.async_client()
+    agent = Agent(name="W", tools=[get_weather])
+    try:
+        await Runner.run(
+            agent, "Oslo?", conversation_id="conv_9", run_config=RunConfig(openai_client=client)
+        )
+    finally:
+        await client.close()
+    first, second = (r.body for r in fake_openai.requests_to("/v1/responses"))
+    assert first["conversation"] == second["conversation"] == "conv_9"
+    assert "previous_response_id" not in second
+    assert [item["type"] for item in second["input"]] == ["function_call_output"]
+
+
+async def test_store_false_reaches_request_and_compaction_args(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    from .recording_session import RecordingSession
+
+    class Compacting(RecordingSession):
+        def __init__(self) -> None:
+            super().__init__()
+            self.args: list[dict[str, object]] = []
+
+        async def run_compaction(self, args: object = None) -> None:
+            self.args.append(dict(args or {}))  # type: ignore[call-overload]
+
+    fake_openai.enqueue(text_response("ok", response_id="resp_s"))
+    client = fake_openai.async_client()
+    session = Compacting()
+    agent = Agent(
+        name="A",
+        model_settings=ModelSettings(store=False, include=["reasoning.encrypted_content"]),
+    )
+    try:
+        await Runner.run(agent, "hi", session=session, run_config=RunConfig(openai_client=client))
+    finally:
+        await client.close()
+    body = fake_openai.requests_to("/v1/responses")[0].body
+    assert body["store"] is False
+    assert body["include"] == ["reasoning.encrypted_content"]
+    assert session.args == [{"response_id": "resp_s", "store": False}]

@@ -22,6 +22,8 @@ class ModelSettings:
         reasoning: Reasoning options for reasoning models, for example `{"effort": "high"}` for
             `o3`. A plain dict with the Responses API's `reasoning` keys.
         tool_choice: `"auto"`, `"required"`, `"none"`, or the name of one function tool to force.
+            A forced choice (`"required"` or a name) applies to the run's first model call; after
+            the tools ran the runner lets the model choose, so it can answer.
         parallel_tool_calls: Whether the model may ask for several tool calls in one response.
         truncation: `"auto"` lets the API drop old input when it exceeds the context window.
         store: Whether the API stores the responses (the API's default is `True`).
