@@ -331,6 +331,40 @@ async def test_a_failing_job_in_a_group_fails_alone(
         assert texts(await session.get_items()) == ["good 1", "good 2"]
 
 
+async def test_merged_adds_fall_back_to_one_transaction_each_on_failure(
+    db_path: str, blocked_writer: threading.Event
+) -> None:
+    async with SQLiteSession("s", db_path) as session:
+        await session.get_items()
+        execute(
+            db_path,
+            "CREATE TRIGGER poison BEFORE INSERT ON agent_messages "
+            "WHEN NEW.message_data LIKE '%poison%' BEGIN SELECT RAISE(ABORT, 'poisoned'); END",
+        )
+        blocker = await _block_writer(session, blocked_writer)
+        before = session._db.commits
+        adds = [
+            asyncio.ensure_future(session.add_items([msg(text), msg(text + "+")]))
+            for text in ("ok 1", "poison", "ok 2", "ok 3")
+        ]
+        await _wait_queued(session, 4)
+        blocked_writer.set()
+        await blocker
+        results = await asyncio.gather(*adds, return_exceptions=True)
+        assert [results[0], results[2], results[3]] == [None, None, None]
+        assert isinstance(results[1], SessionStorageError)
+        assert "poisoned" in str(results[1])
+        assert texts(await session.get_items()) == [
+            "ok 1",
+            "ok 1+",
+            "ok 2",
+            "ok 2+",
+            "ok 3",
+            "ok 3+",
+        ]
+        assert session._db.commits - before >= 3  # the group was redone one call at a time
+
+
 async def test_unopenable_file_is_a_storage_error(tmp_path: Path) -> None:
     async with SQLiteSession("s", tmp_path / "missing-dir" / "x.db") as session:
         with pytest.raises(SessionStorageError, match="unable to open"):
@@ -432,7 +466,7 @@ async def main():
     await forgotten.add_items([{{"role": "user", "content": "a"}}])
     del forgotten
 
-asyncio.run(main())
+asyncio.run(main(), debug=False)  # -X dev would log slow steps on a busy machine
 gc.collect()
 print("ok")
 """

@@ -31,6 +31,9 @@ __all__ = ["SCHEMA_VERSION", "SQLiteSchema", "quote_identifier", "validate_ident
 SCHEMA_VERSION = 1
 """The schema version this release writes and reads (`PRAGMA user_version`)."""
 
+_VALID = "CASE WHEN typeof(message_data) = 'text' THEN json_valid(message_data) ELSE 0 END"
+"""1 when a row's message_data is well-formed JSON text (checked by SQLite, in C)."""
+
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
 
@@ -171,20 +174,18 @@ class SQLiteSchema:
         )
 
     @property
-    def select_all_joined(self) -> str:
-        """Row count, valid-JSON count and all rows as one JSON array text, in one query."""
+    def select_all_checked(self) -> str:
+        """Every row of a session, oldest first: (id, message_data, 1 if valid JSON text)."""
         return (
-            "SELECT count(*), total(json_valid(message_data)), "
-            "'[' || group_concat(message_data, ',') || ']' FROM "
-            f"(SELECT message_data FROM {quote_identifier(self.messages_table)} "
-            "WHERE session_id = ? ORDER BY id)"
+            f"SELECT id, message_data, {_VALID} FROM {quote_identifier(self.messages_table)} "
+            "WHERE session_id = ? ORDER BY id"
         )
 
     @property
     def select_latest(self) -> str:
-        """Up to `?` rows before id `?`, newest first: uses the (session_id, id) index."""
+        """Up to `?` rows before id `?`, newest first, with the validity flag; uses the index."""
         return (
-            f"SELECT id, message_data FROM {quote_identifier(self.messages_table)} "
+            f"SELECT id, message_data, {_VALID} FROM {quote_identifier(self.messages_table)} "
             "WHERE session_id = ? AND id < ? ORDER BY id DESC LIMIT ?"
         )
 

@@ -1,0 +1,294 @@
+"""Benchmark: agent-sessions' SQLiteSession against the OpenAI Agents SDK's, in one run.
+
+Both run the same workloads on a file database in a fresh temporary directory, and each figure is
+printed with the ratio between them. Run it with `make bench` (or `python bench/bench_sqlite.py`).
+
+Targets (from issue 2): concurrent adds >= 5x the peer's throughput; sequential adds >= 1x; full
+get_items >= 2x; get_items(20) flat (100k / 1k time <= 1.5); worst event-loop lag <= 10 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
+
+from agents.memory import SQLiteSession as PeerSession
+
+from agent_sessions import SQLiteSession as OurSession
+
+Factory = Callable[[str, Path], Any]
+
+
+def item(n: int) -> dict[str, Any]:
+    """A realistic assistant message of about 300 bytes."""
+    return {
+        "type": "message",
+        "id": f"msg_{n:08d}",
+        "role": "assistant",
+        "status": "completed",
+        "content": [
+            {
+                "type": "output_text",
+                "text": f"Reply {n}: the Golden Gate Bridge is in San Francisco, California.",
+                "annotations": [],
+            }
+        ],
+    }
+
+
+async def close(session: Any) -> None:
+    result = session.close()
+    if asyncio.iscoroutine(result):
+        await result
+
+
+class LagMonitor:
+    """Measures how late the event loop wakes a task that sleeps 1 ms at a time."""
+
+    def __init__(self) -> None:
+        self.worst = 0.0
+        self._task: asyncio.Task[None] | None = None
+
+    async def _run(self) -> None:
+        while True:
+            start = time.perf_counter()
+            await asyncio.sleep(0.001)
+            self.worst = max(self.worst, time.perf_counter() - start - 0.001)
+
+    def __enter__(self) -> LagMonitor:
+        self._task = asyncio.ensure_future(self._run())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+
+
+async def sequential_adds(make: Factory, directory: Path, n: int) -> float:
+    session = make("sequential", directory / "sequential.db")
+    await session.get_items()  # schema created outside the timing
+    start = time.perf_counter()
+    for i in range(n):
+        await session.add_items([item(i)])
+    elapsed = time.perf_counter() - start
+    assert len(await session.get_items()) == n
+    await close(session)
+    return n / elapsed
+
+
+async def concurrent_adds(
+    make: Factory, directory: Path, sessions: int, adds: int
+) -> tuple[float, float]:
+    path = directory / "concurrent.db"
+    objects = [make(f"session-{s}", path) for s in range(sessions)]
+    for session in objects:
+        await session.get_items()
+
+    async def writer(session: Any) -> None:
+        for i in range(adds):
+            await session.add_items([item(i)])
+
+    with LagMonitor() as lag:
+        await asyncio.sleep(0.01)
+        start = time.perf_counter()
+        await asyncio.gather(*(writer(session) for session in objects))
+        elapsed = time.perf_counter() - start
+    for session in objects:
+        assert len(await session.get_items()) == adds
+        await close(session)
+    return sessions * adds / elapsed, lag.worst
+
+
+async def populate(session: Any, n: int) -> None:
+    batch = 1000
+    for first in range(0, n, batch):
+        await session.add_items([item(i) for i in range(first, min(n, first + batch))])
+
+
+async def timed(call: Callable[[], Awaitable[Any]], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        await call()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+async def reads(
+    makers: dict[str, Factory], directory: Path, big: int, small: int, rounds: int
+) -> dict[str, dict[str, float]]:
+    """Read figures, measured in alternating rounds so that machine load hits both alike."""
+    sessions: dict[str, tuple[Any, Any]] = {}
+    for name, make in makers.items():
+        path = directory / f"reads-{name}.db"
+        large, little = make("large", path), make("small", path)
+        await populate(large, big)
+        await populate(little, small)
+        assert len(await large.get_items()) == big
+        assert len(await large.get_items(20)) == 20
+        sessions[name] = (large, little)
+    samples: dict[str, dict[str, list[float]]] = {
+        name: {"full": [], "limit_small": [], "limit_large": []} for name in makers
+    }
+    for round_ in range(rounds):
+        order = list(makers) if round_ % 2 == 0 else list(reversed(makers))
+        for name in order:
+            large, little = sessions[name]
+            samples[name]["full"].append(await timed(large.get_items, 1))
+            samples[name]["limit_small"].append(await timed(partial(little.get_items, 20), 100))
+            samples[name]["limit_large"].append(await timed(partial(large.get_items, 20), 100))
+    for large, little in sessions.values():
+        await close(large)
+        await close(little)
+    return {
+        name: {key: statistics.median(values) for key, values in figures.items()}
+        for name, figures in samples.items()
+    }
+
+
+async def pops(make: Factory, directory: Path, n: int) -> float:
+    session = make("pops", directory / "pops.db")
+    await populate(session, n)
+    start = time.perf_counter()
+    for _ in range(n):
+        assert await session.pop_item() is not None
+    elapsed = time.perf_counter() - start
+    assert await session.pop_item() is None
+    await close(session)
+    return n / elapsed
+
+
+def line(label: str, ours: float, peer: float, unit: str, higher_is_better: bool = True) -> float:
+    ratio = ours / peer if higher_is_better else peer / ours
+    print(
+        f"{label:<44} ours {ours:>12,.1f} {unit:<9} peer {peer:>12,.1f} {unit:<9} "
+        f"ratio {ratio:6.2f}x"
+    )
+    return ratio
+
+
+async def run(args: argparse.Namespace) -> int:
+    makers: dict[str, Factory] = {
+        "ours": lambda sid, path: OurSession(sid, path),
+        "peer": lambda sid, path: PeerSession(sid, path),
+    }
+    results: dict[str, dict[str, Any]] = {name: {} for name in makers}
+    with tempfile.TemporaryDirectory(prefix="bench-sqlite-") as tmp:
+        directory = Path(tmp)
+        # Write workloads: alternate ours and the peer each round, keep the median.
+        samples: dict[str, dict[str, list[float]]] = {
+            name: {"sequential": [], "concurrent": [], "lag": [], "pops": []} for name in makers
+        }
+        for round_ in range(args.rounds):
+            order = list(makers) if round_ % 2 == 0 else list(reversed(makers))
+            for name in order:
+                make = makers[name]
+                where = directory / f"{name}-{round_}"
+                where.mkdir()
+                figures = samples[name]
+                figures["sequential"].append(await sequential_adds(make, where, args.sequential))
+                throughput, lag = await concurrent_adds(make, where, args.sessions, args.adds)
+                figures["concurrent"].append(throughput)
+                figures["lag"].append(lag)
+                figures["pops"].append(await pops(make, where, args.pops))
+        for name, figures in samples.items():
+            results[name] = {key: statistics.median(values) for key, values in figures.items()}
+            results[name]["lag"] = max(figures["lag"])  # the worst lag of any round
+        for name, figures in (
+            await reads(makers, directory, args.big, args.small, args.rounds)
+        ).items():
+            results[name].update(figures)
+    ours, peer = results["ours"], results["peer"]
+    print(
+        f"SQLite file database; {os.cpu_count()} CPUs; median of {args.rounds} alternating "
+        "rounds (worst lag: the worst of all rounds)\n"
+    )
+    checks = [
+        (
+            "concurrent adds >= 5x",
+            line(
+                f"{args.sessions} sessions x {args.adds} concurrent adds",
+                ours["concurrent"],
+                peer["concurrent"],
+                "adds/s",
+            )
+            >= 5,
+        ),
+        (
+            "sequential adds >= 1x",
+            line(
+                f"{args.sequential} sequential single-item adds",
+                ours["sequential"],
+                peer["sequential"],
+                "adds/s",
+            )
+            >= 1,
+        ),
+        (
+            "full get_items >= 2x",
+            line(
+                f"get_items() of {args.big:,} items",
+                ours["full"] * 1000,
+                peer["full"] * 1000,
+                "ms",
+                higher_is_better=False,
+            )
+            >= 2,
+        ),
+    ]
+    line(
+        f"get_items(20) of {args.small:,} items",
+        ours["limit_small"] * 1e6,
+        peer["limit_small"] * 1e6,
+        "us",
+        higher_is_better=False,
+    )
+    line(
+        f"get_items(20) of {args.big:,} items",
+        ours["limit_large"] * 1e6,
+        peer["limit_large"] * 1e6,
+        "us",
+        higher_is_better=False,
+    )
+    line(f"{args.pops} pop_item", ours["pops"], peer["pops"], "pops/s")
+    flat = ours["limit_large"] / ours["limit_small"]
+    peer_flat = peer["limit_large"] / peer["limit_small"]
+    print(
+        f"{'get_items(20) 100k / 1k time':<44} ours {flat:>12.2f} {'':<9} peer {peer_flat:>12.2f}"
+    )
+    print(
+        f"{'worst event-loop lag, concurrent adds':<44} ours {ours['lag'] * 1000:>12.2f} {'ms':<9} "
+        f"peer {peer['lag'] * 1000:>12.2f} ms"
+    )
+    checks.append(("get_items(20) 100k/1k <= 1.5", flat <= 1.5))
+    checks.append(("worst loop lag <= 10 ms", ours["lag"] <= 0.010))
+    print()
+    for label, ok in checks:
+        print(f"{'PASS' if ok else 'FAIL'}  {label}")
+    return 0 if all(ok for _, ok in checks) else 1
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sequential", type=int, default=2000)
+    parser.add_argument("--sessions", type=int, default=50)
+    parser.add_argument("--adds", type=int, default=40)
+    parser.add_argument("--big", type=int, default=100_000)
+    parser.add_argument("--small", type=int, default=1_000)
+    parser.add_argument("--pops", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per figure")
+    raise SystemExit(asyncio.run(run(parser.parse_args())))
+
+
+if __name__ == "__main__":
+    main()
