@@ -127,7 +127,7 @@ def test_machine_translated_pages_link_to_the_english_original(
 def test_english_pages_have_no_translation_notice(built_site: BuiltSite) -> None:
     for md in sorted(DOCS.glob("*.md")):
         built = built_site.page(page_url(md.relative_to(DOCS)))
-        assert "translation-notice" not in built.read_text("utf-8")
+        assert 'class="admonition info translation-notice"' not in built.read_text("utf-8")
 
 
 @pytest.mark.parametrize("language", TRANSLATIONS)
