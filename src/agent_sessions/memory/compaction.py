@@ -311,8 +311,9 @@ class OpenAIResponsesCompactionSession(SessionABC):
                 argument.
             SessionError: The `responses.compact` call failed (an HTTP error or a timeout); the
                 history is unchanged and the client's exception is chained.
-            SessionStorageError: Writing the compacted history failed; the previous history was
-                restored (or, if even that failed, the message says so).
+            SessionStorageError: Writing the compacted history failed. On SQLite the transaction
+                changed nothing; elsewhere the previous history was restored (or, if even that
+                failed, the message says so and the items are logged).
         """
         mode, force = self._note_args(args)
         async with self._compaction_lock:
@@ -340,7 +341,9 @@ class OpenAIResponsesCompactionSession(SessionABC):
             compacted = await self._compact(resolved, prefix)
             output = normalize_compacted_output(compacted.output or [])
             if atomic is not None:
-                replaced = await atomic[1](snapshot.prefix(keep_from), output)
+                if keep_from < len(items):
+                    snapshot = snapshot.prefix(keep_from)
+                replaced = await atomic[1](snapshot, output)
                 if not replaced:
                     logger.warning(
                         "compaction result for %s discarded: the history changed during the call",

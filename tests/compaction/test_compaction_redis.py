@@ -1,0 +1,70 @@
+"""Compaction on a real non-SQLite backend (Redis): the generic replace-and-restore path."""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from openai import AsyncOpenAI
+from redis.asyncio import Redis
+
+from agent_sessions import OpenAIResponsesCompactionSession, RedisSession, SessionStorageError
+from agent_sessions.testing import FakeCompactionAPI
+
+from .conftest import call, output, turns
+
+pytestmark = pytest.mark.services
+
+
+@pytest.fixture
+async def redis_session(redis_url: str) -> AsyncIterator[RedisSession]:
+    client = Redis.from_url(redis_url)
+    prefix = f"test-compaction:{uuid.uuid4().hex[:10]}"
+    yield RedisSession("chat", redis_client=client, key_prefix=prefix)
+    keys = [key async for key in client.scan_iter(match=f"{prefix}:*")]
+    if keys:
+        await client.delete(*keys)
+    await client.aclose()
+
+
+async def test_compaction_replaces_the_history_on_redis(
+    redis_session: RedisSession, client: AsyncOpenAI, compaction_api: FakeCompactionAPI
+) -> None:
+    session = OpenAIResponsesCompactionSession("chat", redis_session, client=client, model="o3")
+    history = [*turns(10), call("c1")]
+    await session.add_items(history)
+    assert await session.run_compaction() is not None
+    items = await redis_session.get_items()
+    assert [i.get("type", "message") for i in items] == ["message"] * 10 + [
+        "compaction",
+        "function_call",
+    ]
+    assert compaction_api.bodies == [{"model": "o3", "input": history[:-1]}]
+    await session.add_items([output("c1")])
+    assert (await redis_session.get_items())[-2:] == [call("c1"), output("c1")]
+
+
+async def test_a_failed_write_on_redis_restores_the_history(
+    redis_session: RedisSession, client: AsyncOpenAI, compaction_api: FakeCompactionAPI
+) -> None:
+    session = OpenAIResponsesCompactionSession("chat", redis_session, client=client, model="o3")
+    await session.add_items(turns(10))
+    before = copy.deepcopy(await redis_session.get_items())
+    # The write of the compacted items, after the history was cleared, fails (as if Redis went
+    # away for a moment); the previous items must come back.
+    original_add = redis_session.add_items
+    calls = {"n": 0}
+
+    async def add_failing_once(items: list[Any]) -> None:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise ConnectionError("redis went away")
+        await original_add(items)
+
+    redis_session.add_items = add_failing_once  # type: ignore[method-assign]
+    with pytest.raises(SessionStorageError, match="previous history was restored"):
+        await session.run_compaction()
+    assert await redis_session.get_items() == before
