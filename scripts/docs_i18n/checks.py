@@ -17,7 +17,7 @@ from .headings import english_heading_ids, find_headings
 from .markdown_mask import PLACEHOLDER_RE, Masked, mask
 from .sections import split_sections
 
-__all__ = ["Structure", "check_section", "structure", "verify_page"]
+__all__ = ["Structure", "align_code", "check_section", "structure", "verify_page"]
 
 _LINK_TARGET = re.compile(
     r"\]\(\s*<?(?P<url>[^)\s>]*)>?(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^)]*\)))?\s*\)"
@@ -229,8 +229,16 @@ def _tags(tags: Counter[str]) -> str:
     return ", ".join(f"<{tag}> x{count}" for tag, count in sorted(tags.items())) or "none"
 
 
-def _rename_code(english: Masked, translated: Masked) -> tuple[str, list[str]]:
-    """Rename the translation's placeholders to the English ones holding the same code."""
+def align_code(english: Masked, translated: Masked) -> tuple[str, dict[str, str], list[str]]:
+    """Rename a masked translation's placeholders to the English ones holding the same code.
+
+    Code is compared line by line with surrounding spaces ignored (a translation may indent a
+    block differently). Code that is not in the English keeps a placeholder of its own, named
+    `@@X...@@` so that no check mistakes it for an English one.
+
+    Returns:
+        The renamed text, the code of the placeholders left unmatched, and one finding for each.
+    """
     findings: list[str] = []
 
     def _key(code: str) -> str:
@@ -240,19 +248,19 @@ def _rename_code(english: Masked, translated: Masked) -> tuple[str, list[str]]:
     for name, code in english.code.items():
         free.setdefault(_key(code), []).append(name)
     renames: dict[str, str] = {}
+    leftovers: dict[str, str] = {}
     for name, code in translated.code.items():
         candidates = free.get(_key(code))
         if candidates:
             renames[name] = candidates.pop(0)
-        else:
-            kind = "code block" if name.startswith("@@BLOCK_") else "inline code"
-            first = code.strip().splitlines()[0] if code.strip() else code
-            findings.append(
-                f"{kind} {first[:60]!r} is not in the English (code is never translated)"
-            )
-            renames[name] = name.replace("@@", "@@X", 1)
+            continue
+        kind = "code block" if name.startswith("@@BLOCK_") else "inline code"
+        first = code.strip().splitlines()[0] if code.strip() else code
+        findings.append(f"{kind} {first[:60]!r} is not in the English (code is never translated)")
+        renames[name] = name.replace("@@", "@@X", 1)
+        leftovers[renames[name]] = code
     text = PLACEHOLDER_RE.sub(lambda m: renames.get(m.group(0), m.group(0)), translated.text)
-    return text, findings
+    return text, leftovers, findings
 
 
 def verify_page(english: str, translated: str) -> list[str]:
@@ -278,7 +286,7 @@ def verify_page(english: str, translated: str) -> list[str]:
         findings.append(f"front matter keys missing: {', '.join(map(str, missing))}")
     en_masked = mask(en_fm.body)
     tr_masked = mask(tr_fm.body, start=len(en_masked.code) + 1)
-    tr_text, code_findings = _rename_code(en_masked, tr_masked)
+    tr_text, _, code_findings = align_code(en_masked, tr_masked)
     findings += code_findings
     en_sections, tr_sections = split_sections(en_masked.text), split_sections(tr_text)
     if len(en_sections) != len(tr_sections):

@@ -91,7 +91,7 @@ def english_heading_ids(masked_body: str, code: dict[str, str]) -> list[str]:
             if isinstance(children, list):
                 _walk(children)
 
-    _walk(md.toc_tokens)  # type: ignore[attr-defined]
+    _walk(md.toc_tokens)  # type: ignore[attr-defined,unused-ignore]
     if len(ids) != len(headings):  # pragma: no cover - a Markdown version change
         raise RuntimeError("could not compute the English heading ids")
     return ids

@@ -8,6 +8,7 @@ concurrency; `check` and `adopt` need no model at all.
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +16,7 @@ from pathlib import Path
 import openai
 
 from .atomic import atomic_write_text, remove_file
-from .checks import _rename_code, check_section, verify_page
+from .checks import align_code, check_section, verify_page
 from .front_matter import split_front_matter, translated_front_matter
 from .headings import pin_heading_ids
 from .manifest import Manifest, ManifestEntry
@@ -213,7 +214,8 @@ def _incremental_job(page: EnglishPage, lang: str, translated: str, entry: Manif
             todo.append(n)
     context = None
     if todo and reuse:
-        context, _ = _rename_code(page.masked, tr_masked)
+        aligned, leftovers, _ = align_code(page.masked, tr_masked)
+        context = re.sub(r"@@X\w+@@", lambda m: leftovers.get(m.group(0), m.group(0)), aligned)
     return Job(page=page, lang=lang, todo=todo, reuse=reuse, context=context)
 
 

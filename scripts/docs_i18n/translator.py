@@ -84,7 +84,7 @@ def retry_delay(policy: RetryPolicy, attempt: int, headers: Any = None) -> float
     server = _retry_after(headers)
     if server is not None:
         return min(server, policy.max_retry_after)
-    backoff = min(policy.max_delay, policy.base_delay * (2**attempt))
+    backoff = min(policy.max_delay, policy.base_delay * (2.0**attempt))
     return backoff * (0.5 + random.random() / 2)
 
 

@@ -339,3 +339,22 @@ def test_dry_run_lists_calls_tokens_and_cost(site: Path) -> None:
     verbose = dry_run(Options(root=site, languages=["ja"], files=["index.md"]), verbose=True)
     assert "--- instructions ---" in verbose
     assert any("<source>" in line for line in verbose)
+
+
+async def test_changed_code_sends_its_section_with_the_old_code_as_context(
+    site: Path, echo: EchoTranslator, run_site: RunSite, fake_openai: FakeOpenAIServer
+) -> None:
+    assert (await run_site(languages=["ja"])).code == 0
+    page = site / "docs" / "index.md"
+    _write(
+        page, _read(page).replace("pip install agent-sessions\n", "pip install -U agent-sessions\n")
+    )
+    echo.calls.clear()
+    seen = len(fake_openai.requests_to("/v1/responses"))
+    assert (await run_site(languages=["ja"])).code == 0
+    assert echo.calls == [("ja", "index.md", [1])]
+    task = fake_openai.requests_to("/v1/responses")[seen].body["input"][0]["content"]
+    context = task.split("<current_translation>\n")[1].split("</current_translation>")[0]
+    assert "@@X" not in context
+    assert "pip install agent-sessions\n" in context  # the old code, shown as it is
+    assert "pip install -U agent-sessions" in _read(site / "docs" / "ja" / "index.md")
