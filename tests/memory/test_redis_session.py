@@ -229,3 +229,19 @@ def test_missing_extra_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) ->
         agent_sessions.memory.RedisSession  # noqa: B018
     with pytest.raises(ImportError, match=r"pip install 'agent-sessions\[redis\]'"):
         from agent_sessions import RedisSession as _  # noqa: F401
+
+
+async def test_interop_with_the_agents_sdk_and_our_runner(client: Redis, prefix: str) -> None:
+    from agent_sessions.testing.interop import (
+        check_agents_sdk_runner_remembers,
+        check_history_interchange,
+        check_runner_remembers,
+    )
+
+    def factory(session_id: str) -> RedisSession:
+        return RedisSession(session_id, redis_client=client, key_prefix=prefix)
+
+    stored = await check_agents_sdk_runner_remembers(factory)
+    assert [item.get("type") for item in stored].count("function_call") == 1
+    await check_runner_remembers(factory)
+    await check_history_interchange(factory)

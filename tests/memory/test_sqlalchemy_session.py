@@ -332,3 +332,21 @@ def test_missing_driver_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setitem(sys.modules, "asyncpg", None)
     with pytest.raises(ImportError, match=r"pip install 'agent-sessions\[postgres\]'"):
         SQLAlchemySession.from_url("s", "postgresql://postgres@127.0.0.1/test")
+
+
+async def test_interop_with_the_agents_sdk_and_our_runner(
+    engine: AsyncEngine, tables: tuple[str, str]
+) -> None:
+    from agent_sessions.testing.interop import (
+        check_agents_sdk_runner_remembers,
+        check_history_interchange,
+        check_runner_remembers,
+    )
+
+    def factory(session_id: str) -> SQLAlchemySession:
+        return make(engine, tables, session_id)
+
+    stored = await check_agents_sdk_runner_remembers(factory)
+    assert [item.get("type") for item in stored].count("function_call") == 1
+    await check_runner_remembers(factory)
+    await check_history_interchange(factory)
