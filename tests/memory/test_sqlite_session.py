@@ -403,6 +403,33 @@ async def test_no_sqlite_call_runs_on_the_event_loop_thread(
     assert on_loop == []
 
 
+def _use_inherited_session(session: SQLiteSession, result: Any) -> None:
+    async def work() -> list[str]:
+        await session.add_items([msg("from the child")])
+        return texts(await session.get_items())
+
+    result.put(asyncio.run(work()))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+@pytest.mark.filterwarnings("ignore:.*fork.*:DeprecationWarning")
+async def test_a_forked_child_gets_its_own_threads(db_path: str) -> None:
+    import multiprocessing
+
+    session = SQLiteSession("s", db_path)
+    await session.add_items([msg("from the parent")])  # the parent's threads are running
+    context = multiprocessing.get_context("fork")
+    result = context.SimpleQueue()
+    child = context.Process(target=_use_inherited_session, args=(session, result))
+    child.start()
+    await asyncio.to_thread(child.join, 60)
+    assert child.exitcode == 0
+    assert result.get() == ["from the parent", "from the child"]
+    result.close()
+    assert texts(await session.get_items()) == ["from the parent", "from the child"]
+    await session.close()
+
+
 # --- close -----------------------------------------------------------------------------------
 
 

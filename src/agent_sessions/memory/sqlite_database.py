@@ -32,6 +32,7 @@ import queue
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
@@ -135,12 +136,18 @@ class SQLiteDatabase:
         """Write transactions committed (one per group): fewer than write calls under load."""
         self.prepared: set[Hashable] = set()
         """Table pairs whose schema the writer has created or checked."""
+        self._stopped = False
+        self._reset_threads()
+        _all_databases.add(self)
+
+    def _reset_threads(self) -> None:
+        # Also run in a forked child, where the parent's threads do not exist: the next job
+        # starts new ones (and opens new connections; the parent's are never touched).
         self._writes: queue.SimpleQueue[Job | _Stop] = queue.SimpleQueue()
         self._reads: queue.SimpleQueue[Job | _Stop] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._writer_thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
-        self._stopped = False
 
     # --- called from the event loop thread: no SQLite here -------------------------------------
 
@@ -435,6 +442,17 @@ def _rollback(conn: sqlite3.Connection) -> None:
 
 _registry: dict[str, SQLiteDatabase] = {}
 _registry_lock = threading.Lock()
+_all_databases: weakref.WeakSet[SQLiteDatabase] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    global _registry_lock
+    _registry_lock = threading.Lock()
+    for db in list(_all_databases):
+        db._reset_threads()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def acquire_database(path: str) -> SQLiteDatabase:
