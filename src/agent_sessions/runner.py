@@ -304,23 +304,26 @@ async def _execute(
     settings = agent.model_settings.resolve(config.model_settings)
     tools = {tool.name: tool for tool in agent.tools}
 
-    # Load -> merge -> save the input: one read, one write, before any model call.
-    if session is not None:
-        limit = session_history_limit(session, config)
-        stored = await session.get_items(limit) if limit is not None else await session.get_items()
-        history = [clean_input_item(item) for item in stored]
-        merged = await merge_session_input(history, new_items, config.session_input_callback)
-        model_input = merged.model_input
-        if merged.to_save:
-            await await_session_mutation(session.add_items(merged.to_save))
-    else:
-        model_input = new_items
-
+    # Resolve the model first: a missing API key fails before the session is touched.
     model, owned_client = _resolve_model(agent, config)
-    server_state = previous_response_id is not None or conversation_id is not None
-    chain_id = previous_response_id
-    turn_input = model_input
     try:
+        # Load -> merge -> save the input: one read, one write, before any model call.
+        if session is not None:
+            limit = session_history_limit(session, config)
+            stored = (
+                await session.get_items(limit) if limit is not None else await session.get_items()
+            )
+            history = [clean_input_item(item) for item in stored]
+            merged = await merge_session_input(history, new_items, config.session_input_callback)
+            model_input = merged.model_input
+            if merged.to_save:
+                await await_session_mutation(session.add_items(merged.to_save))
+        else:
+            model_input = new_items
+
+        server_state = previous_response_id is not None or conversation_id is not None
+        chain_id = previous_response_id
+        turn_input = model_input
         for _turn in range(max_turns):
             request = ModelRequest(
                 instructions=agent.instructions,

@@ -305,3 +305,15 @@ async def test_store_false_reaches_request_and_compaction_args(
     assert body["store"] is False
     assert body["include"] == ["reasoning.encrypted_content"]
     assert session.args == [{"response_id": "resp_s", "store": False}]
+
+
+async def test_missing_api_key_fails_before_the_session_is_touched(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from .recording_session import RecordingSession
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    session = RecordingSession()
+    with pytest.raises(ModelCallError, match="OPENAI_API_KEY"):
+        await Runner.run(Agent(name="A", model="gpt-4.1"), "hi", session=session)
+    assert session.calls == []
