@@ -139,3 +139,18 @@ def test_translated_pages_load_their_own_search_index(built_site: BuiltSite, lan
         target = resolve(built_site.path, page, base.group(1).rstrip("/") + "/")
         assert target is not None
         assert target[0] == built_site.page(language), f"{page}: base is not /{language}/"
+
+
+def test_api_entries_link_to_their_source_lines(built_site: BuiltSite) -> None:
+    html = built_site.page("ref/session/").read_text(encoding="utf-8")
+    start = html.index('id="agent_sessions.Session.get_items"')
+    link = re.compile(r'Source code in <a href="([^"]+)"').search(html, start)
+    assert link, "no source link after Session.get_items"
+    url = link.group(1)
+    blob = "https://github.com/agent-sessions/agent-sessions/blob/main/"
+    assert url.startswith(blob)
+    path, lines = url[len(blob) :].split("#L")
+    first, last = (int(n) for n in lines.split("-L"))
+    source = (ROOT / path).read_text(encoding="utf-8").splitlines()[first - 1 : last]
+    assert "async def get_items(" in source[0]
+    assert '"""Return the stored history, oldest first.' in "\n".join(source)
