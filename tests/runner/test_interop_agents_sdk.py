@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import agents
+import agents.testing
+import pytest
 
 from agent_sessions import SQLiteSession
 from agent_sessions.testing.interop import (
@@ -41,3 +43,24 @@ async def test_history_interchange_on_our_session(tmp_path: Path) -> None:
 
 async def test_history_interchange_on_the_sdk_session(tmp_path: Path) -> None:
     await check_history_interchange(lambda sid: agents.SQLiteSession(sid, str(tmp_path / "m.db")))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=TypeError,
+    reason="memory/settings.py: SessionSettings.resolve() rejects the SDK's SessionSettings "
+    "(coerce_session_settings accepts only ours or a Mapping); remove this mark once it "
+    "accepts any object with a `limit` attribute",
+)
+async def test_sdk_run_config_session_settings_on_our_session() -> None:
+    scripted = agents.testing
+    model = scripted.ScriptedModel([[scripted.assistant_message("a", item_id="m1")]])
+    async with SQLiteSession("sdk-settings", session_settings={"limit": 5}) as session:
+        await session.add_items([{"role": "user", "content": f"old {i}"} for i in range(3)])
+        await agents.Runner.run(
+            agents.Agent(name="A", model=model),
+            "new",
+            session=session,
+            run_config=agents.RunConfig(session_settings=agents.SessionSettings(limit=1)),
+        )
+    assert [item.get("content") for item in model.calls[-1].input] == ["old 2", "new"]
