@@ -284,8 +284,11 @@ def verify_page(english: str, translated: str) -> list[str]:
     missing = [key for key in en_fm.data if key not in tr_fm.data]
     if missing:
         findings.append(f"front matter keys missing: {', '.join(map(str, missing))}")
-    en_masked = mask(en_fm.body)
-    tr_masked = mask(tr_fm.body, start=len(en_masked.code) + 1)
+    try:
+        en_masked = mask(en_fm.body)
+        tr_masked = mask(tr_fm.body, start=len(en_masked.code) + 1)
+    except ValueError as exc:
+        return [*findings, str(exc)]
     tr_text, _, code_findings = align_code(en_masked, tr_masked)
     findings += code_findings
     en_sections, tr_sections = split_sections(en_masked.text), split_sections(tr_text)

@@ -70,15 +70,26 @@ def mask(text: str, *, start: int = 1) -> Masked:
     Returns:
         The masked text with the code for each placeholder.
 
+    Raises:
+        ValueError: The text holds a placeholder-like string (`@@CODE_1@@`) outside code.
+
     Example:
         >>> m = mask("Call `run()`:\\n\\n```py\\nrun()\\n```\\n")
         >>> m.text
-        'Call @@CODE_2@@:\\n\\n@@BLOCK_1@@\\n'
+        'Call @@CODE_1@@:\\n\\n@@BLOCK_2@@\\n'
     """
     lines = text.splitlines(keepends=True)
     out: list[str] = []
     masked = Masked(text="")
     counter = start
+
+    def _inline(match: re.Match[str]) -> str:
+        nonlocal counter
+        name = inline_placeholder(counter)
+        counter += 1
+        masked.code[name] = match.group(0)
+        return name
+
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -99,23 +110,16 @@ def mask(text: str, *, start: int = 1) -> Masked:
             out.append(f"{opened['indent']}{name}{newline}")
             i = end + 1
             continue
-        out.append(line)
+        out.append(_CODE_SPAN.sub(_inline, line))
         i += 1
-    joined = "".join(out)
-
-    def _inline(match: re.Match[str]) -> str:
-        nonlocal counter
-        name = inline_placeholder(counter)
-        counter += 1
-        masked.code[name] = match.group(0)
-        return name
-
-    parts = re.split(r"(@@BLOCK_\d+@@)", joined)
-    masked.text = "".join(
-        part if PLACEHOLDER_RE.fullmatch(part) else _CODE_SPAN.sub(_inline, part) for part in parts
-    )
-    # Keep `code` in order of appearance for readers of the manifest and tests.
-    masked.code = {name: masked.code[name] for name in PLACEHOLDER_RE.findall(masked.text)}
+    masked.text = "".join(out)
+    found = PLACEHOLDER_RE.findall(masked.text)
+    clashes = sorted({name for name in found if name not in masked.code or found.count(name) > 1})
+    if clashes:
+        raise ValueError(
+            f"the text {clashes[0]} appears outside code, but it is the form of a translation "
+            "placeholder: put it in backticks"
+        )
     return masked
 
 

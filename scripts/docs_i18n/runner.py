@@ -193,9 +193,9 @@ def _full_job(page: EnglishPage, lang: str) -> Job:
 def _incremental_job(page: EnglishPage, lang: str, translated: str, entry: ManifestEntry) -> Job:
     try:
         body = split_front_matter(translated).body
+        tr_masked = mask(body, start=len(page.masked.code) + 1)
     except ValueError:
-        return _full_job(page, lang)
-    tr_masked = mask(body, start=len(page.masked.code) + 1)
+        return _full_job(page, lang)  # unreadable as a translation: start over
     tr_sections = split_sections(tr_masked.text)
     if len(tr_sections) != len(entry.sections):
         return _full_job(page, lang)  # the file no longer matches its record: start over

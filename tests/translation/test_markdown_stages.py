@@ -53,6 +53,14 @@ def test_nested_and_indented_fences_are_single_blocks() -> None:
         assert re.search(rf"(?m)^{indent}{name}$", backends.text)
 
 
+def test_placeholder_lookalikes_in_code_are_fine_and_in_prose_are_refused() -> None:
+    masked = mask("Write `@@BLOCK_1@@` on its own line.\n\n```text\n@@CODE_9@@\n```\n")
+    assert masked.text == "Write @@CODE_1@@ on its own line.\n\n@@BLOCK_2@@\n"
+    with pytest.raises(ValueError, match="@@CODE_1@@ appears outside code"):
+        mask("Prose @@CODE_1@@ and `x`.\n")
+    assert "appears outside code" in verify_page("# T\n", "# T {#t}\n\n@@BLOCK_7@@\n")[0]
+
+
 def test_inline_code_with_backticks_inside() -> None:
     masked = mask("Use `` `backticks` `` and `x`.\n")
     assert masked.text == "Use @@CODE_1@@ and @@CODE_2@@.\n"
@@ -240,3 +248,13 @@ def test_placeholders_never_collide_with_text() -> None:
     masked = mask(_read(FIXTURES / "docs" / "guide" / "backends.md"))
     names = PLACEHOLDER_RE.findall(masked.text)
     assert len(names) == len(set(names)) == len(masked.code)
+
+
+def test_every_real_page_splits_and_round_trips() -> None:
+    docs = REPO / "docs"
+    for rel in english_pages(docs):
+        text = _read(docs / rel)
+        page = EnglishPage.parse(rel, text)  # raises on anything the pipeline cannot handle
+        body = split_front_matter(text).body
+        assert unmask("".join(page.sections), page.masked.code) == body, rel
+        assert len(page.heading_ids) == len(page.sections)
