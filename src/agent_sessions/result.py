@@ -157,8 +157,8 @@ class RunResultStreaming(RunResultBase):
     _start: Callable[[RunResultStreaming], Coroutine[Any, Any, RunResult]] | None = field(
         default=None, repr=False
     )
-    _queue: asyncio.Queue[Any] | None = field(default=None, repr=False)
-    _task: asyncio.Task[RunResult] | None = field(default=None, repr=False)
+    _queue: asyncio.Queue[Any] | None = field(default=None, init=False, repr=False)
+    _task: asyncio.Task[RunResult] | None = field(default=None, init=False, repr=False)
 
     def _emit(self, event: StreamEvent) -> None:
         if self._queue is not None:
