@@ -6,6 +6,7 @@ from typing import Any
 
 from agent_sessions.memory.compaction_items import (
     compactable_prefix_length,
+    ends_with_model_output,
     normalize_compacted_output,
     select_compaction_candidate_items,
 )
@@ -91,3 +92,14 @@ def test_normalize_drops_assistant_ids_without_reasoning() -> None:
         [{"type": "reasoning", "id": "rs", "summary": []}, {**assistant("x"), "id": "msg_1"}]
     )
     assert with_reasoning[1]["id"] == "msg_1"  # type: ignore[typeddict-item]
+
+
+def test_ends_with_model_output() -> None:
+    assert ends_with_model_output([user("q"), assistant("a")])
+    assert ends_with_model_output([user("q"), call("1")])
+    assert ends_with_model_output([user("q"), {"type": "reasoning", "summary": []}])
+    assert not ends_with_model_output([])
+    assert not ends_with_model_output([user("q")])
+    assert not ends_with_model_output([call("1"), output("1")])
+    assert not ends_with_model_output([{"type": "compaction", "encrypted_content": "x"}])
+    assert not ends_with_model_output([{"role": "developer", "content": "be brief"}])

@@ -382,10 +382,44 @@ async def test_previous_response_id_mode_waits_for_pending_tool_outputs(
     client: AsyncOpenAI, compaction_api: FakeCompactionAPI
 ) -> None:
     store = ListSession(items=[*turns(10), call("c1")])
-    session = wrap(store, client)
+    session = wrap(store, client, compaction_mode="previous_response_id")
     assert await session.run_compaction({"response_id": "resp_1", "force": True}) is None
     assert compaction_api.bodies == []
     assert len(store.items) == 21
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        [call("c1")],  # the call waits for its output
+        [call("c1"), output("c1")],  # the output was stored after the response
+        [user("and now?")],  # a message the response has not seen
+    ],
+)
+async def test_auto_mode_defers_what_the_latest_response_does_not_cover(
+    client: AsyncOpenAI, compaction_api: FakeCompactionAPI, tail: list[Any]
+) -> None:
+    history = [*turns(10), *tail]
+    store = ListSession(items=history)
+    session = wrap(store, client)
+    # Triggered (10 answers), but the chain of resp_1 lacks the tail: wait for the next response.
+    assert await session.run_compaction({"response_id": "resp_1"}) is None
+    assert compaction_api.bodies == []
+    # Forced: the stored items go as input instead, up to the safe boundary.
+    assert await session.run_compaction({"response_id": "resp_1", "force": True}) is not None
+    keep = 20 if tail == [call("c1")] else len(history)
+    assert compaction_api.bodies == [{"model": MODEL, "input": history[:keep]}]
+
+
+async def test_auto_mode_compacts_the_chain_once_the_answer_is_stored(
+    client: AsyncOpenAI, compaction_api: FakeCompactionAPI
+) -> None:
+    store = ListSession(items=[*turns(9), call("c1"), output("c1")])
+    session = wrap(store, client)
+    assert await session.run_compaction({"response_id": "resp_1"}) is None  # deferred
+    await session.add_items([assistant("with the tool's answer")])
+    assert await session.run_compaction({"response_id": "resp_2"}) is not None
+    assert compaction_api.bodies == [{"model": MODEL, "previous_response_id": "resp_2"}]
 
 
 async def test_a_history_that_changed_during_the_call_is_not_overwritten(

@@ -115,3 +115,46 @@ async def test_unstored_responses_are_compacted_from_input_and_tool_pairs_stay_w
         assert [item.get("type") for item in items] == ["message", "compaction"]
         assert items[0]["role"] == "user"
         assert len(await store.get_archived_items()) == 4
+
+
+async def test_a_tool_turn_waits_for_the_response_that_saw_its_outputs(
+    tmp_path: Path,
+    fake_openai: FakeOpenAIServer,
+    compaction_api: FakeCompactionAPI,
+    client: AsyncOpenAI,
+) -> None:
+    @function_tool
+    def lookup(city: str) -> str:
+        """Look up the weather.
+
+        Args:
+            city: The city.
+        """
+        return f"sunny in {city}"
+
+    agent = Agent(name="Assistant", model="gpt-4.1", tools=[lookup])  # responses are stored
+    async with SQLiteSession("user_3", tmp_path / "chats.db") as store:
+        session = OpenAIResponsesCompactionSession(
+            "user_3",
+            store,
+            client=client,
+            should_trigger_compaction=lambda context: bool(context["compaction_candidate_items"]),
+        )
+        fake_openai.enqueue(
+            tool_call_response("lookup", {"city": "Oslo"}, call_id="call_o", response_id="r_1"),
+            text_response("Sunny in Oslo.", response_id="r_2"),
+        )
+        result = await Runner.run(
+            agent, "Weather in Oslo?", session=session, run_config=RunConfig(openai_client=client)
+        )
+        # After turn 1 the stored output of call_o is not in r_1's chain: no compaction then.
+        # After turn 2, r_2's chain holds the call, its output and the answer.
+        assert compaction_api.bodies == [{"model": "gpt-4.1", "previous_response_id": "r_2"}]
+        assert result.usage.requests == 3
+        archived = await store.get_archived_items()
+        assert [item.get("type", "message") for item in archived] == [
+            "message",
+            "function_call",
+            "function_call_output",
+            "message",
+        ]

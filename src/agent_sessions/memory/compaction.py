@@ -19,6 +19,7 @@ from ..exceptions import SessionError, SessionStorageError, UserError
 from ..items import TResponseInputItem
 from .compaction_items import (
     compactable_prefix_length,
+    ends_with_model_output,
     normalize_compacted_output,
     select_compaction_candidate_items,
 )
@@ -251,8 +252,12 @@ class OpenAIResponsesCompactionSession(SessionABC):
             self._client = await default_openai_client()
         return self._client
 
-    def _note_args(self, args: OpenAIResponsesCompactionArgs | None) -> tuple[str, bool]:
-        """Validate `args`, remember what they say about the latest response, resolve the mode."""
+    def _note_args(self, args: OpenAIResponsesCompactionArgs | None) -> tuple[str, bool, bool]:
+        """Validate `args`, remember what they say about the latest response, resolve the mode.
+
+        Returns:
+            The resolved mode, whether `"auto"` chose it, and `force`.
+        """
         if args is None:
             args = {}
         if not isinstance(args, Mapping):
@@ -276,7 +281,8 @@ class OpenAIResponsesCompactionSession(SessionABC):
             self._response_id = response_id
         if "store" in args:
             self._response_stored = bool(args["store"])
-        if mode == "auto":
+        automatic = mode == "auto"
+        if automatic:
             mode = (
                 "input"
                 if self._response_stored is False or self._response_id is None
@@ -288,7 +294,7 @@ class OpenAIResponsesCompactionSession(SessionABC):
                 "run_compaction({'response_id': ...}) (the runner does after each turn), or use "
                 "compaction_mode 'input' or 'auto'"
             )
-        return mode, bool(args.get("force", False))
+        return mode, automatic, bool(args.get("force", False))
 
     async def run_compaction(
         self, args: OpenAIResponsesCompactionArgs | None = None
@@ -303,8 +309,11 @@ class OpenAIResponsesCompactionSession(SessionABC):
         Returns:
             The token usage of the `responses.compact` call (the runner adds it to the run's
             usage), or `None` when no call was made: the trigger declined, there was nothing
-            to compact, or, in `"previous_response_id"` mode, a tool call still waits for its
-            output.
+            to compact, or the compaction was deferred. In `"previous_response_id"` mode the
+            server compacts the latest response's chain, which does not hold the tool outputs
+            stored after that response (nor a call still waiting for one): such a compaction
+            waits for the next response. When `"auto"` chose that mode and `force` is set, the
+            stored items are sent as `input` instead.
 
         Raises:
             ValueError: `"previous_response_id"` mode without a known response id, or an invalid
@@ -315,7 +324,7 @@ class OpenAIResponsesCompactionSession(SessionABC):
                 changed nothing; elsewhere the previous history was restored (or, if even that
                 failed, the message says so and the items are logged).
         """
-        mode, force = self._note_args(args)
+        mode, automatic, force = self._note_args(args)
         async with self._compaction_lock:
             atomic = _atomic_replacement(self.underlying_session)
             snapshot: Any = None
@@ -324,16 +333,23 @@ class OpenAIResponsesCompactionSession(SessionABC):
                 items = list(snapshot.items)
             else:
                 items = await self.underlying_session.get_items(_ALL_ITEMS)
+            keep_from = compactable_prefix_length(items)
+            if mode == "previous_response_id" and not (
+                keep_from == len(items) and ends_with_model_output(items)
+            ):
+                # The server would compact the latest response's chain, which lacks what was
+                # stored after that response: tool outputs (or a call still without one).
+                if not (automatic and force):
+                    logger.info(
+                        "compaction of %s deferred: the latest response does not cover the "
+                        "stored tool outputs yet",
+                        self.session_id,
+                    )
+                    return None
+                mode = "input"
             resolved = cast(Literal["previous_response_id", "input"], mode)
             if not force and not await self._triggered(resolved, items):
                 logger.debug("compaction of %s not triggered", self.session_id)
-                return None
-            keep_from = compactable_prefix_length(items)
-            if mode == "previous_response_id" and keep_from < len(items):
-                logger.info(
-                    "compaction of %s deferred: a tool call still waits for its output",
-                    self.session_id,
-                )
                 return None
             if keep_from == 0:
                 return None  # nothing stored yet, or only a pending tool call

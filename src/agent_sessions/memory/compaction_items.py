@@ -14,6 +14,7 @@ from ..items import TResponseInputItem
 
 __all__ = [
     "compactable_prefix_length",
+    "ends_with_model_output",
     "is_compaction_candidate",
     "normalize_compacted_output",
     "select_compaction_candidate_items",
@@ -131,6 +132,30 @@ def compactable_prefix_length(items: Sequence[TResponseInputItem]) -> int:
             end -= 1
             changed = True
     return end
+
+
+_NOT_MODEL_OUTPUT = {*_OUTPUT_TYPE_OF_CALL.values(), "mcp_approval_response", "compaction"}
+
+
+def ends_with_model_output(items: Sequence[TResponseInputItem]) -> bool:
+    """Tell whether the newest item is one a model produced.
+
+    A response's stored chain (its input and output) ends with the model's output; a history
+    whose newest item is a tool output, an approval, a compaction item, or a user, system or
+    developer message holds something the latest response has not seen.
+
+    Args:
+        items: A stored history, oldest first.
+
+    Returns:
+        `True` when `items` is not empty and its newest item came from the model.
+    """
+    if not items:
+        return False
+    fields = _fields(items[-1])
+    if fields.get("type", "message") == "message":
+        return fields.get("role") == "assistant"
+    return fields.get("type") not in _NOT_MODEL_OUTPUT
 
 
 def _dump(item: Any) -> dict[str, Any]:
