@@ -172,9 +172,10 @@ class RunResultStreaming(RunResultBase):
         [`RawResponseEvent`][agent_sessions.RawResponseEvent]s for every API event, and last a
         [`RunCompleteEvent`][agent_sessions.RunCompleteEvent] with the final result.
 
-        Closing the generator early (leave an `async with contextlib.aclosing(...)` block, or let
-        it be garbage-collected) or calling [`cancel`][agent_sessions.RunResultStreaming.cancel]
-        cancels the run: what was saved stays saved, and no half turn is saved.
+        Leaving the loop early cancels the run once the event loop closes the abandoned
+        generator (at once inside `async with contextlib.aclosing(result.stream_events())`), as
+        does [`cancel`][agent_sessions.RunResultStreaming.cancel]: what was saved stays saved,
+        and no half turn is saved.
 
         Raises:
             UserError: The events were already consumed (a run streams once).

@@ -116,3 +116,26 @@ async def test_cancel_stops_the_stream() -> None:
     with pytest.raises(asyncio.CancelledError):
         await consume()
     assert len(await session.get_items()) == 1
+
+
+async def test_breaking_out_of_the_loop_cancels_once_the_generator_is_finalised() -> None:
+    release = asyncio.Event()
+
+    @function_tool
+    async def slow(key: str) -> str:
+        """Slow."""
+        await release.wait()
+        return "late"
+
+    model = ScriptedModel([tool_call_response("slow", {"key": "a"}), "never"])
+    session = SQLiteSession("st-break")
+    result = Runner.run_streamed(Agent(name="A", model=model, tools=[slow]), "go", session=session)
+    async for event in result.stream_events():
+        if isinstance(event, RunItemEvent):
+            break
+    task = result._task
+    assert task is not None
+    # The event loop closes the abandoned generator (its finaliser hook), which cancels the run.
+    await asyncio.wait_for(asyncio.wait((task,)), 10)
+    assert task.cancelled()
+    assert len(await session.get_items()) == 1
