@@ -74,11 +74,23 @@ def test_search_in_english_finds_the_page(page: Any, site_url: str) -> None:
     assert not [h for h in hrefs if re.match(re.escape(site_url) + r"(ja|ko|zh)/", h)]
 
 
-def test_search_in_japanese_finds_the_japanese_page(page: Any, site_url: str) -> None:
+@pytest.mark.parametrize(
+    ("language", "query"), [("ja", "セッション"), ("ko", "세션"), ("zh", "会话")]
+)
+def test_search_in_a_translation_finds_its_own_pages(
+    page: Any, site_url: str, language: str, query: str
+) -> None:
+    page.goto(site_url + f"{language}/")
+    hrefs = search(page, query)
+    assert hrefs[0].startswith(site_url + f"{language}/")
+    others = "|".join(lang for lang in LANGUAGES if lang not in ("en", language))
+    assert not [h for h in hrefs if re.match(re.escape(site_url) + f"({others})/", h)]
+
+
+def test_search_on_a_translated_page_finds_the_english_api(page: Any, site_url: str) -> None:
     page.goto(site_url + "ja/")
-    hrefs = search(page, "セッション")
-    assert hrefs[0].startswith(site_url + "ja/")
-    assert not [h for h in hrefs if re.match(re.escape(site_url) + r"(ko|zh)/", h)]
+    hrefs = search(page, "await_session_mutation")
+    assert hrefs[0].startswith(site_url + "ref/session/")
 
 
 def test_api_page_shows_get_items_with_its_signature(page: Any, site_url: str) -> None:
