@@ -499,3 +499,18 @@ async def test_the_default_model_is_the_agents_default(
     session = OpenAIResponsesCompactionSession("s", ListSession(items=turns(1)), client=client)
     await session.run_compaction({"force": True})
     assert [body["model"] for body in compaction_api.bodies] == ["gpt-4.1", "o3"]
+
+
+async def test_input_mode_sends_items_without_bookkeeping_keys(
+    client: AsyncOpenAI, compaction_api: FakeCompactionAPI
+) -> None:
+    tool_call = {**call("c1"), "_agents_tool_title": "Lookup"}
+    answer = {**assistant("done"), "created_by": "resp_1"}
+    session = wrap(ListSession(items=[user("q"), tool_call, output("c1"), answer]), client)
+    await session.run_compaction({"force": True})
+    assert compaction_api.bodies[0]["input"] == [
+        user("q"),
+        call("c1"),
+        output("c1"),
+        assistant("done"),
+    ]

@@ -9,13 +9,21 @@ import pytest
 from openai import AsyncOpenAI
 
 from agent_sessions import (
+    Agent,
     OpenAIConversationsSession,
     OpenAIResponsesCompactionSession,
+    RunConfig,
+    Runner,
     Session,
     SessionStorageError,
     UserError,
 )
-from agent_sessions.testing import FakeConversationsAPI, FakeOpenAIServer, FakeReply
+from agent_sessions.testing import (
+    FakeConversationsAPI,
+    FakeOpenAIServer,
+    FakeReply,
+    text_response,
+)
 
 from .conftest import assistant, user
 
@@ -243,3 +251,28 @@ async def test_api_errors_become_storage_errors(
 async def test_it_cannot_be_wrapped_by_compaction(client: AsyncOpenAI) -> None:
     with pytest.raises(UserError, match="cannot wrap an OpenAIConversationsSession"):
         OpenAIResponsesCompactionSession("s", OpenAIConversationsSession(client=client))
+
+
+async def test_runner_remembers_through_the_conversation(
+    fake_openai: FakeOpenAIServer, conversations_api: FakeConversationsAPI, client: AsyncOpenAI
+) -> None:
+    agent = Agent(name="Assistant", model="gpt-4.1")
+    config = RunConfig(openai_client=client)
+    fake_openai.enqueue(text_response("Hello Ada."), text_response("Your name is Ada."))
+    session = OpenAIConversationsSession(client=client)
+    await Runner.run(agent, "My name is Ada.", session=session, run_config=config)
+    # Another session object on the same conversation, as another process would open it.
+    again = OpenAIConversationsSession(conversation_id=session.session_id, client=client)
+    result = await Runner.run(agent, "What is my name?", session=again, run_config=config)
+    assert result.final_output == "Your name is Ada."
+    second = fake_openai.requests_to("/v1/responses")[1].body["input"]
+    assert [item["role"] for item in second] == ["user", "assistant", "user"]
+    assert second[0]["content"][0]["text"] == "My name is Ada."
+    assert second[1]["content"][0]["text"] == "Hello Ada."
+    stored = conversations_api.items(session.session_id)
+    assert [item["content"][0]["text"] for item in stored] == [
+        "My name is Ada.",
+        "Hello Ada.",
+        "What is my name?",
+        "Your name is Ada.",
+    ]

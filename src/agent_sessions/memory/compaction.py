@@ -15,6 +15,7 @@ from openai.types.responses import CompactedResponse, ResponseUsage
 from typing_extensions import TypedDict
 
 from ..agent import default_model_name
+from ..conversion import clean_input_item
 from ..exceptions import SessionError, SessionStorageError, UserError
 from ..items import TResponseInputItem
 from .compaction_items import (
@@ -397,7 +398,9 @@ class OpenAIResponsesCompactionSession(SessionABC):
                 return await client.responses.compact(
                     model=self.model, previous_response_id=self._response_id
                 )
-            return await client.responses.compact(model=self.model, input=prefix)
+            # Bookkeeping keys some writers store (`_...`, `created_by`) are not API input.
+            items = [clean_input_item(cast(Mapping[str, Any], item)) for item in prefix]
+            return await client.responses.compact(model=self.model, input=items)
         except openai.OpenAIError as exc:
             raise SessionError(
                 f"compacting session {self.session_id!r} failed; its history is unchanged: {exc}"
