@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import shutil
 import sys
-from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,20 +12,13 @@ import pytest
 
 from agent_sessions.testing import FakeOpenAIServer
 
-REPO = Path(__file__).resolve().parents[2]
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-SCRIPT = REPO / "scripts" / "translate_docs.py"
-
-sys.path.insert(0, str(REPO / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from echo_translator import EchoTranslator  # noqa: E402
+from echo_translator import EchoTranslator
+from translation_support import FAST_RETRY, FIXTURES, REPO, Outcome, RunSite
 
-from docs_i18n.report import Reporter  # noqa: E402
-from docs_i18n.runner import Options, translate  # noqa: E402
-from docs_i18n.translator import RetryPolicy  # noqa: E402
-
-FAST_RETRY = RetryPolicy(max_retries=3, base_delay=0.01, max_delay=0.05)
+from docs_i18n.report import Reporter
+from docs_i18n.runner import Options, translate
 
 
 @pytest.fixture
@@ -40,27 +33,14 @@ def site(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def echo(fake_openai: FakeOpenAIServer) -> Iterator[EchoTranslator]:
+def echo(fake_openai: FakeOpenAIServer) -> EchoTranslator:
     """The echo translator answering on the fake server."""
     return EchoTranslator().install(fake_openai)
-
-
-class Outcome:
-    """What a run returned and printed."""
-
-    def __init__(self, code: int, reporter: Reporter, output: str) -> None:
-        self.code = code
-        self.reporter = reporter
-        self.output = output
-
-
-RunSite = Callable[..., Coroutine[Any, Any, Outcome]]
 
 
 @pytest.fixture
 def run_site(site: Path, fake_openai: FakeOpenAIServer) -> RunSite:
     """Run a translation of `site` in process, against the fake server, with fast retries."""
-    import io
 
     async def _run(**overrides: Any) -> Outcome:
         timeout = overrides.pop("timeout", 5.0)

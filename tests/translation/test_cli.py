@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 
 from echo_translator import EchoTranslator
+from translation_support import SCRIPT
 
 from agent_sessions.testing import FakeOpenAIServer
-from conftest import SCRIPT
 from docs_i18n.checks import verify_page
 
 

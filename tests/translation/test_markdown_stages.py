@@ -8,8 +8,8 @@ from pathlib import Path
 import markdown
 import pytest
 from echo_translator import FAULTS, echo_translate
+from translation_support import FIXTURES, REPO
 
-from conftest import FIXTURES, REPO
 from docs_i18n.checks import check_section, verify_page
 from docs_i18n.front_matter import split_front_matter, translated_front_matter
 from docs_i18n.headings import english_heading_ids, find_headings, pin_heading_ids

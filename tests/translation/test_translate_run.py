@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from echo_translator import EchoTranslator
+from translation_support import RunSite
 
 from agent_sessions.testing import FakeOpenAIServer, FakeReply
-from conftest import RunSite
 from docs_i18n.checks import verify_page
 from docs_i18n.front_matter import split_front_matter
 from docs_i18n.manifest import Manifest
