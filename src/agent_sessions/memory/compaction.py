@@ -40,12 +40,11 @@ logger = logging.getLogger("agent_sessions.compaction")
 DEFAULT_COMPACTION_THRESHOLD = 10
 """The default trigger compacts once this many candidate items have accumulated."""
 
-_ALL_ITEMS = (
-    2**31 - 1
-)  # an explicit limit, so that the underlying session's settings cannot cut a read
-_MODES = get_args(Literal["previous_response_id", "input", "auto"])
+# An explicit limit, so that the wrapped session's settings cannot cut a read short.
+_ALL_ITEMS = 2**31 - 1
 
 CompactionMode = Literal["previous_response_id", "input", "auto"]
+_MODES = get_args(CompactionMode)
 
 
 class CompactionTriggerContext(TypedDict):
