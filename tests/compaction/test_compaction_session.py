@@ -514,3 +514,12 @@ async def test_input_mode_sends_items_without_bookkeeping_keys(
         output("c1"),
         assistant("done"),
     ]
+
+
+async def test_an_empty_compaction_result_never_empties_the_history(
+    fake_openai: FakeOpenAIServer, client: AsyncOpenAI
+) -> None:
+    FakeCompactionAPI(output=lambda body: []).install(fake_openai)
+    store = ListSession(items=turns(10))
+    assert await wrap(store, client).run_compaction() is not None
+    assert store.items == turns(10)

@@ -356,6 +356,12 @@ class OpenAIResponsesCompactionSession(SessionABC):
             prefix = items[:keep_from]
             compacted = await self._compact(resolved, prefix)
             output = normalize_compacted_output(compacted.output or [])
+            if not output:
+                logger.warning(
+                    "compaction of %s returned no items; the history is kept as it is",
+                    self.session_id,
+                )
+                return compacted.usage
             if atomic is not None:
                 if keep_from < len(items):
                     snapshot = snapshot.prefix(keep_from)
