@@ -211,6 +211,11 @@ async def test_large_history_full_and_limited_reads(db_path: str) -> None:
         await session.add_items([msg(str(i)) for i in range(3000)])
         assert texts(await session.get_items()) == [str(i) for i in range(3000)]
         assert texts(await session.get_items(3)) == ["2997", "2998", "2999"]
+        # A corrupt row in the middle chunk is skipped; the chunks around it stay whole.
+        execute(db_path, "UPDATE agent_messages SET message_data = '[1' WHERE id = 1500")
+        expected = [str(i) for i in range(3000) if i != 1499]
+        assert texts(await session.get_items()) == expected
+        assert texts(await session.get_items(1600)) == expected[-1600:]
 
 
 # --- writing ---------------------------------------------------------------------------------

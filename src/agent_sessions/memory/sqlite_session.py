@@ -537,9 +537,41 @@ def _decode_rows(rows: Iterable[tuple[int, Any]], session_id: str) -> list[Any]:
 
 
 def _read_all(conn: sqlite3.Connection, schema: SQLiteSchema, session_id: str) -> list[Any]:
-    return _decode_checked(
-        conn.execute(schema.select_all_checked, (session_id,)).fetchall(), session_id
-    )
+    # Chunk by chunk, SQLite folds the rows into one JSON array (and checks each row is valid
+    # JSON), so Python decodes one string per chunk. The ids come back folded the same way, which
+    # proves the chunk is in order; any doubt falls back to row-by-row decoding of that chunk.
+    items: list[Any] = []
+    after = -1
+    with _gc_paused():
+        while True:
+            count, valid, ids_json, joined = conn.execute(
+                schema.select_chunk, (session_id, after, _CHUNK_ROWS)
+            ).fetchone()
+            if not count:
+                break
+            ids: list[int] = json.loads(ids_json)
+            decoded = None
+            if valid == count and isinstance(joined, str) and _ascending(ids):
+                with contextlib.suppress(TypeError, ValueError, RecursionError):
+                    decoded = json.loads(joined)
+            if (
+                type(decoded) is list
+                and len(decoded) == count
+                and all(type(item) is dict for item in decoded)
+            ):
+                items += decoded
+            else:
+                last = max(ids)
+                rows = conn.execute(schema.select_range, (session_id, after, last)).fetchall()
+                items += _decode_checked(rows, session_id)
+            if count < _CHUNK_ROWS:
+                break
+            after = max(ids)
+    return items
+
+
+def _ascending(ids: list[int]) -> bool:
+    return ids == sorted(ids)  # ids are unique: sorted means strictly ascending
 
 
 def _read_latest(
