@@ -35,6 +35,7 @@ test: lint
 
 bench: venv
 	$(BIN)/python bench/bench_sqlite.py
+	$(BIN)/python bench/bench_translate.py
 
 clean:
 	rm -rf $(VENV) site .pytest_cache .mypy_cache .ruff_cache
