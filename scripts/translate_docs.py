@@ -185,7 +185,11 @@ def main(argv: list[str] | None = None) -> int:
         if not os.environ.get("OPENAI_API_KEY"):
             return _fail("OPENAI_API_KEY is not set (use --check or --dry-run to run without it)")
         reporter = Reporter()
-        code = asyncio.run(_translate(options, reporter))
+        try:
+            code = asyncio.run(_translate(options, reporter))
+        except KeyboardInterrupt:
+            print(reporter.summary(options.model))
+            raise
         print(reporter.summary(options.model))
         return code
     except (ValueError, OSError) as exc:

@@ -120,8 +120,10 @@ def _select_pages(options: Options) -> list[str]:
         return available
     chosen = []
     for name in options.files:
-        rel = Path(name).as_posix()
-        rel = rel.removeprefix("./").removeprefix("docs/")
+        path = Path(name)
+        if path.is_absolute() and path.resolve().is_relative_to(options.docs.resolve()):
+            path = path.resolve().relative_to(options.docs.resolve())
+        rel = path.as_posix().removeprefix("./").removeprefix("docs/")
         if rel not in available:
             raise ValueError(
                 f"{name}: not an English page under docs/ (ref/ and translated folders excluded)"
@@ -420,6 +422,7 @@ def check(options: Options) -> tuple[int, list[str]]:
                 problems.append(
                     f"stale     {where}: the English page changed ({changed} section(s))"
                 )
+                continue  # its structure is checked again when it is retranslated
             findings = verify_page(english, _read(target))
             problems += [f"invalid   {where}: {f}" for f in findings]
     if options.files is None:

@@ -71,7 +71,8 @@ def test_ci_run_honours_base_url_and_writes_only_translations(
     EchoTranslator().install(fake_openai)
     before = _files(site)
     env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_openai.base_url, "CI": "true"}
-    result = _run(site, "--file", "index.md", "--file", "docs/guide/custom.md", **env)
+    custom = str(site / "docs" / "guide" / "custom.md")  # an absolute path works too
+    result = _run(site, "--file", "index.md", "--file", custom, **env)
     assert result.returncode == 0, result.stderr
     assert "translated: 6, kept: 0, failed: 0" in result.stdout
     assert "\r" not in result.stderr  # plain lines in CI, no progress bar
@@ -107,8 +108,9 @@ def test_ctrl_c_leaves_every_file_old_or_new(site: Path, fake_openai: FakeOpenAI
         assert time.monotonic() < deadline, "no translation was written"
         time.sleep(0.05)
     process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=60)
+    stdout, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
+    assert "translated: " in stdout  # the summary of what was done before the interruption
     assert "interrupted" in stderr
     assert "Traceback" not in stderr
     assert len(echo.calls) < 9
