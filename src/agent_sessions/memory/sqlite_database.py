@@ -164,23 +164,21 @@ class SQLiteDatabase:
         else:
             self._reads.put(job)
 
-    def stop(self) -> list[threading.Event]:
+    def stop(self) -> list[threading.Thread]:
         """Ask every thread to finish its queued jobs, close its connection and exit.
 
         Returns:
-            One event per thread, set when that thread has closed its connection.
+            The threads; each exits once it has run its queued jobs and closed its connection.
         """
         with self._start_lock:
             self._stopped = True
-            events: list[threading.Event] = []
             for thread in self._threads:
                 stop = _Stop()
-                events.append(stop.done)
                 if thread is self._writer_thread:
                     self._writes.put(stop)
                 else:
                     self._reads.put(stop)
-            return events
+            return list(self._threads)
 
     def _start(self) -> None:
         if self._threads:
@@ -473,11 +471,12 @@ def acquire_database(path: str) -> SQLiteDatabase:
         return shared
 
 
-def release_database(db: SQLiteDatabase) -> list[threading.Event]:
+def release_database(db: SQLiteDatabase) -> list[threading.Thread]:
     """Drop one reference; the last one stops the threads.
 
     Returns:
-        Events set when each thread has closed its connection (empty while others still use it).
+        The threads, which exit once they have finished their queued jobs and closed their
+        connections (empty while other sessions still use the database).
     """
     with _registry_lock:
         db.refs -= 1

@@ -238,9 +238,9 @@ class SQLiteSession(SessionABC):
             self._closed = True
         if not self._finalizer.alive:
             return
-        events = self._finalizer()
-        if events:
-            await asyncio.to_thread(_wait_all, events)
+        threads = self._finalizer()
+        if threads:
+            await asyncio.to_thread(_join_all, threads)
 
     async def __aenter__(self) -> SQLiteSession:
         return self
@@ -522,9 +522,9 @@ def _nothing(conn: sqlite3.Connection) -> None:
     """A write job that only makes the writer prepare the schema."""
 
 
-def _wait_all(events: list[threading.Event]) -> None:
-    for event in events:
-        event.wait()
+def _join_all(threads: list[threading.Thread]) -> None:
+    for thread in threads:
+        thread.join()
 
 
 def _decode_rows(rows: Iterable[tuple[int, Any]], session_id: str) -> list[Any]:
