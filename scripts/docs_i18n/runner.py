@@ -329,6 +329,8 @@ async def _run_job(
             reporter.totals.output_tokens += reply.output_tokens
             sections, shape = parse_reply(reply.text)
             findings = _draft_findings(job, sections, shape)
+            if reply.cut_off and findings:
+                findings.insert(0, f"the reply was cut off ({reply.cut_off}): return all of it")
             if not findings:
                 drafts = {n: sections[n] for n in job.todo}
                 break

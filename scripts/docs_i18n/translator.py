@@ -40,11 +40,19 @@ class RetryPolicy:
 
 @dataclass
 class ModelReply:
-    """The text of a model reply and the tokens it used."""
+    """The text of a model reply and the tokens it used.
+
+    Attributes:
+        text: The reply's output text.
+        input_tokens: Input tokens billed.
+        output_tokens: Output tokens billed (reasoning included).
+        cut_off: Why the reply is incomplete (for example `"max_output_tokens"`), or `None`.
+    """
 
     text: str
     input_tokens: int
     output_tokens: int
+    cut_off: str | None = None
 
 
 class ModelCallError(Exception):
@@ -151,10 +159,15 @@ async def call_model(
             attempt += 1
             continue
         usage = response.usage
+        cut_off = None
+        if response.status == "incomplete":
+            details = response.incomplete_details
+            cut_off = (details.reason if details else None) or "unknown reason"
         return ModelReply(
             text=response.output_text,
             input_tokens=usage.input_tokens if usage else 0,
             output_tokens=usage.output_tokens if usage else 0,
+            cut_off=cut_off,
         )
 
 

@@ -10,7 +10,7 @@ import pytest
 from echo_translator import EchoTranslator
 from translation_support import RunSite
 
-from agent_sessions.testing import FakeOpenAIServer, FakeReply
+from agent_sessions.testing import FakeOpenAIServer, FakeReply, text_response
 from docs_i18n.checks import verify_page
 from docs_i18n.front_matter import split_front_matter
 from docs_i18n.manifest import Manifest
@@ -358,3 +358,15 @@ async def test_changed_code_sends_its_section_with_the_old_code_as_context(
     assert "@@X" not in context
     assert "pip install agent-sessions\n" in context  # the old code, shown as it is
     assert "pip install -U agent-sessions" in _read(site / "docs" / "ja" / "index.md")
+
+
+async def test_a_cut_off_reply_is_named_in_the_findings(
+    site: Path, echo: EchoTranslator, run_site: RunSite, fake_openai: FakeOpenAIServer
+) -> None:
+    cut = text_response("<!-- i18n:section 0 -->\n# agent-sessions")
+    cut.update(status="incomplete", incomplete_details={"reason": "max_output_tokens"})
+    echo.fault("ja", "index.md", FakeReply(body=cut))
+    outcome = await run_site(languages=["ja"], files=["index.md"])
+    assert outcome.code == 0, outcome.output
+    repair = fake_openai.requests_to("/v1/responses")[1].body["input"][2]["content"]
+    assert "the reply was cut off (max_output_tokens)" in repair
