@@ -1,7 +1,8 @@
 """The exceptions that agent-sessions raises.
 
-Every error the package raises on purpose derives from [`AgentSessionsError`][agent_sessions.AgentSessionsError],
-so `except AgentSessionsError` catches all of them. The tree:
+Every error the package raises on purpose derives from
+[`AgentSessionsError`][agent_sessions.AgentSessionsError], so `except AgentSessionsError` catches
+all of them. The tree:
 
 ```text
 AgentSessionsError

@@ -345,7 +345,11 @@ class FakeOpenAIServer:
 
     def async_client(self, **kwargs: Any) -> AsyncOpenAI:
         """Return an `AsyncOpenAI` client pointed at this server (no retries unless asked)."""
-        options: dict[str, Any] = {"api_key": "sk-test", "base_url": self.base_url, "max_retries": 0}
+        options: dict[str, Any] = {
+            "api_key": "sk-test",
+            "base_url": self.base_url,
+            "max_retries": 0,
+        }
         options.update(kwargs)
         return AsyncOpenAI(**options)
 
@@ -402,19 +406,20 @@ class FakeOpenAIServer:
         if reply is None and request.method == "POST" and request.path == "/v1/responses":
             with self._lock:
                 queued = self._queue.popleft() if self._queue else None
-            if callable(queued):
-                reply = queued(request)
-            else:
-                reply = queued
+            reply = queued(request) if callable(queued) else queued
             if reply is None:
                 reply = text_response("ok")
         if reply is None:
-            reply = FakeReply(status=404, body={"error": {"message": f"no route for {request.path}"}})
+            reply = FakeReply(
+                status=404, body={"error": {"message": f"no route for {request.path}"}}
+            )
         if not isinstance(reply, FakeReply):
             reply = FakeReply(body=reply)
         self._send(http, request, reply)
 
-    def _send(self, http: BaseHTTPRequestHandler, request: RecordedRequest, reply: FakeReply) -> None:
+    def _send(
+        self, http: BaseHTTPRequestHandler, request: RecordedRequest, reply: FakeReply
+    ) -> None:
         delay = reply.delay + self.default_delay
         if delay:
             time.sleep(delay)
@@ -422,7 +427,9 @@ class FakeOpenAIServer:
         try:
             if reply.raw is not None:
                 self._write(http, reply.status, "application/json", reply.raw, reply.headers)
-            elif streaming and reply.status == 200 and (reply.events or isinstance(reply.body, dict)):
+            elif (
+                streaming and reply.status == 200 and (reply.events or isinstance(reply.body, dict))
+            ):
                 events = reply.events if reply.events is not None else sse_events_for(reply.body)
                 payload = b"".join(
                     f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events
@@ -431,7 +438,9 @@ class FakeOpenAIServer:
             else:
                 body = reply.body
                 if reply.status >= 400 and body is None:
-                    body = {"error": {"message": f"fake error {reply.status}", "type": "server_error"}}
+                    body = {
+                        "error": {"message": f"fake error {reply.status}", "type": "server_error"}
+                    }
                 data = json.dumps(body if body is not None else {}).encode()
                 self._write(http, reply.status, "application/json", data, reply.headers)
         except (BrokenPipeError, ConnectionResetError):
