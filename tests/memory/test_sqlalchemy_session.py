@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 import uuid
 from collections.abc import AsyncIterator
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
@@ -23,6 +25,7 @@ from agent_sessions import (
     SQLAlchemySession,
     UserError,
 )
+from agent_sessions.memory.sqlalchemy_session import _tables
 from agent_sessions.testing import SessionConformanceTests
 
 pytestmark = pytest.mark.services
@@ -249,7 +252,7 @@ async def test_killed_connection_gives_a_clear_error_then_recovers(
             )
             add = asyncio.create_task(session.add_items([{"n": 2}, {"n": 3}]))
             victim = None
-            for _ in range(200):
+            for _ in range(1000):  # up to 20 s on a busy machine
                 victim = (
                     await lock_conn.execute(
                         text(
@@ -301,15 +304,51 @@ class TestPostgresConformance(SessionConformanceTests):
         return make(self.engine, self.tables, session_id)
 
     async def corrupt_latest_row(self, session: Session) -> None:
-        messages = self.tables[1]
+        m = _tables(*self.tables)[2]
         async with self.engine.begin() as conn:
-            await conn.execute(
-                text(
-                    f"UPDATE \"{messages}\" SET message_data = 'not json{{' WHERE id = "
-                    f'(SELECT max(id) FROM "{messages}" WHERE session_id = :s)'
-                ),
-                {"s": session.session_id},
-            )
+            newest = (
+                await conn.execute(
+                    select(func.max(m.c.id)).where(m.c.session_id == session.session_id)
+                )
+            ).scalar_one()
+            await conn.execute(update(m).where(m.c.id == newest).values(message_data="not json{"))
+
+
+MARIADB_URL = os.environ.get(
+    "AGENT_SESSIONS_MYSQL_URL", "mysql+aiomysql://root@127.0.0.1:3306/test"
+)
+
+
+def _mariadb_url() -> str:
+    """MariaDB/MySQL is optional (CI does not start it): skip when absent."""
+    pytest.importorskip("aiomysql")
+    try:
+        with socket.create_connection(("127.0.0.1", 3306), timeout=1):
+            pass
+    except OSError:
+        pytest.skip("MariaDB/MySQL is not reachable on 127.0.0.1:3306 (optional)")
+    return MARIADB_URL
+
+
+class TestMariaDBConformance(TestPostgresConformance):
+    """The shared session contract on MariaDB/MySQL through aiomysql (when one is running)."""
+
+    @pytest.fixture(autouse=True)
+    async def _engine(self) -> AsyncIterator[None]:
+        self.engine = create_async_engine(_mariadb_url(), pool_size=10, max_overflow=50)
+        self.tables = unique_tables()
+        yield
+        async with self.engine.begin() as conn:
+            await conn.execute(text(f"DROP TABLE IF EXISTS `{self.tables[1]}`"))
+            await conn.execute(text(f"DROP TABLE IF EXISTS `{self.tables[0]}`"))
+        await self.engine.dispose()
+
+    async def test_ids_differing_in_case_are_distinct(self) -> None:
+        sessions = [make(self.engine, self.tables, sid) for sid in ("a", "A", "ä")]
+        for n, session in enumerate(sessions):
+            await session.add_items([{"n": n}])
+        for n, session in enumerate(sessions):
+            assert await session.get_items() == [{"n": n}]
 
 
 def test_missing_extra_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,6 +6,7 @@ Needs the `postgres` extra: `pip install 'agent-sessions[postgres]'`.
 from __future__ import annotations
 
 import asyncio
+import random
 import re
 import zlib
 from collections.abc import Awaitable, Callable
@@ -85,6 +86,11 @@ def validate_table_name(name: str, *, argument: str) -> str:
     return name
 
 
+# On MySQL/MariaDB: full Unicode, and session ids compared byte for byte (the default collations
+# would make "A" and "a" the same session; trailing spaces are still ignored there).
+_MYSQL_TABLE: dict[str, Any] = {"mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_bin"}
+
+
 @lru_cache(maxsize=64)
 def _tables(sessions_table: str, messages_table: str) -> tuple[MetaData, Table, Table]:
     metadata = MetaData()
@@ -104,6 +110,7 @@ def _tables(sessions_table: str, messages_table: str) -> tuple[MetaData, Table, 
             nullable=False,
             server_default=text("CURRENT_TIMESTAMP"),
         ),
+        **_MYSQL_TABLE,
     )
     messages = Table(
         messages_table,
@@ -135,6 +142,7 @@ def _tables(sessions_table: str, messages_table: str) -> tuple[MetaData, Table, 
         ),
         # get_items(limit) walks this index backwards: O(limit), not O(history).
         Index(f"idx_{messages_table}_session_id", "session_id", "id"),
+        **_MYSQL_TABLE,
     )
     return metadata, sessions, messages
 
@@ -312,7 +320,10 @@ class SQLAlchemySession(SessionABC):
         self._check_open()
         if not rows:
             return
-        await self._run("add_items", lambda: await_session_mutation(self._insert(rows)))
+        await self._run(
+            "add_items",
+            lambda: await_session_mutation(_retry_deadlocks(lambda: self._insert(rows))),
+        )
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the newest item, atomically.
@@ -326,7 +337,9 @@ class SQLAlchemySession(SessionABC):
             SessionStorageError: The database failed.
         """
         self._check_open()
-        return await self._run("pop_item", lambda: await_session_mutation(self._pop()))
+        return await self._run(
+            "pop_item", lambda: await_session_mutation(_retry_deadlocks(self._pop))
+        )
 
     async def clear_session(self) -> None:
         """Remove every item of this session atomically; other sessions are untouched.
@@ -336,7 +349,9 @@ class SQLAlchemySession(SessionABC):
             SessionStorageError: The database failed.
         """
         self._check_open()
-        await self._run("clear_session", lambda: await_session_mutation(self._clear()))
+        await self._run(
+            "clear_session", lambda: await_session_mutation(_retry_deadlocks(self._clear))
+        )
 
     async def close(self) -> None:
         """Close the session; dispose of the engine if `from_url` created it.
@@ -388,14 +403,25 @@ class SQLAlchemySession(SessionABC):
         async with self._init_lock:
             if key in self._ready_tables:
                 return
-            async with self._engine.begin() as conn:
-                if conn.dialect.name == "postgresql":
-                    # Concurrent CREATE TABLE IF NOT EXISTS can collide in PostgreSQL's catalog:
-                    # serialise creators, across processes too, for this transaction.
-                    lock_key = zlib.crc32(f"{self._sessions_table}/{self._messages_table}".encode())
-                    await conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": lock_key})
-                await conn.run_sync(self._metadata.create_all, checkfirst=True)
+            for attempt in range(3):
+                try:
+                    await self._create_missing_tables()
+                    break
+                except DBAPIError as exc:
+                    # Another process created them between our check and our CREATE: check again.
+                    text_ = str(exc.orig).lower()
+                    if attempt == 2 or ("already exists" not in text_ and "duplicate" not in text_):
+                        raise
             self._ready_tables.add(key)
+
+    async def _create_missing_tables(self) -> None:
+        async with self._engine.begin() as conn:
+            if conn.dialect.name == "postgresql":
+                # Concurrent CREATE TABLE IF NOT EXISTS can collide in PostgreSQL's catalog:
+                # serialise creators, across processes too, for this transaction.
+                lock_key = zlib.crc32(f"{self._sessions_table}/{self._messages_table}".encode())
+                await conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": lock_key})
+            await conn.run_sync(self._metadata.create_all, checkfirst=True)
 
     async def _read(self, count: int | None) -> list[TResponseInputItem]:
         m = self._messages
@@ -524,6 +550,35 @@ class SQLAlchemySession(SessionABC):
                 return
             await conn.execute(delete(self._messages).where(self._messages.c.session_id == sid))
             await conn.execute(delete(self._sessions).where(self._sessions.c.session_id == sid))
+
+
+_DEADLOCK_SQLSTATES = ("40P01", "40001")  # PostgreSQL: deadlock, serialization failure
+_DEADLOCK_MYSQL_CODES = (1213,)  # InnoDB: deadlock found, try restarting the transaction
+
+
+def _is_deadlock(exc: DBAPIError) -> bool:
+    orig = exc.orig
+    code = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    if code in _DEADLOCK_SQLSTATES:
+        return True
+    args: tuple[Any, ...] = tuple(getattr(orig, "args", ()))
+    return bool(args) and args[0] in _DEADLOCK_MYSQL_CODES
+
+
+async def _retry_deadlocks(transaction: Callable[[], Awaitable[_T]]) -> _T:
+    """Run a transaction again when the database chose it as a deadlock victim.
+
+    The database rolled the victim back whole, so running it again cannot apply it twice.
+    (InnoDB can pick a victim among concurrent first writers of a new session.)
+    """
+    for attempt in range(8):
+        try:
+            return await transaction()
+        except DBAPIError as exc:
+            if attempt == 7 or exc.connection_invalidated or not _is_deadlock(exc):
+                raise
+            await asyncio.sleep(random.uniform(0, 0.002 * 2**attempt))
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _storage_error(operation: str, session_id: str, exc: SQLAlchemyError) -> SessionStorageError:
