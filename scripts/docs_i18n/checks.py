@@ -30,6 +30,7 @@ _REF_DEFINITION = re.compile(
 )
 _AUTOLINK = re.compile(r"<(?P<url>(?:https?|mailto|ftp):[^>\s]+)>")
 _HTML_URL = re.compile(r"\b(?:href|src)\s*=\s*(?:\"(?P<dq>[^\"]*)\"|'(?P<sq>[^']*)')", re.I)
+_ICON = re.compile(r":(?P<icon>(?:material|octicons|fontawesome|simple)-[a-z0-9-]+):")
 _HTML_TAG = re.compile(r"<(?P<tag>/?[a-zA-Z][\w-]*)(?=[\s/>])")
 _ADMONITION = re.compile(
     r"^(?P<indent>[ \t]*)(?P<marker>!!!|\?\?\?\+?)[ \t]*(?P<kind>[^\"\n]*?)[ \t]*(?:\"|$)", re.M
@@ -98,6 +99,7 @@ def structure(masked: str) -> Structure:
         f"reference definition [{m['label']}]: {m['url']}" for m in _REF_DEFINITION.finditer(masked)
     )
     targets.update(f"autolink <{m['url']}>" for m in _AUTOLINK.finditer(masked))
+    targets.update(f"icon :{m['icon']}:" for m in _ICON.finditer(masked))
     targets.update(
         f"HTML link {m['dq'] if m['dq'] is not None else m['sq']!r}"
         for m in _HTML_URL.finditer(masked)

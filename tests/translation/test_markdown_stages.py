@@ -211,6 +211,7 @@ def test_each_fault_is_found(fault: str) -> None:
         ("- a\n- b\n", "- a b\n", "list items differ"),
         ("<details>\n<summary>S</summary>\n</details>\n", "S\n", "HTML tags differ"),
         ("<https://x.org>\n", "https://x.org\n", "autolink"),
+        ("- :material-database: DB\n", "- データベース\n", "icon :material-database:"),
     ],
 )
 def test_check_findings_are_concrete(english: str, draft: str, expected: str) -> None:
