@@ -370,6 +370,26 @@ async def test_merged_adds_fall_back_to_one_transaction_each_on_failure(
         assert session._db.commits - before >= 3  # the group was redone one call at a time
 
 
+async def test_a_busy_database_is_retried_not_reported(
+    db_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent_sessions.memory import sqlite_database
+
+    monkeypatch.setattr(sqlite_database, "BUSY_TIMEOUT_MS", 20)  # SQLite gives up quickly...
+    async with SQLiteSession("s", db_path) as session:
+        await session.get_items()
+        other = sqlite3.connect(db_path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # ...while another process holds the write lock
+        other.execute("INSERT INTO agent_messages (session_id, message_data) VALUES ('x', '{}')")
+        add = asyncio.ensure_future(session.add_items([msg("waited")]))
+        await asyncio.sleep(0.3)  # many busy timeouts long
+        assert not add.done()
+        other.execute("COMMIT")
+        other.close()
+        await add  # ...so the writer retried instead of failing
+        assert texts(await session.get_items()) == ["waited"]
+
+
 async def test_unopenable_file_is_a_storage_error(tmp_path: Path) -> None:
     async with SQLiteSession("s", tmp_path / "missing-dir" / "x.db") as session:
         with pytest.raises(SessionStorageError, match="unable to open"):
