@@ -74,3 +74,16 @@ def test_resolve_session_limit() -> None:
     assert resolve_session_limit(None, {"limit": 7}) == 7
     assert resolve_session_limit(None, SessionSettings()) is None
     assert resolve_session_limit(None, None) is None
+
+
+def test_settings_object_of_another_library_is_accepted() -> None:
+    import agents
+
+    theirs = agents.SessionSettings(limit=3)
+    assert SessionSettings(limit=10).resolve(theirs).limit == 3
+    assert resolve_session_limit(None, theirs) == 3
+
+
+def test_object_without_to_dict_is_rejected_by_name() -> None:
+    with pytest.raises(TypeError, match="not object"):
+        SessionSettings().resolve(object())  # type: ignore[arg-type]

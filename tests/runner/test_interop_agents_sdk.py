@@ -45,13 +45,6 @@ async def test_history_interchange_on_the_sdk_session(tmp_path: Path) -> None:
     await check_history_interchange(lambda sid: agents.SQLiteSession(sid, str(tmp_path / "m.db")))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="memory/settings.py: SessionSettings.resolve() rejects the SDK's SessionSettings "
-    "(coerce_session_settings accepts only ours or a Mapping); remove this mark once it "
-    "accepts any object with a `limit` attribute",
-)
 async def test_sdk_run_config_session_settings_on_our_session() -> None:
     scripted = agents.testing
     model = scripted.ScriptedModel([[scripted.assistant_message("a", item_id="m1")]])

@@ -77,25 +77,32 @@ SessionSettingsLike: TypeAlias = SessionSettings | Mapping[str, Any]
 
 
 def coerce_session_settings(value: SessionSettingsLike | None) -> SessionSettings | None:
-    """Turn settings given as a dict into `SessionSettings`.
+    """Turn settings given as a dict (or another library's settings object) into ours.
 
     Args:
-        value: `SessionSettings`, a mapping of its fields, or `None`.
+        value: `SessionSettings`, a mapping of its fields, `None`, or a settings object of
+            another library with the same fields and a `to_dict()` method (such as the OpenAI
+            Agents SDK's `SessionSettings`, so that its `RunConfig` works with our sessions).
 
     Returns:
         The settings, or `None` when `value` is `None`.
 
     Raises:
-        TypeError: `value` is of another type, or the mapping has a key that is not a field
-            (the message names the key).
+        TypeError: `value` is of another type, or has a key that is not a field (the message
+            names the key).
         ValueError: A field has an invalid value (for example a negative limit).
     """
     if value is None or isinstance(value, SessionSettings):
         return value
     if not isinstance(value, Mapping):
-        raise TypeError(
-            f"session settings must be SessionSettings, a dict or None, not {type(value).__name__}"
-        )
+        to_dict = getattr(value, "to_dict", None)
+        as_dict = to_dict() if callable(to_dict) else None
+        if not isinstance(as_dict, Mapping):
+            raise TypeError(
+                "session settings must be SessionSettings, a dict or None, "
+                f"not {type(value).__name__}"
+            )
+        value = as_dict
     known = {field.name for field in dataclasses.fields(SessionSettings)}
     for key in value:
         if key not in known:
