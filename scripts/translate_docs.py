@@ -19,9 +19,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from docs_i18n.planning import Options
 from docs_i18n.prompt import LANGUAGES
 from docs_i18n.report import Reporter
-from docs_i18n.runner import Options, adopt, check, dry_run, translate
+from docs_i18n.runner import translate
+from docs_i18n.status import adopt, check, dry_run
 from docs_i18n.translator import RetryPolicy
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,7 +12,9 @@ Each stage is a small module:
 - `atomic`: atomic file writes.
 - `pages`: which English pages exist and where their translations live.
 - `translator`: one model call with retries (exponential backoff, jitter, Retry-After).
-- `runner`: planning and running a whole translation with bounded concurrency.
+- `planning`: what a run must do (which pages, languages and sections need the model).
+- `runner`: running a plan with bounded concurrency: model, checks, repairs, writes.
+- `status`: the commands without a model: `--check`, `--adopt`, `--dry-run`.
 - `report`: progress lines or a progress bar, and the closing summary.
 - `tokens`: token estimates and cost for `--dry-run` and the summary.
 """

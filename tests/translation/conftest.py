@@ -17,8 +17,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from echo_translator import EchoTranslator
 from translation_support import FAST_RETRY, FIXTURES, REPO, Outcome, RunSite
 
+from docs_i18n.planning import Options
 from docs_i18n.report import Reporter
-from docs_i18n.runner import Options, translate
+from docs_i18n.runner import translate
 
 
 @pytest.fixture

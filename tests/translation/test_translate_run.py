@@ -14,7 +14,8 @@ from agent_sessions.testing import FakeOpenAIServer, FakeReply, text_response
 from docs_i18n.checks import verify_page
 from docs_i18n.front_matter import split_front_matter
 from docs_i18n.manifest import Manifest
-from docs_i18n.runner import Options, adopt, check, dry_run
+from docs_i18n.planning import Options
+from docs_i18n.status import adopt, check, dry_run
 from docs_i18n.translator import RetryPolicy
 
 PAGES = ["guide/backends.md", "guide/custom.md", "index.md"]
