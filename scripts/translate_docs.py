@@ -75,8 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--concurrency",
         type=_positive_int,
-        default=16,
-        help="requests in flight at most (default: 16)",
+        default=32,
+        help="requests in flight at most (default: 32; 429 answers are retried)",
     )
     parser.add_argument(
         "--force", action="store_true", help="retranslate the selected pages even if current"

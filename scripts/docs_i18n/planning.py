@@ -45,7 +45,7 @@ class Options:
     files: list[str] | None = None
     model: str = "o3"
     effort: str | None = "medium"
-    concurrency: int = 16
+    concurrency: int = 32
     force: bool = False
     max_repairs: int = 2
     timeout: float = 900.0
