@@ -253,6 +253,8 @@ async def test_killed_connection_gives_a_clear_error_then_recovers(
             add = asyncio.create_task(session.add_items([{"n": 2}, {"n": 3}]))
             victim = None
             for _ in range(1000):  # up to 20 s on a busy machine
+                # pg_stat_activity is snapshotted once per transaction: take a fresh look.
+                await lock_conn.execute(text("SELECT pg_stat_clear_snapshot()"))
                 victim = (
                     await lock_conn.execute(
                         text(

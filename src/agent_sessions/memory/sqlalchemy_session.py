@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import random
 import re
+import weakref
 import zlib
 from collections.abc import Awaitable, Callable
 from functools import lru_cache
@@ -190,7 +191,10 @@ class SQLAlchemySession(SessionABC):
         ```
     """
 
-    _ready_tables: ClassVar[set[tuple[int, str, str]]] = set()
+    # The table pairs known to exist, per engine (forgotten with the engine).
+    _ready_tables: ClassVar[weakref.WeakKeyDictionary[Any, set[tuple[str, str]]]] = (
+        weakref.WeakKeyDictionary()
+    )
 
     def __init__(
         self,
@@ -397,11 +401,12 @@ class SQLAlchemySession(SessionABC):
     async def _ensure_tables(self) -> None:
         if not self._create_tables:
             return
-        key = (id(self._engine.sync_engine), self._sessions_table, self._messages_table)
-        if key in self._ready_tables:
+        key = (self._sessions_table, self._messages_table)
+        ready = self._ready_tables.setdefault(self._engine.sync_engine, set())
+        if key in ready:
             return
         async with self._init_lock:
-            if key in self._ready_tables:
+            if key in ready:
                 return
             for attempt in range(3):
                 try:
@@ -412,7 +417,7 @@ class SQLAlchemySession(SessionABC):
                     text_ = str(exc.orig).lower()
                     if attempt == 2 or ("already exists" not in text_ and "duplicate" not in text_):
                         raise
-            self._ready_tables.add(key)
+            ready.add(key)
 
     async def _create_missing_tables(self) -> None:
         async with self._engine.begin() as conn:
