@@ -118,3 +118,20 @@ def test_anchor_on_a_translated_page_lands_on_the_heading(page: Any, site_url: s
     page.wait_for_url(re.compile(r".*#where-to-go-next$"))
     expect(page.locator("h2#where-to-go-next")).to_be_in_viewport()
     assert page.evaluate("window.scrollY") > 0
+
+
+def test_in_page_link_on_a_translated_guide_lands_on_the_heading(page: Any, site_url: str) -> None:
+    page.goto(site_url + "ja/sessions/")
+    assert page.locator("html").get_attribute("lang") == "ja"
+    page.locator('article a[href="#backends"]').first.click()
+    page.wait_for_url(re.compile(r".*/ja/sessions/#backends$"))
+    heading = page.locator("h2#backends")
+    expect(heading).to_be_in_viewport()
+    assert heading_text(heading) != "Backends"
+
+
+def test_translation_notice_links_to_the_english_original(page: Any, site_url: str) -> None:
+    page.goto(site_url + "ko/sessions/")
+    page.locator(".translation-notice a[hreflang=en]").click()
+    page.wait_for_url(site_url + "sessions/")
+    assert page.locator("html").get_attribute("lang") == "en"
