@@ -245,3 +245,29 @@ async def test_interop_with_the_agents_sdk_and_our_runner(client: Redis, prefix:
     assert [item.get("type") for item in stored].count("function_call") == 1
     await check_runner_remembers(factory)
     await check_history_interchange(factory)
+
+
+async def test_store_lists_live_sessions_and_prunes_expired_ones(
+    redis_url: str, client: Redis, prefix: str
+) -> None:
+    from agent_sessions import open_session_store
+
+    keep = RedisSession("keep", redis_client=client, key_prefix=prefix)
+    brief = RedisSession("brief", redis_client=client, key_prefix=prefix, ttl=0.1)
+    await keep.add_items([{"n": 1}, {"n": 2}])
+    await brief.add_items([{"n": 1}])
+    async with open_session_store(redis_url, key_prefix=prefix) as store:
+        listed = {info.session_id: info.item_count for info in await store.list_sessions()}
+        assert listed == {"keep": 2, "brief": 1}
+        for _ in range(100):
+            if not await client.exists(f"{prefix}:items:brief"):
+                break
+            await asyncio.sleep(0.05)
+        infos = await store.list_sessions()
+        assert [(i.session_id, i.item_count) for i in infos] == [("keep", 2)]
+        assert infos[0].created_at is not None
+        assert infos[0].last_activity is not None
+        assert await client.zscore(f"{prefix}:index", "brief") is None  # pruned
+        assert await store.get_info("brief") is None
+        stats = await store.stats()
+        assert (stats.backend, stats.sessions, stats.items) == ("redis", 1, 2)
