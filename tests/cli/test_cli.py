@@ -309,3 +309,23 @@ def test_console_script_runs(tmp_path: Path) -> None:
     helped = subprocess.run([*command, "--help"], capture_output=True, text=True, check=False)
     for name in ("list", "show", "export", "import", "clear", "stats"):
         assert name in helped.stdout
+
+
+def test_every_command_and_option_is_documented() -> None:
+    import argparse
+
+    from agent_sessions.cli import build_parser
+
+    docs = (Path(__file__).parents[2] / "docs" / "backends.md").read_text(encoding="utf-8")
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, sub in subparsers.choices.items():
+        assert f"| `{name}" in docs, f"command {name!r} is missing from docs/backends.md"
+        for action in sub._actions:
+            for option in action.option_strings:
+                if option.startswith("--") and option != "--help":
+                    assert option in docs, f"{name} {option} is missing from docs/backends.md"
+    for action in parser._actions:
+        for option in action.option_strings:
+            if option.startswith("--") and option != "--help":
+                assert option in docs, f"{option} is missing from docs/backends.md"
