@@ -10,8 +10,9 @@ so they are neither rendered nor written, and points their URL at the English pa
 and Markdown links to them then lead to /ref/... . Cross-references to API names keep working
 because mkdocs-autorefs remembers the anchors of the English build (resolve_closest: true).
 
-It relies on attributes that mkdocs-static-i18n sets on files (`locale`, `alternates`) and on the
-plugin's `current_language`: the plugin's version is pinned in pyproject.toml.
+It relies on attributes that mkdocs-static-i18n sets on files (`locale`, `norm_src_uri`,
+`alternates`) and on the plugin's `current_language` and `i18n_files_per_language`: the plugin's
+version is pinned in pyproject.toml.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import Files, InclusionLevel
 from mkdocs.structure.nav import Navigation
-from mkdocs.structure.pages import Page
 
 REF_PREFIX = "ref/"
 # DOCS_REF_ONCE=false switches the hook off (bench/bench_docs_build.py --naive measures that).
@@ -55,13 +55,28 @@ def is_shared_ref_copy(file: Any, language: str, default: str) -> bool:
 
 @event_priority(-110)  # after mkdocs-static-i18n (-100) has localised the files
 def on_files(files: Files, config: MkDocsConfig) -> Files:
-    """Exclude the English copies of ref/ pages from a translated build."""
+    """Exclude the English copies of ref/ pages from a translated build.
+
+    In the English build, the ref/ pages lose their alternates in other languages (which would
+    be those excluded copies): the language switcher then leads to each language's home page,
+    and the sitemap lists no translated API page.
+    """
     plugin = i18n_plugin(config)
     language, default = plugin.current_language, plugin.default_language
     for file in files:
-        if is_shared_ref_copy(file, language, default):
+        if not ENABLED or not file.is_documentation_page():
+            continue
+        if language == default and getattr(file, "norm_src_uri", "").startswith(REF_PREFIX):
+            file.alternates = {default: file}
+        elif is_shared_ref_copy(file, language, default):
             file.inclusion = InclusionLevel.EXCLUDED
             file.url = english_url(file.url, language)
+    # The sitemap lists each language's pages from this record: leave the copies out.
+    pages = plugin.i18n_files_per_language.get(language)
+    if pages is not None:
+        plugin.i18n_files_per_language[language] = [
+            page for page in pages if not is_shared_ref_copy(page, language, default)
+        ]
     return files
 
 
@@ -75,20 +90,3 @@ def on_nav(nav: Navigation, config: MkDocsConfig, files: Files) -> Navigation:
             # An excluded page is never read, so only a nav title can name it.
             page.title = page.file.name.replace("_", " ").capitalize()
     return nav
-
-
-@event_priority(40)  # after mkdocs-static-i18n (50) has set the language switcher's links
-def on_page_context(
-    context: dict[str, Any], page: Page, config: MkDocsConfig, nav: Navigation
-) -> dict[str, Any]:
-    """On an English API page, send the language switcher to each language's home page."""
-    plugin = i18n_plugin(config)
-    norm = getattr(page.file, "norm_src_uri", page.file.src_uri)
-    # The i18n plugin sets the switcher's links as an attribute of `extra` (which the theme reads
-    # first), so read and change that one.
-    alternates = getattr(config.extra, "alternate", None) or []
-    if norm.startswith(REF_PREFIX) and plugin.current_language == plugin.default_language:
-        for alternate in alternates:
-            if alternate.get("lang") != plugin.default_language:
-                alternate["link"] = f"{alternate['lang']}/"
-    return context

@@ -65,6 +65,11 @@ def test_language_switcher_goes_to_the_same_page(page: Any, site_url: str) -> No
     page.locator(".md-header__option .md-select").hover()
     page.locator('.md-select__link[hreflang="en"]').click()
     page.wait_for_url(site_url + "sessions/")
+    # The API reference exists in English only: from it, a language leads to its home page.
+    page.goto(site_url + "ref/session/")
+    page.locator(".md-header__option .md-select").hover()
+    page.locator('.md-select__link[hreflang="zh"]').click()
+    page.wait_for_url(site_url + "zh/")
 
 
 def test_search_in_english_finds_the_page(page: Any, site_url: str) -> None:

@@ -154,3 +154,17 @@ def test_api_entries_link_to_their_source_lines(built_site: BuiltSite) -> None:
     source = (ROOT / path).read_text(encoding="utf-8").splitlines()[first - 1 : last]
     assert "async def get_items(" in source[0]
     assert '"""Return the stored history, oldest first.' in "\n".join(source)
+
+
+def test_sitemap_lists_each_existing_page_once(built_site: BuiltSite) -> None:
+    sitemap = (built_site.path / "sitemap.xml").read_text(encoding="utf-8")
+    prefix = "http://127.0.0.1:8000/"
+    locs = re.findall(r"<loc>([^<]+)</loc>", sitemap)
+    assert len(locs) == len(set(locs)), "a page is listed twice"
+    alternates = re.findall(r'hreflang="\w+" href="([^"]+)"', sitemap)
+    missing = []
+    for url in locs + alternates:
+        assert url.startswith(prefix), url
+        if not built_site.page(url[len(prefix) :]).is_file():
+            missing.append(url)
+    assert not missing, f"sitemap URLs without a page: {sorted(set(missing))[:10]}"
