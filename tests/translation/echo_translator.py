@@ -133,16 +133,8 @@ class EchoTranslator:
             self._faults[(lang, page)].extend(faults)
 
     def install(self, server: FakeOpenAIServer) -> EchoTranslator:
-        """Answer `POST /v1/responses` on `server` (a started one); returns `self`.
-
-        Also widens the server's listen backlog: `ThreadingHTTPServer` listens with a backlog of
-        5, so a burst of more concurrent connections than that has SYNs dropped and retried by
-        the kernel a second later, which would make parallel runs look a second slower.
-        """
+        """Answer `POST /v1/responses` on `server` (a started one); returns `self`."""
         server.route("POST", "/v1/responses", self)
-        httpd = getattr(server, "_httpd", None)
-        if httpd is not None:
-            httpd.socket.listen(128)
         return self
 
     def __call__(self, request: RecordedRequest) -> FakeReply | dict[str, Any] | None:

@@ -253,6 +253,13 @@ def sse_events_for(body: dict[str, Any], *, chunk: int = 4) -> list[dict[str, An
     return events
 
 
+class _Server(ThreadingHTTPServer):
+    # The default listen backlog of 5 makes a burst of concurrent clients wait a second for the
+    # kernel to retry their connection, which would distort any measurement of parallelism.
+    request_queue_size = 128
+    daemon_threads = True
+
+
 class FakeOpenAIServer:
     """An OpenAI-compatible HTTP server on 127.0.0.1, run in a background thread.
 
@@ -295,8 +302,7 @@ class FakeOpenAIServer:
 
             do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = _handle
 
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        httpd.daemon_threads = True
+        httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd = httpd
         # A short poll interval: stop() waits up to one interval for the serving loop to notice.
         self._thread = threading.Thread(
