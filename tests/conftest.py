@@ -20,6 +20,9 @@ os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 POSTGRES_URL = os.environ.get(
     "AGENT_SESSIONS_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 )
+MYSQL_URL = os.environ.get(
+    "AGENT_SESSIONS_MYSQL_URL", "mysql+aiomysql://root@127.0.0.1:3306/test"
+)
 REDIS_URL = os.environ.get("AGENT_SESSIONS_REDIS_URL", "redis://127.0.0.1:6379/15")
 CHROMIUM = os.environ.get("AGENT_SESSIONS_CHROMIUM", "/usr/bin/chromium")
 
@@ -50,6 +53,14 @@ def postgres_url() -> str:
     if not _port_open("127.0.0.1", 5432):
         skip_or_fail("PostgreSQL is not reachable on 127.0.0.1:5432")
     return POSTGRES_URL
+
+
+@pytest.fixture(scope="session")
+def mysql_url() -> str:
+    """An async SQLAlchemy URL of a reachable MariaDB/MySQL database (the MySQL dialect check)."""
+    if not _port_open("127.0.0.1", 3306):
+        skip_or_fail("MariaDB/MySQL is not reachable on 127.0.0.1:3306")
+    return MYSQL_URL
 
 
 @pytest.fixture(scope="session")

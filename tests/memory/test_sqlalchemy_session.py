@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import socket
 import uuid
 from collections.abc import AsyncIterator
 
@@ -316,28 +314,12 @@ class TestPostgresConformance(SessionConformanceTests):
             await conn.execute(update(m).where(m.c.id == newest).values(message_data="not json{"))
 
 
-MARIADB_URL = os.environ.get(
-    "AGENT_SESSIONS_MYSQL_URL", "mysql+aiomysql://root@127.0.0.1:3306/test"
-)
-
-
-def _mariadb_url() -> str:
-    """MariaDB/MySQL is optional (CI does not start it): skip when absent."""
-    pytest.importorskip("aiomysql")
-    try:
-        with socket.create_connection(("127.0.0.1", 3306), timeout=1):
-            pass
-    except OSError:
-        pytest.skip("MariaDB/MySQL is not reachable on 127.0.0.1:3306 (optional)")
-    return MARIADB_URL
-
-
 class TestMariaDBConformance(TestPostgresConformance):
     """The shared session contract on MariaDB/MySQL through aiomysql (when one is running)."""
 
     @pytest.fixture(autouse=True)
-    async def _engine(self) -> AsyncIterator[None]:
-        self.engine = create_async_engine(_mariadb_url(), pool_size=10, max_overflow=50)
+    async def _engine(self, mysql_url: str) -> AsyncIterator[None]:
+        self.engine = create_async_engine(mysql_url, pool_size=10, max_overflow=50)
         self.tables = unique_tables()
         yield
         async with self.engine.begin() as conn:

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import agents
 import agents.testing
-import pytest
 
 from agent_sessions import SQLiteSession
 from agent_sessions.testing.interop import (
