@@ -20,9 +20,7 @@ os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 POSTGRES_URL = os.environ.get(
     "AGENT_SESSIONS_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 )
-MYSQL_URL = os.environ.get(
-    "AGENT_SESSIONS_MYSQL_URL", "mysql+aiomysql://root@127.0.0.1:3306/test"
-)
+MYSQL_URL = os.environ.get("AGENT_SESSIONS_MYSQL_URL", "mysql+aiomysql://root@127.0.0.1:3306/test")
 REDIS_URL = os.environ.get("AGENT_SESSIONS_REDIS_URL", "redis://127.0.0.1:6379/15")
 CHROMIUM = os.environ.get("AGENT_SESSIONS_CHROMIUM", "/usr/bin/chromium")
 
