@@ -99,8 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--adopt",
         action="store_true",
         help=(
-            "record existing translations that are not in the manifest yet, after checking "
-            "their structure; exit 1 listing those that fail"
+            "record existing translations that are not in the manifest yet (with --force, "
+            "also those already in it), after checking their structure; exit 1 listing those "
+            "that fail"
         ),
     )
     parser.add_argument(
@@ -110,7 +111,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-retries",
         type=int,
         default=6,
-        help="retries of a request on 429, 5xx, timeouts and connection errors (default: 6)",
+        help=(
+            "retries of a request on HTTP 429, 408, 409 and 5xx, timeouts and connection "
+            "errors (default: 6)"
+        ),
     )
     parser.add_argument(
         "--timeout",
