@@ -63,9 +63,14 @@ def site_url(built_site: BuiltSite) -> Iterator[str]:
         thread.join(timeout=5)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(chromium_path: str) -> Iterator[Any]:
-    """One headless system Chromium for the whole session (never a downloaded browser)."""
+    """One headless system Chromium per module (never a downloaded browser).
+
+    Module scope, not session: Playwright's sync API keeps an asyncio loop marked as running on
+    the main thread while it is started, which would make every later `asyncio.run()` in the
+    test session fail with "cannot be called from a running event loop".
+    """
     from playwright.sync_api import sync_playwright
 
     playwright = sync_playwright().start()
