@@ -179,7 +179,9 @@ def test_tests_workflow() -> None:
     (job,) = workflow["jobs"].values()
     assert job["strategy"]["matrix"]["python-version"] == ["3.11", "3.12", "3.13"]
     assert job["strategy"]["fail-fast"] is False
-    assert set(job["services"]) == {"postgres", "redis"}
+    assert set(job["services"]) == {"postgres", "mariadb", "redis"}
+    assert job["services"]["mariadb"]["ports"] == ["3306:3306"]
+    assert job["services"]["mariadb"]["env"]["MARIADB_DATABASE"] == "test"
     assert job["services"]["postgres"]["ports"] == ["5432:5432"]
     assert job["services"]["postgres"]["env"]["POSTGRES_DB"] == "test"
     assert job["services"]["redis"]["ports"] == ["6379:6379"]
