@@ -52,6 +52,7 @@ from .memory import (
     open_session_store,
     resolve_session_limit,
 )
+from .memory import __all__ as _memory_all
 from .models import Model, ModelRequest, ModelSettings, OpenAIResponsesModel
 from .result import RunResult, RunResultStreaming, Usage
 from .run_config import RunConfig
@@ -122,6 +123,14 @@ __all__ = [
     "open_session_store",
     "resolve_session_limit",
 ]
+
+
+# `from agent_sessions import *` imports every name in `__all__`: leave out the backends whose
+# extra is not installed, as `agent_sessions.memory` does.
+for _name in ("SQLAlchemySession", "RedisSession"):
+    if _name not in _memory_all:
+        __all__.remove(_name)
+del _name
 
 
 def __getattr__(name: str) -> Any:

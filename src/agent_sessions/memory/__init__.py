@@ -54,6 +54,26 @@ _LAZY: dict[str, tuple[str, str]] = {
     "RedisSession": (".redis_session", "redis"),
 }
 
+# The third-party package each lazy backend imports first.
+_EXTRA_PACKAGE = {"SQLAlchemySession": "sqlalchemy", "RedisSession": "redis"}
+
+
+def _extra_missing(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(_EXTRA_PACKAGE[name]) is None
+    except (ImportError, ValueError):
+        return True
+
+
+# `from agent_sessions.memory import *` imports every name in `__all__`: without an extra, its
+# backend is left out of the star import (importing it by name still explains what to install).
+for _name in _LAZY:
+    if _extra_missing(_name):
+        __all__.remove(_name)
+del _name
+
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
