@@ -13,12 +13,13 @@ from .tools import FunctionTool
 
 __all__ = ["DEFAULT_MODEL", "Agent", "default_model_name"]
 
-DEFAULT_MODEL = "gpt-4.1"
-"""The model an agent uses when it names none and `OPENAI_DEFAULT_MODEL` is not set."""
+DEFAULT_MODEL = "gpt-5.6-luna"
+"""The model an agent uses when it names none and `OPENAI_DEFAULT_MODEL` is not set: a current
+general model, the same default as the OpenAI Agents SDK's."""
 
 
 def default_model_name() -> str:
-    """Return `$OPENAI_DEFAULT_MODEL` if it is set, else `DEFAULT_MODEL` (`"gpt-4.1"`)."""
+    """Return `$OPENAI_DEFAULT_MODEL` if it is set, else `DEFAULT_MODEL` (`"gpt-5.6-luna"`)."""
     return os.environ.get("OPENAI_DEFAULT_MODEL") or DEFAULT_MODEL
 
 
@@ -34,7 +35,7 @@ class Agent:
         instructions: The system prompt, or `None`.
         model: A Responses API model name (for example `"gpt-4.1"` or `"o3"`), a
             [`Model`][agent_sessions.Model] object, or `None` for the default model
-            (`$OPENAI_DEFAULT_MODEL`, else `"gpt-4.1"`).
+            (`$OPENAI_DEFAULT_MODEL`, else `"gpt-5.6-luna"`).
         model_settings: Temperature, reasoning effort and other options of every model call.
         tools: Function tools the model may call (see
             [`function_tool`][agent_sessions.function_tool]).

@@ -18,6 +18,7 @@ from agent_sessions import (
     UserError,
     is_openai_responses_compaction_aware_session,
 )
+from agent_sessions.agent import DEFAULT_MODEL
 from agent_sessions.testing import FakeCompactionAPI, FakeOpenAIServer, FakeReply
 
 from .conftest import ListSession, assistant, call, output, turns, user
@@ -498,7 +499,7 @@ async def test_the_default_model_is_the_agents_default(
     monkeypatch.setenv("OPENAI_DEFAULT_MODEL", "o3")
     session = OpenAIResponsesCompactionSession("s", ListSession(items=turns(1)), client=client)
     await session.run_compaction({"force": True})
-    assert [body["model"] for body in compaction_api.bodies] == ["gpt-4.1", "o3"]
+    assert [body["model"] for body in compaction_api.bodies] == [DEFAULT_MODEL, "o3"]
 
 
 async def test_input_mode_sends_items_without_bookkeeping_keys(

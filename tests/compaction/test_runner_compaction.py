@@ -15,6 +15,7 @@ from agent_sessions import (
     SQLiteSession,
     function_tool,
 )
+from agent_sessions.agent import DEFAULT_MODEL
 from agent_sessions.testing import (
     FakeCompactionAPI,
     FakeOpenAIServer,
@@ -46,7 +47,9 @@ async def test_runner_compacts_after_ten_answers_and_counts_the_usage(
         results.append(await Runner.run(agent, "question 10", session=session, run_config=config))
         # The tenth answer reaches the threshold: the runner compacted after saving the turn,
         # using the stored response chain, and added the compaction's tokens to the run.
-        assert compaction_api.bodies == [{"model": "gpt-4.1", "previous_response_id": "resp_10"}]
+        assert compaction_api.bodies == [
+            {"model": DEFAULT_MODEL, "previous_response_id": "resp_10"}
+        ]
         last = results[-1].usage
         assert (last.requests, last.input_tokens, last.output_tokens) == (2, 3 + 40, 2 + 8)
         assert last.total_tokens == 5 + 48
@@ -149,7 +152,7 @@ async def test_a_tool_turn_waits_for_the_response_that_saw_its_outputs(
         )
         # After turn 1 the stored output of call_o is not in r_1's chain: no compaction then.
         # After turn 2, r_2's chain holds the call, its output and the answer.
-        assert compaction_api.bodies == [{"model": "gpt-4.1", "previous_response_id": "r_2"}]
+        assert compaction_api.bodies == [{"model": DEFAULT_MODEL, "previous_response_id": "r_2"}]
         assert result.usage.requests == 3
         archived = await store.get_archived_items()
         assert [item.get("type", "message") for item in archived] == [

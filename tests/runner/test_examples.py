@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agent_sessions.agent import DEFAULT_MODEL
 from agent_sessions.testing import FakeOpenAIServer, RecordedRequest, text_response
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -55,7 +56,7 @@ def test_basic_memory(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
     assert len(requests) == 3
     assert len(user_texts(requests[2])) == 3  # the third turn carries the first two
     assert requests[2].body["input"][1]["content"][0]["text"] == "reply 1"
-    assert requests[0].body["model"] == "gpt-4.1"
+    assert requests[0].body["model"] == DEFAULT_MODEL
     assert "6 items stored" in out
 
 

@@ -120,7 +120,7 @@ class OpenAIResponsesCompactionSession(SessionABC):
         client: The `AsyncOpenAI` client for `responses.compact`. `None` builds one from the
             environment on first use.
         model: The model that compacts; best the model the conversation runs on. `None` uses
-            the agents' default: `$OPENAI_DEFAULT_MODEL`, else `"gpt-4.1"`.
+            the agents' default: `$OPENAI_DEFAULT_MODEL`, else `"gpt-5.6-luna"`.
         compaction_mode: `"previous_response_id"` compacts the server-side chain of the latest
             response (it needs a response id), `"input"` sends the stored items, and `"auto"`
             sends the items when the latest response was not stored (`store=False`) or no
