@@ -629,16 +629,21 @@ def create_engine_for_url(url: str, **engine_kwargs: Any) -> AsyncEngine:
     try:
         return create_async_engine(parsed, **engine_kwargs)
     except ModuleNotFoundError as exc:
-        if parsed.get_backend_name() == "postgresql":
+        if parsed.drivername == "postgresql+asyncpg":
             raise ImportError(
                 f"the {parsed.drivername} driver is not installed: "
                 "pip install 'agent-sessions[postgres]'"
             ) from exc
+        # A missing synchronous driver (psycopg2, MySQLdb) would be refused once installed:
+        # point at an async driver instead of at the missing module.
         raise ImportError(
-            f"the {parsed.drivername} driver is not installed ({exc.name}); install it"
+            f"the {parsed.drivername} driver is not installed ({exc.name}); use an async "
+            "driver, for example postgresql+asyncpg:// (pip install 'agent-sessions[postgres]') "
+            "or mysql+asyncmy://"
         ) from exc
     except (ArgumentError, SQLAlchemyError) as exc:
         raise ValueError(
-            f"cannot use {parsed.render_as_string(hide_password=True)!r}: {exc}. "
+            f"cannot use {parsed.render_as_string(hide_password=True)!r}: "
+            f"{str(exc).rstrip('. ')}. "
             "Use an async driver, for example postgresql+asyncpg:// or mysql+asyncmy://"
         ) from exc
