@@ -261,7 +261,7 @@ def _check_options(
         raise UserError(f"max_turns must be a positive int, not {max_turns!r}")
 
 
-def _resolve_model(agent: Agent, run_config: RunConfig) -> tuple[Model, AsyncOpenAI | None]:
+async def _resolve_model(agent: Agent, run_config: RunConfig) -> tuple[Model, AsyncOpenAI | None]:
     """Return the model to call, and the client the run created for it (to close at the end)."""
     chosen = run_config.model if run_config.model is not None else agent.model
     if chosen is None:
@@ -270,7 +270,8 @@ def _resolve_model(agent: Agent, run_config: RunConfig) -> tuple[Model, AsyncOpe
         if run_config.openai_client is not None:
             return OpenAIResponsesModel(chosen, client=run_config.openai_client), None
         try:
-            client = AsyncOpenAI()
+            # The constructor loads certificates from disk: build it in a worker thread.
+            client = await asyncio.to_thread(AsyncOpenAI)
         except OpenAIError as exc:
             raise ModelCallError(
                 f"cannot create an OpenAI client: {exc} "
@@ -305,7 +306,7 @@ async def _execute(
     tools = {tool.name: tool for tool in agent.tools}
 
     # Resolve the model first: a missing API key fails before the session is touched.
-    model, owned_client = _resolve_model(agent, config)
+    model, owned_client = await _resolve_model(agent, config)
     try:
         # Load -> merge -> save the input: one read, one write, before any model call.
         if session is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
@@ -50,7 +51,8 @@ class OpenAIResponsesModel:
             yield self.client
             return
         try:
-            client = AsyncOpenAI()
+            # The constructor loads certificates from disk: build it in a worker thread.
+            client = await asyncio.to_thread(AsyncOpenAI)
         except openai.OpenAIError as exc:
             raise ModelCallError(
                 f"cannot create an OpenAI client: {exc} (set OPENAI_API_KEY or pass a client)"
