@@ -7,6 +7,7 @@ import inspect
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from types import TracebackType
 from typing import Any, Literal, cast, get_args
 
 import openai
@@ -24,8 +25,9 @@ from .compaction_items import (
     normalize_compacted_output,
     select_compaction_candidate_items,
 )
-from .conversations import OpenAIConversationsSession, default_openai_client
+from .conversations import OpenAIConversationsSession
 from .mutation import await_session_mutation
+from .openai_client import OwnedOpenAIClient
 from .session import OpenAIResponsesCompactionArgs, Session, SessionABC
 from .settings import SessionSettings
 
@@ -191,7 +193,7 @@ class OpenAIResponsesCompactionSession(SessionABC):
         self.should_trigger_compaction: CompactionTrigger = (
             should_trigger_compaction or _default_trigger
         )
-        self._client = client
+        self._client = OwnedOpenAIClient(client)
         self._response_id: str | None = None
         self._response_stored: bool | None = None
         self._compaction_lock = asyncio.Lock()
@@ -248,9 +250,29 @@ class OpenAIResponsesCompactionSession(SessionABC):
     # -- compaction ------------------------------------------------------------------------
 
     async def _get_client(self) -> AsyncOpenAI:
-        if self._client is None:
-            self._client = await default_openai_client()
-        return self._client
+        return await self._client.get()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Close the client this session built from the environment.
+
+        A client passed in and the wrapped session are left open (close the wrapped session
+        yourself). The session remains usable: a later compaction builds a new client.
+        `async with` calls `close()` at the end of the block.
+        """
+        await self._client.close()
+
+    async def __aenter__(self) -> OpenAIResponsesCompactionSession:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
 
     def _note_args(self, args: OpenAIResponsesCompactionArgs | None) -> tuple[str, bool, bool]:
         """Validate `args`, remember what they say about the latest response, resolve the mode.

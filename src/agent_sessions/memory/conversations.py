@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Mapping
+from types import TracebackType
 from typing import Any, cast
 
 import openai
@@ -14,6 +15,7 @@ from openai import AsyncOpenAI
 from ..exceptions import SessionStorageError
 from ..items import TResponseInputItem
 from .mutation import await_session_mutation
+from .openai_client import OwnedOpenAIClient
 from .session import SessionABC
 from .settings import (
     SessionSettings,
@@ -32,14 +34,6 @@ MAX_ITEMS_PER_REQUEST = 20
 
 _MAX_PAGE_SIZE = 100
 """The largest page `GET /v1/conversations/{id}/items` returns (`limit` ranges from 1 to 100)."""
-
-
-async def default_openai_client() -> AsyncOpenAI:
-    """Build an `AsyncOpenAI` client from the environment, off the event-loop thread.
-
-    The client's constructor loads certificates from disk, so it runs in a worker thread.
-    """
-    return await asyncio.to_thread(AsyncOpenAI)
 
 
 def _item_to_dict(item: Any) -> TResponseInputItem:
@@ -117,7 +111,7 @@ class OpenAIConversationsSession(SessionABC):
                 f"conversation_id must be a non-empty string or None, got {conversation_id!r}"
             )
         self._conversation_id = conversation_id
-        self._client = client
+        self._client = OwnedOpenAIClient(client)
         self.session_settings: SessionSettings | None = coerce_session_settings(session_settings)
         self._lock = asyncio.Lock()
 
@@ -153,9 +147,29 @@ class OpenAIConversationsSession(SessionABC):
             return self._conversation_id
 
     async def _get_client(self) -> AsyncOpenAI:
-        if self._client is None:
-            self._client = await default_openai_client()
-        return self._client
+        return await self._client.get()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Close the client this session built from the environment.
+
+        A client passed in is left open, and the conversation stays on the server. The session
+        remains usable: a later call builds a new client. `async with` calls `close()` at the
+        end of the block.
+        """
+        await self._client.close()
+
+    async def __aenter__(self) -> OpenAIConversationsSession:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
 
     async def _create_conversation(self, items: list[TResponseInputItem]) -> str:
         client = await self._get_client()
