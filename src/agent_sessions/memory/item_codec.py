@@ -78,6 +78,10 @@ def decode_item(raw: str | bytes, *, where: str) -> TResponseInputItem | None:
     return cast(TResponseInputItem, value)
 
 
+MAX_LIMIT = 2**63 - 1
+"""The largest limit passed to a database: a signed 64-bit integer."""
+
+
 def check_limit(limit: int | None) -> int | None:
     """Validate a resolved history limit.
 
@@ -85,7 +89,8 @@ def check_limit(limit: int | None) -> int | None:
         limit: The limit a read will use.
 
     Returns:
-        `limit`, unchanged.
+        `limit`, capped at `MAX_LIMIT` (no session holds more items; databases reject larger
+        integers).
 
     Raises:
         TypeError: `limit` is not an int or None.
@@ -97,7 +102,7 @@ def check_limit(limit: int | None) -> int | None:
         raise TypeError(f"limit must be an int or None, not {type(limit).__name__}")
     if limit < 0:
         raise ValueError(f"limit must be >= 0 or None, got {limit}")
-    return limit
+    return min(limit, MAX_LIMIT)
 
 
 def decode_rows(rows: Iterable[tuple[Any, Any]], where: str) -> list[TResponseInputItem]:

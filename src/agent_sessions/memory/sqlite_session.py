@@ -77,16 +77,16 @@ def encode_items(items: object) -> list[str]:
         if not isinstance(item, Mapping):
             raise TypeError(f"item {index} is a {type(item).__name__}, not a mapping (dict)")
         try:
-            encoded.append(
-                json.dumps(
-                    item if isinstance(item, dict) else dict(item),
-                    ensure_ascii=False,
-                    allow_nan=False,
-                    separators=(",", ":"),
-                )
+            text = json.dumps(
+                item if isinstance(item, dict) else dict(item),
+                ensure_ascii=False,
+                allow_nan=False,
+                separators=(",", ":"),
             )
-        except (TypeError, ValueError, RecursionError) as exc:
+            text.encode("utf-8")  # a lone surrogate cannot be stored
+        except (TypeError, ValueError, RecursionError) as exc:  # UnicodeEncodeError: ValueError
             raise TypeError(f"item {index} is not JSON-serialisable: {exc}") from exc
+        encoded.append(text)
     return encoded
 
 
@@ -319,7 +319,7 @@ class SQLiteSession(SessionABC):
                 lambda conn: _read_all(conn, schema, session_id)
             )
         else:
-            n = resolved
+            n = min(resolved, _MAX_ID)  # SQLite integers are 64-bit; no session holds more
             items = await self._read(lambda conn: _read_latest(conn, schema, session_id, n))
         return items
 

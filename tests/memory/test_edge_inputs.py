@@ -1,0 +1,74 @@
+"""Inputs at the edges get the documented behaviour on every backend: a limit larger than any
+session means everything, and text that cannot be stored as UTF-8 is a `TypeError` naming the
+item, with nothing written."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+
+from agent_sessions import Session, SQLiteSession
+
+USER = {"role": "user", "content": "hi"}
+ANSWER = {"role": "assistant", "content": "hello"}
+
+
+@pytest.fixture(params=["sqlite-memory", "sqlite-file", "postgres", "redis"])
+async def session(request: pytest.FixtureRequest, tmp_path: object) -> AsyncIterator[Session]:
+    kind = request.param
+    session_id = f"edge-{uuid.uuid4().hex}"
+    made: Session
+    cleanup: Callable[[], object] | None = None
+    if kind == "sqlite-memory":
+        made = SQLiteSession(session_id)
+    elif kind == "sqlite-file":
+        made = SQLiteSession(session_id, f"{tmp_path}/edge.db")
+    elif kind == "postgres":
+        url = request.getfixturevalue("postgres_url")
+        from agent_sessions import SQLAlchemySession
+
+        suffix = uuid.uuid4().hex[:8]
+        sql = SQLAlchemySession.from_url(
+            session_id,
+            url,
+            create_tables=True,
+            sessions_table=f"edge_s_{suffix}",
+            messages_table=f"edge_m_{suffix}",
+        )
+        made = sql
+
+        async def drop() -> None:
+            from sqlalchemy import text
+
+            async with sql.engine.begin() as conn:
+                await conn.execute(text(f"DROP TABLE IF EXISTS edge_m_{suffix}"))
+                await conn.execute(text(f"DROP TABLE IF EXISTS edge_s_{suffix}"))
+
+        cleanup = drop
+    else:
+        url = request.getfixturevalue("redis_url")
+        from agent_sessions import RedisSession
+
+        made = RedisSession.from_url(session_id, url, key_prefix=f"edge-{uuid.uuid4().hex[:8]}")
+    try:
+        yield made
+    finally:
+        await made.clear_session()
+        if cleanup is not None:
+            await cleanup()  # type: ignore[misc]
+        await made.close()  # type: ignore[attr-defined]
+
+
+async def test_a_limit_beyond_64_bits_returns_everything(session: Session) -> None:
+    await session.add_items([USER, ANSWER])
+    assert await session.get_items(2**70) == [USER, ANSWER]
+    assert await session.get_items(2**63 - 1) == [USER, ANSWER]
+
+
+async def test_a_lone_surrogate_is_a_type_error_naming_the_item(session: Session) -> None:
+    await session.add_items([USER])
+    with pytest.raises(TypeError, match="item 1 "):
+        await session.add_items([ANSWER, {"role": "user", "content": "bad \ud800"}])
+    assert await session.get_items() == [USER]
