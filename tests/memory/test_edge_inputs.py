@@ -72,3 +72,25 @@ async def test_a_lone_surrogate_is_a_type_error_naming_the_item(session: Session
     with pytest.raises(TypeError, match="item 1 "):
         await session.add_items([ANSWER, {"role": "user", "content": "bad \ud800"}])
     assert await session.get_items() == [USER]
+
+
+async def test_an_id_that_cannot_be_stored_fails_in_the_constructor(
+    postgres_url: str, redis_url: str
+) -> None:
+    from agent_sessions import RedisSession, SQLAlchemySession
+
+    surrogate = "bad\ud800id"
+    with pytest.raises(ValueError, match="not valid UTF-8"):
+        SQLiteSession(surrogate)
+    with pytest.raises(ValueError, match="not valid UTF-8"):
+        RedisSession.from_url(surrogate, redis_url)
+    with pytest.raises(ValueError, match="not valid UTF-8"):
+        SQLAlchemySession.from_url(surrogate, postgres_url)
+    with pytest.raises(ValueError, match="NUL"):
+        SQLAlchemySession.from_url("bad\x00id", postgres_url)
+    # SQLite and Redis store a NUL in an id like any other character.
+    for session in (SQLiteSession("nul\x00id"), RedisSession.from_url("nul\x00id", redis_url)):
+        await session.add_items([USER])
+        assert await session.get_items() == [USER]
+        await session.clear_session()
+        await session.close()

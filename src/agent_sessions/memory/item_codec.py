@@ -78,6 +78,31 @@ def decode_item(raw: str | bytes, *, where: str) -> TResponseInputItem | None:
     return cast(TResponseInputItem, value)
 
 
+def check_session_id(session_id: str, *, nul_allowed: bool = True) -> None:
+    """Check that a session id can be stored, so a bad id fails in the constructor.
+
+    Args:
+        session_id: The id, already known to be a `str`.
+        nul_allowed: False for storage that cannot hold a NUL character (PostgreSQL text).
+
+    Raises:
+        ValueError: The id holds a lone surrogate (not encodable as UTF-8), or a NUL character
+            where `nul_allowed` is False.
+    """
+    try:
+        session_id.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"session_id {session_id!r} cannot be stored: it is not valid UTF-8 text "
+            f"({exc.reason} at position {exc.start})"
+        ) from exc
+    if not nul_allowed and "\x00" in session_id:
+        raise ValueError(
+            f"session_id {session_id!r} cannot be stored: PostgreSQL text cannot hold a NUL "
+            "character"
+        )
+
+
 MAX_LIMIT = 2**63 - 1
 """The largest limit passed to a database: a signed 64-bit integer."""
 

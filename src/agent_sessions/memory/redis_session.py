@@ -29,7 +29,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from ..exceptions import SessionClosedError, SessionStorageError, UserError
 from ..items import TResponseInputItem
-from .item_codec import check_limit, decode_item, encode_items
+from .item_codec import check_limit, check_session_id, decode_item, encode_items
 from .mutation import await_session_mutation
 from .session import SessionABC
 from .settings import (
@@ -209,7 +209,8 @@ class RedisSession(SessionABC):
 
     Raises:
         TypeError: An argument has the wrong type.
-        ValueError: `key_prefix` is empty, or `ttl` is not positive.
+        ValueError: `key_prefix` is empty, `ttl` is not positive, or `session_id` holds a lone
+            surrogate (it cannot be stored as UTF-8).
 
     Example:
         ```python
@@ -233,6 +234,7 @@ class RedisSession(SessionABC):
     ) -> None:
         if not isinstance(session_id, str):
             raise TypeError(f"session_id must be a str, not {type(session_id).__name__}")
+        check_session_id(session_id)
         if not isinstance(key_prefix, str) or not key_prefix:
             raise ValueError(f"key_prefix must be a non-empty string, got {key_prefix!r}")
         if not isinstance(redis_client, Redis):

@@ -47,7 +47,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from ..exceptions import SessionClosedError, SessionStorageError, UserError
 from ..items import TResponseInputItem
-from .item_codec import check_limit, decode_item, decode_rows, encode_items
+from .item_codec import check_limit, check_session_id, decode_item, decode_rows, encode_items
 from .mutation import await_session_mutation
 from .session import SessionABC
 from .settings import (
@@ -175,7 +175,8 @@ class SQLAlchemySession(SessionABC):
 
     Raises:
         TypeError: `session_id` is not a string, or the settings are invalid.
-        ValueError: A table name is not a plain identifier, or `session_id` is too long.
+        ValueError: A table name is not a plain identifier, or `session_id` is too long, holds
+            a lone surrogate, or (on PostgreSQL) a NUL character.
 
     Example:
         ```python
@@ -218,6 +219,7 @@ class SQLAlchemySession(SessionABC):
                 "engine must be a sqlalchemy.ext.asyncio.AsyncEngine (create_async_engine(...)), "
                 f"not {type(engine).__name__}"
             )
+        check_session_id(session_id, nul_allowed=engine.dialect.name != "postgresql")
         validate_table_name(sessions_table, argument="sessions_table")
         validate_table_name(messages_table, argument="messages_table")
         if sessions_table == messages_table:

@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 
 from ..exceptions import SessionClosedError
 from ..items import TResponseInputItem
+from .item_codec import check_session_id
 from .mutation import await_session_mutation
 from .session import SessionABC
 from .settings import (
@@ -175,7 +176,8 @@ class SQLiteSession(SessionABC):
 
     Raises:
         TypeError: `session_id` is not a str, or `session_settings` has an unknown key.
-        ValueError: A table name is not a plain identifier, or both names are the same.
+        ValueError: A table name is not a plain identifier, or both names are the same, or
+            `session_id` holds a lone surrogate (it cannot be stored as UTF-8).
 
     Example:
         ```python
@@ -198,6 +200,7 @@ class SQLiteSession(SessionABC):
     ) -> None:
         if not isinstance(session_id, str):
             raise TypeError(f"session_id must be a str, not {type(session_id).__name__}")
+        check_session_id(session_id)
         validate_identifier(sessions_table, "sessions_table")
         validate_identifier(messages_table, "messages_table")
         if sessions_table.lower() == messages_table.lower() or (
