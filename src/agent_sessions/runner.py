@@ -106,8 +106,9 @@ class Runner:
             The run's final output, new items, usage and response ids.
 
         Raises:
-            UserError: A session is combined with `previous_response_id` or `conversation_id`,
-                or an option is unusable; raised before anything is read or called.
+            UserError: `session` is not a session, a session is combined with
+                `previous_response_id` or `conversation_id`, or an option is unusable; raised
+                before anything is read or called.
             TypeError: `input` is neither a string nor a list of dicts.
             MaxTurnsExceeded: No final answer within `max_turns` model calls.
             ModelBehaviorError: The model called an unknown tool, sent invalid tool arguments,
@@ -249,6 +250,14 @@ def _check_options(
     conversation_id: str | None,
     max_turns: int,
 ) -> None:
+    if session is not None and not all(
+        callable(getattr(session, method, None))
+        for method in ("get_items", "add_items", "pop_item", "clear_session")
+    ):
+        raise UserError(
+            f"session must be a Session (get_items, add_items, pop_item, clear_session), "
+            f"not {type(session).__name__}; for example SQLiteSession('user_42')"
+        )
     if session is not None and (previous_response_id is not None or conversation_id is not None):
         given = "previous_response_id" if previous_response_id is not None else "conversation_id"
         raise UserError(

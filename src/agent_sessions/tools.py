@@ -215,8 +215,16 @@ def _build_tool(
             annotation,
             pydantic.Field(default=default, description=arg_docs.get(param.name)),
         )
-    args_model = pydantic.create_model(f"{tool_name}_args", **fields)
-    schema = args_model.model_json_schema()
+    try:
+        args_model = pydantic.create_model(f"{tool_name}_args", **fields)
+        schema = args_model.model_json_schema()
+    except pydantic.PydanticUserError as exc:
+        reason = str(exc).strip().splitlines()[0]
+        raise UserError(
+            f"tool {tool_name!r}: its parameters cannot be described as JSON schema ({reason}); "
+            "annotate them with JSON types (str, int, float, bool, lists, dicts, Literal, "
+            "TypedDict or pydantic models)"
+        ) from exc
     params_schema = strict_json_schema(schema) if strict_mode else schema
     is_async = inspect.iscoroutinefunction(func)
     positional = [
@@ -301,7 +309,8 @@ def function_tool(
 
     Raises:
         UserError: The signature cannot be described to the model (`*args`, `**kwargs`, an
-            open-ended `dict` in strict mode, unresolvable type hints).
+            open-ended `dict` in strict mode, unresolvable type hints, a parameter type with no
+            JSON schema).
 
     Example:
         ```python
