@@ -58,3 +58,26 @@ def test_star_imports_include_the_backends_when_the_extras_are_installed() -> No
 
     assert {"SQLAlchemySession", "RedisSession"} <= set(agent_sessions.__all__)
     assert {"SQLAlchemySession", "RedisSession"} <= set(agent_sessions.memory.__all__)
+
+
+def test_testing_helpers_work_without_pytest() -> None:
+    done = _run(
+        """
+        sys.modules["pytest"] = None
+        sys.modules["pytest_asyncio"] = None
+        from agent_sessions.testing import *
+        import agent_sessions.testing
+        assert "SessionConformanceTests" not in agent_sessions.testing.__all__
+        print(FakeOpenAIServer.__name__)
+        try:
+            from agent_sessions.testing import SessionConformanceTests
+        except ImportError as exc:
+            print(exc)
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "FakeOpenAIServer",
+        "SessionConformanceTests needs pytest and pytest-asyncio: "
+        "pip install pytest pytest-asyncio",
+    ]

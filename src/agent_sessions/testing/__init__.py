@@ -47,10 +47,31 @@ __all__ = [
 ]
 
 
+def _pytest_missing() -> bool:
+    import importlib.util
+
+    try:
+        return any(importlib.util.find_spec(m) is None for m in ("pytest", "pytest_asyncio"))
+    except (ImportError, ValueError):
+        return True
+
+
+# `from agent_sessions.testing import *` imports every name in `__all__`: without pytest, the
+# conformance suite is left out (importing it by name still says what to install).
+if _pytest_missing():
+    __all__.remove("SessionConformanceTests")
+
+
 def __getattr__(name: str) -> Any:
     # The conformance suite imports pytest: load it only when asked for.
     if name == "SessionConformanceTests":
-        from .conformance import SessionConformanceTests
+        try:
+            from .conformance import SessionConformanceTests
+        except ImportError as exc:
+            raise ImportError(
+                "SessionConformanceTests needs pytest and pytest-asyncio: "
+                "pip install pytest pytest-asyncio"
+            ) from exc
 
         return SessionConformanceTests
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
