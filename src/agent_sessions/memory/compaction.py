@@ -294,6 +294,10 @@ class OpenAIResponsesCompactionSession(SessionABC):
             raise ValueError(
                 f"compaction_mode must be one of {', '.join(map(repr, _MODES))}, got {mode!r}"
             )
+        for flag in ("store", "force"):
+            if flag in args and not isinstance(args[flag], bool):
+                value = args[flag]
+                raise TypeError(f"run_compaction {flag!r} must be True or False, got {value!r}")
         response_id = args.get("response_id")
         if response_id is not None:
             if not isinstance(response_id, str) or not response_id:
@@ -340,6 +344,8 @@ class OpenAIResponsesCompactionSession(SessionABC):
         Raises:
             ValueError: `"previous_response_id"` mode without a known response id, or an invalid
                 argument.
+            TypeError: `args` is not a dict, has an unknown key, or its `store` or `force` is not
+                a bool.
             SessionError: The `responses.compact` call failed (an HTTP error or a timeout); the
                 history is unchanged and the client's exception is chained.
             SessionStorageError: Writing the compacted history failed. On SQLite the transaction
