@@ -140,3 +140,38 @@ def test_translation_notice_links_to_the_english_original(page: Any, site_url: s
     page.locator(".translation-notice a[hreflang=en]").click()
     page.wait_for_url(site_url + "sessions/")
     assert page.locator("html").get_attribute("lang") == "en"
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [("適合性キット", "ja/sessions/"), ("ツール呼び出し", "ja/"), ("セッションの設定", "ja/")],
+)
+def test_japanese_compound_words_are_found(
+    page: Any, site_url: str, query: str, expected: str
+) -> None:
+    # The index is segmented into words ("適合性", "キット"); so must the query be.
+    page.goto(site_url + "ja/sessions/")
+    hrefs = search(page, query)
+    assert hrefs[0].startswith(site_url + expected), hrefs[:3]
+    if query == "適合性キット":
+        assert any(h.endswith("#the-conformance-kit") for h in hrefs[:3]), hrefs[:3]
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_diagram_renders_without_a_cdn(page: Any, site_url: str, language: str) -> None:
+    # Mermaid is served with the site: no request leaves 127.0.0.1 for it, the diagram is drawn
+    # (Material swaps the source <pre class="mermaid"> for a rendered <div class="mermaid">) and
+    # the page's search still starts.
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url) if "mermaid" in r.url else None)
+    path = "" if language == "en" else f"{language}/"
+    page.goto(site_url + path + "sessions/")
+    page.locator("article div.mermaid").first.wait_for(state="attached")
+    assert page.locator("article pre.mermaid").count() == 0
+    box = page.locator("article div.mermaid").first.bounding_box()
+    assert box is not None
+    assert box["height"] > 200
+    assert requests
+    assert all(url.startswith(site_url) for url in requests), requests
+    hrefs = search(page, "compaction" if language == "en" else "压缩")
+    assert hrefs[0].startswith(site_url + path)

@@ -168,3 +168,20 @@ def test_sitemap_lists_each_existing_page_once(built_site: BuiltSite) -> None:
         if not built_site.page(url[len(prefix) :]).is_file():
             missing.append(url)
     assert not missing, f"sitemap URLs without a page: {sorted(set(missing))[:10]}"
+
+
+def test_mermaid_is_served_with_the_site(built_site: BuiltSite) -> None:
+    script = built_site.path / "assets" / "javascripts" / "mermaid.min.js"
+    assert script.is_file()
+    assert "globalThis" in script.read_text(encoding="utf-8")[-300:]
+    for url in ("sessions/", "ja/sessions/", "ko/sessions/", "zh/sessions/"):
+        html = built_site.page(url).read_text(encoding="utf-8")
+        assert '<pre class="mermaid"' in html, url
+        tags = re.findall(r'<script src="([^"]*mermaid[^"]*)"', html)
+        assert len(tags) == 1, (url, tags)
+        assert html.index(tags[0]) < html.index("assets/javascripts/bundle."), url
+        target = resolve(built_site.path, built_site.page(url), tags[0])
+        assert target is not None
+        assert target[0] == script
+    # Pages without a diagram do not load it (the script is large).
+    assert "mermaid.min.js" not in built_site.page("").read_text(encoding="utf-8")

@@ -88,3 +88,28 @@ def test_every_location_resolves(built_site: BuiltSite, language: str) -> None:
         if not page.is_file() or (fragment and fragment not in parse(page)[0]):
             broken.append(location)
     assert not broken, f"{language}: {broken[:10]}"
+
+
+def _search_worker(page: str) -> str:
+    config = re.search(r'<script id="__config" type="application/json">(.*?)</script>', page, re.S)
+    assert config is not None
+    worker: str = json.loads(config.group(1))["search"]
+    return worker
+
+
+def test_japanese_pages_search_with_the_segmenting_worker(built_site: BuiltSite) -> None:
+    workers = built_site.path / "assets" / "javascripts" / "workers"
+    for url in ("ja/", "ja/sessions/"):
+        worker = _search_worker(built_site.page(url).read_text(encoding="utf-8"))
+        assert worker.endswith("/workers/search_ja.js"), (url, worker)
+        target = resolve(built_site.path, built_site.page(url), worker)
+        assert target is not None
+        assert target[0].is_file(), (url, worker)
+    source = (workers / "search_ja.js").read_text(encoding="utf-8")
+    imported = re.search(r'importScripts\("([^"]+)"\)', source)
+    assert imported is not None, "the Japanese worker does not run Material's worker"
+    assert (workers / imported.group(1)).is_file()
+    assert "segmenter.segment(" in source
+    for url in ("", "ko/sessions/", "zh/sessions/", "ref/session/"):
+        worker = _search_worker(built_site.page(url).read_text(encoding="utf-8"))
+        assert re.search(r"/?workers/search\.[0-9a-f]+\.min\.js$", worker), (url, worker)
