@@ -185,3 +185,16 @@ def test_mermaid_is_served_with_the_site(built_site: BuiltSite) -> None:
         assert target[0] == script
     # Pages without a diagram do not load it (the script is large).
     assert "mermaid.min.js" not in built_site.page("").read_text(encoding="utf-8")
+
+
+def test_no_inline_code_is_read_as_a_language_marker() -> None:
+    # InlineHilite reads `:::lang code` and `#!lang code` as "highlight code as lang": the
+    # marker and the first word vanish from the page (`::: agent_sessions.Name` showed as
+    # `agent_sessions.Name`). Write such code as `` ::: agent_sessions.Name `` instead.
+    fence = re.compile(r"^([ \t]*)(```|~~~).*?^\1\2[ \t]*$", re.M | re.S)
+    marker = re.compile(r"(?<!`)`(?:::|#!)[^`]*`(?!`)")
+    found = []
+    for md in sorted(DOCS.rglob("*.md")):
+        text = fence.sub("", md.read_text(encoding="utf-8"))
+        found += [f"{md.relative_to(ROOT)}: {m.group(0)}" for m in marker.finditer(text)]
+    assert not found, found
