@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from playwright.sync_api import expect
@@ -143,16 +144,25 @@ def test_translation_notice_links_to_the_english_original(page: Any, site_url: s
 
 
 @pytest.mark.parametrize(
-    ("query", "expected"),
-    [("適合性キット", "ja/sessions/"), ("ツール呼び出し", "ja/"), ("セッションの設定", "ja/")],
+    ("language", "query", "expected", "highlight"),
+    [
+        ("ja", "適合性キット", "ja/sessions/", "適合性 キット"),
+        ("ja", "ツール呼び出し", "ja/", "ツール 呼び出し"),
+        ("ja", "セッションの設定", "ja/", "セッション"),
+        ("zh", "会话", "zh/sessions/", "会话"),
+        ("zh", "智能体", "zh/", "智能体"),
+    ],
 )
-def test_japanese_compound_words_are_found(
-    page: Any, site_url: str, query: str, expected: str
+def test_japanese_and_chinese_words_are_found(
+    page: Any, site_url: str, language: str, query: str, expected: str, highlight: str
 ) -> None:
-    # The index is segmented into words ("適合性", "キット"); so must the query be.
-    page.goto(site_url + "ja/sessions/")
+    # The index is split into words ("適合性", "キット"; "会话"); so must the query be, and
+    # a result highlights the words searched for ("会话", not "会").
+    page.goto(site_url + f"{language}/sessions/")
     hrefs = search(page, query)
     assert hrefs[0].startswith(site_url + expected), hrefs[:3]
+    highlighted = [parse_qs(urlsplit(h).query).get("h", [""])[0] for h in hrefs[:3]]
+    assert any(set(highlight.split()) <= set(h.split()) for h in highlighted), highlighted
     if query == "適合性キット":
         assert any(h.endswith("#the-conformance-kit") for h in hrefs[:3]), hrefs[:3]
 

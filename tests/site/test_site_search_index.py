@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 import pytest
+import yaml
 from site_support import LANGUAGES, ROOT, TRANSLATIONS, BuiltSite, parse, resolve
 
 ZWSP = "\u200b"
@@ -97,19 +98,43 @@ def _search_worker(page: str) -> str:
     return worker
 
 
-def test_japanese_pages_search_with_the_segmenting_worker(built_site: BuiltSite) -> None:
+def test_japanese_and_chinese_pages_search_with_the_cjk_worker(built_site: BuiltSite) -> None:
     workers = built_site.path / "assets" / "javascripts" / "workers"
-    for url in ("ja/", "ja/sessions/"):
+    for url in ("ja/", "ja/sessions/", "zh/", "zh/sessions/"):
         worker = _search_worker(built_site.page(url).read_text(encoding="utf-8"))
-        assert worker.endswith("/workers/search_ja.js"), (url, worker)
+        assert worker.endswith("/workers/search_cjk.js"), (url, worker)
         target = resolve(built_site.path, built_site.page(url), worker)
         assert target is not None
         assert target[0].is_file(), (url, worker)
-    source = (workers / "search_ja.js").read_text(encoding="utf-8")
+    source = (workers / "search_cjk.js").read_text(encoding="utf-8")
     imported = re.search(r'importScripts\("([^"]+)"\)', source)
-    assert imported is not None, "the Japanese worker does not run Material's worker"
-    assert (workers / imported.group(1)).is_file()
+    assert imported is not None, "the CJK worker does not run Material's worker"
     assert "segmenter.segment(" in source
-    for url in ("", "ko/sessions/", "zh/sessions/", "ref/session/"):
+    material = next(workers.glob("search.*.min.js")).read_text(encoding="utf-8")
+    patched = (workers / imported.group(1)).read_text(encoding="utf-8")
+    # Material's Han-run splitter, corrected to try words that end on the run's last character.
+    assert "o<t.length;o++)t.slice(s,o)in e" in material
+    assert "o<=t.length;o++)t.slice(s,o)in e" in patched
+    assert len(patched) == pytest.approx(len(material), abs=200)
+    for url in ("", "ko/sessions/", "ref/session/"):
         worker = _search_worker(built_site.page(url).read_text(encoding="utf-8"))
         assert re.search(r"/?workers/search\.[0-9a-f]+\.min\.js$", worker), (url, worker)
+
+
+def test_chinese_glossary_terms_are_words_of_the_index(built_site: BuiltSite) -> None:
+    # jieba cut "智能体" into "智能" + "体" until the glossary's terms were added to its words.
+    glossary = yaml.safe_load((ROOT / "i18n" / "glossary.yml").read_text(encoding="utf-8"))
+    index = search_index(built_site, "zh")
+    separator = re.compile(index["config"]["separator"])
+    words: set[str] = set()
+    text = ""
+    for doc in index["docs"]:
+        if doc["location"].startswith("../"):
+            continue
+        raw = re.sub(r"<[^>]+>", " ", doc["title"] + " " + doc["text"])
+        words.update(separator.split(raw))
+        text += raw.replace(ZWSP, "")
+    used = [term for term in glossary["terms"]["zh"].values() if term in text]
+    assert "智能体" in used
+    missing = [term for term in used if term not in words]
+    assert not missing, f"glossary terms split by the Chinese segmentation: {missing}"
