@@ -193,7 +193,9 @@ class OpenAIResponsesCompactionSession(SessionABC):
         self.should_trigger_compaction: CompactionTrigger = (
             should_trigger_compaction or _default_trigger
         )
-        self._client = OwnedOpenAIClient(client)
+        self._client = OwnedOpenAIClient(
+            client, what=f"OpenAIResponsesCompactionSession {session_id!r}"
+        )
         self._response_id: str | None = None
         self._response_stored: bool | None = None
         self._compaction_lock = asyncio.Lock()

@@ -111,7 +111,7 @@ class OpenAIConversationsSession(SessionABC):
                 f"conversation_id must be a non-empty string or None, got {conversation_id!r}"
             )
         self._conversation_id = conversation_id
-        self._client = OwnedOpenAIClient(client)
+        self._client = OwnedOpenAIClient(client, what="OpenAIConversationsSession")
         self.session_settings: SessionSettings | None = coerce_session_settings(session_settings)
         self._lock = asyncio.Lock()
 

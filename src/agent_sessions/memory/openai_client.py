@@ -6,6 +6,8 @@ import asyncio
 
 from openai import AsyncOpenAI
 
+from .loop_binding import LoopBinding
+
 __all__ = ["OwnedOpenAIClient", "default_openai_client"]
 
 
@@ -25,18 +27,24 @@ class OwnedOpenAIClient:
 
     Args:
         client: The user's client, or `None` to build one from the environment when needed.
+        what: How errors name the session.
     """
 
-    def __init__(self, client: AsyncOpenAI | None) -> None:
+    def __init__(self, client: AsyncOpenAI | None, *, what: str) -> None:
         self._client = client
         self._owned = False
+        self._loop_binding = LoopBinding(what)
 
     async def get(self) -> AsyncOpenAI:
         """Return the client, building it from the environment on first use.
 
         Returns:
             The client.
+
+        Raises:
+            UserError: The client was first used on another event loop.
         """
+        self._loop_binding.check()
         if self._client is None:
             client = await default_openai_client()
             if self._client is None:
@@ -50,4 +58,8 @@ class OwnedOpenAIClient:
         client, owned = self._client, self._owned
         if owned and client is not None:
             self._client, self._owned = None, False
-            await client.close()
+            # Connections opened on another loop cannot be closed from this one.
+            if not self._loop_binding.is_foreign():
+                await client.close()
+        if client is None or owned:
+            self._loop_binding = LoopBinding(self._loop_binding.what)

@@ -30,6 +30,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 from ..exceptions import SessionClosedError, SessionStorageError, UserError
 from ..items import TResponseInputItem
 from .item_codec import check_limit, check_session_id, decode_item, encode_items
+from .loop_binding import LoopBinding
 from .mutation import await_session_mutation
 from .session import SessionABC
 from .settings import (
@@ -253,6 +254,7 @@ class RedisSession(SessionABC):
         self._pop = self._redis.register_script(_POP_SCRIPT)
         self._add = self._redis.register_script(_ADD_SCRIPT)
         self._closed = False
+        self._loop_binding = LoopBinding(f"RedisSession {session_id!r}")
 
     @classmethod
     def from_url(
@@ -377,12 +379,14 @@ class RedisSession(SessionABC):
         """Close the session; close the client too if `from_url` created it.
 
         Further operations raise [`SessionClosedError`][agent_sessions.SessionClosedError].
-        Closing twice is harmless.
+        Closing twice is harmless. A session belongs to the event loop it was first used on
+        (its pooled connections do): another loop raises [`UserError`][agent_sessions.UserError],
+        and `close()` there cannot release those connections, so close it on its own loop.
         """
         if self._closed:
             return
         self._closed = True
-        if self._owns_client:
+        if not self._loop_binding.is_foreign() and self._owns_client:
             await self._redis.aclose()
 
     async def __aenter__(self) -> RedisSession:
@@ -401,6 +405,7 @@ class RedisSession(SessionABC):
             raise SessionClosedError(
                 f"RedisSession {self.session_id!r} is closed; create a new session object"
             )
+        self._loop_binding.check()
 
     async def _run(self, operation: str, call: Callable[[], Awaitable[_T]]) -> _T:
         try:

@@ -48,6 +48,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 from ..exceptions import SessionClosedError, SessionStorageError, UserError
 from ..items import TResponseInputItem
 from .item_codec import check_limit, check_session_id, decode_item, decode_rows, encode_items
+from .loop_binding import LoopBinding
 from .mutation import await_session_mutation
 from .session import SessionABC
 from .settings import (
@@ -233,6 +234,7 @@ class SQLAlchemySession(SessionABC):
         self._messages_table = messages_table
         self._metadata, self._sessions, self._messages = _tables(sessions_table, messages_table)
         self._closed = False
+        self._loop_binding = LoopBinding(f"SQLAlchemySession {session_id!r}")
         self._init_lock = asyncio.Lock()
 
     @classmethod
@@ -363,12 +365,14 @@ class SQLAlchemySession(SessionABC):
         """Close the session; dispose of the engine if `from_url` created it.
 
         Further operations raise [`SessionClosedError`][agent_sessions.SessionClosedError].
-        Closing twice is harmless.
+        Closing twice is harmless. A session belongs to the event loop it was first used on
+        (its pooled connections do): another loop raises [`UserError`][agent_sessions.UserError],
+        and `close()` there cannot release those connections, so close it on its own loop.
         """
         if self._closed:
             return
         self._closed = True
-        if self._owns_engine:
+        if not self._loop_binding.is_foreign() and self._owns_engine:
             await self._engine.dispose()
 
     async def __aenter__(self) -> SQLAlchemySession:
@@ -388,6 +392,7 @@ class SQLAlchemySession(SessionABC):
             raise SessionClosedError(
                 f"SQLAlchemySession {self.session_id!r} is closed; create a new session object"
             )
+        self._loop_binding.check()
 
     async def _run(self, operation: str, call: Callable[[], Awaitable[_T]]) -> _T:
         try:

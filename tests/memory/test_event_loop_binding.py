@@ -1,0 +1,79 @@
+"""A session whose connections belong to one event loop gives a clear error on another loop.
+
+Each `Runner.run_sync()` or `asyncio.run()` call starts a new loop; pooled connections (asyncpg,
+redis-py, httpx) opened on the first one fail on the next with "Event loop is closed". SQLite has
+no such connections and works across loops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from agent_sessions import OpenAIConversationsSession, SQLiteSession, UserError
+from agent_sessions.testing import FakeConversationsAPI, FakeOpenAIServer
+
+USER = {"role": "user", "content": "hi"}
+
+
+def _twice(make: Callable[[], Any]) -> None:
+    session = make()
+    first, second = asyncio.new_event_loop(), asyncio.new_event_loop()
+    try:
+        first.run_until_complete(session.add_items([USER]))
+        with pytest.raises(UserError, match="another event loop") as caught:
+            second.run_until_complete(session.get_items())
+        assert "asyncio.run()" in str(caught.value)
+        assert first.run_until_complete(session.get_items()) == [USER]
+        first.run_until_complete(session.clear_session())
+        first.run_until_complete(session.close())
+    finally:
+        first.close()
+        second.close()
+
+
+def test_sqlalchemy_session_refuses_a_second_loop(postgres_url: str) -> None:
+    from agent_sessions import SQLAlchemySession
+
+    session_id = f"loop-{uuid.uuid4().hex}"
+    _twice(lambda: SQLAlchemySession.from_url(session_id, postgres_url, create_tables=True))
+
+
+def test_redis_session_refuses_a_second_loop(redis_url: str) -> None:
+    from agent_sessions import RedisSession
+
+    session_id = f"loop-{uuid.uuid4().hex}"
+    _twice(lambda: RedisSession.from_url(session_id, redis_url))
+
+
+def test_conversations_session_refuses_a_second_loop_until_closed(
+    fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    FakeConversationsAPI().install(fake_openai)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
+    session = OpenAIConversationsSession()
+    first, second = asyncio.new_event_loop(), asyncio.new_event_loop()
+    try:
+        first.run_until_complete(session.add_items([USER]))
+        with pytest.raises(UserError, match="another event loop"):
+            second.run_until_complete(session.get_items())
+        first.run_until_complete(session.close())  # closes the client of the first loop
+        second.run_until_complete(session.add_items([USER]))  # a new client on the new loop
+        assert len(second.run_until_complete(session.get_items())) == 2
+        second.run_until_complete(session.close())
+    finally:
+        first.close()
+        second.close()
+
+
+def test_sqlite_session_works_across_loops(tmp_path: Any) -> None:
+    session = SQLiteSession("s", str(tmp_path / "loops.db"))
+    asyncio.run(session.add_items([USER]))
+    asyncio.run(session.add_items([USER]))
+    assert asyncio.run(session.get_items()) == [USER, USER]
+    asyncio.run(session.close())
