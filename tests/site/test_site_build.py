@@ -198,3 +198,17 @@ def test_no_inline_code_is_read_as_a_language_marker() -> None:
         text = fence.sub("", md.read_text(encoding="utf-8"))
         found += [f"{md.relative_to(ROOT)}: {m.group(0)}" for m in marker.finditer(text)]
     assert not found, found
+
+
+@pytest.mark.parametrize("language", TRANSLATIONS)
+def test_translated_pages_have_no_english_interface_labels(
+    built_site: BuiltSite, language: str
+) -> None:
+    # Labels from mkdocs.yml rather than Material's own translations (the palette toggle's
+    # tooltip) showed in English on every translated page.
+    english = ("Switch to dark mode", "Switch to light mode", "Permanent link")
+    for url in (f"{language}/", f"{language}/sessions/"):
+        html = built_site.page(url).read_text(encoding="utf-8")
+        labels = re.findall(r'(?:title|aria-label)="([^"]*)"', html)
+        assert "md-header__button" in html
+        assert not [label for label in labels if label in english], url
