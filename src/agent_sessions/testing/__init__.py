@@ -58,8 +58,10 @@ def _pytest_missing() -> bool:
 
 # `from agent_sessions.testing import *` imports every name in `__all__`: without pytest, the
 # conformance suite is left out (importing it by name still says what to install).
-if _pytest_missing():
-    __all__.remove("SessionConformanceTests")
+# (A loop, not `__all__.remove("...")`: type checkers apply a literal removal statically and
+# would then refuse `from agent_sessions.testing import SessionConformanceTests`.)
+for _name in ["SessionConformanceTests"] if _pytest_missing() else []:
+    __all__.remove(_name)
 
 
 def __getattr__(name: str) -> Any:
