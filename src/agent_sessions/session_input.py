@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from .exceptions import UserError
-from .items import TResponseInputItem
+from .items import OUTPUT_TYPE_OF_CALL, TResponseInputItem
 
 __all__ = [
     "MergedInput",
@@ -34,16 +34,7 @@ SessionInputCallback: TypeAlias = Callable[
 It receives copies, so it may change them freely. Items it returns that came from the history are
 not saved again; everything else it returns (the new input, or items it made up) is saved."""
 
-# Tool call types whose output item must follow them, mapped to that output's type.
-_CALL_OUTPUT_TYPES = {
-    "function_call": "function_call_output",
-    "custom_tool_call": "custom_tool_call_output",
-    "computer_call": "computer_call_output",
-    "local_shell_call": "local_shell_call_output",
-    "shell_call": "shell_call_output",
-    "apply_patch_call": "apply_patch_call_output",
-}
-_OUTPUT_TYPES = frozenset(_CALL_OUTPUT_TYPES.values())
+_OUTPUT_TYPES = frozenset(OUTPUT_TYPE_OF_CALL.values())
 
 
 @dataclass(frozen=True)
@@ -159,7 +150,7 @@ def drop_orphan_tool_outputs(items: list[TResponseInputItem]) -> list[TResponseI
     call_ids = {
         item.get("call_id")
         for item in items
-        if isinstance(item, dict) and item.get("type") in _CALL_OUTPUT_TYPES
+        if isinstance(item, dict) and item.get("type") in OUTPUT_TYPE_OF_CALL
     }
     return [
         item

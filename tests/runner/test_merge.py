@@ -10,6 +10,7 @@ from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessa
 
 from agent_sessions import UserError
 from agent_sessions.conversion import clean_input_item, input_items_from, output_item_to_input_item
+from agent_sessions.items import OUTPUT_TYPE_OF_CALL
 from agent_sessions.session_input import drop_orphan_tool_outputs, merge_session_input
 
 H = [{"role": "user", "content": "h1"}, {"role": "assistant", "content": "a1"}]
@@ -61,6 +62,16 @@ def test_orphan_outputs_are_dropped_and_matched_pairs_kept() -> None:
         {"role": "user", "content": "hi"},
     ]
     assert drop_orphan_tool_outputs(items) == items[1:3] + items[4:]
+
+
+def test_every_paired_tool_type_drops_its_orphan_output() -> None:
+    # The same pairing table as compaction: each output type without its call is dropped.
+    for call_type, output_type in OUTPUT_TYPE_OF_CALL.items():
+        call = {"type": call_type, "call_id": "kept"}
+        kept = {"type": output_type, "call_id": "kept"}
+        orphan = {"type": output_type, "call_id": "gone"}
+        items: list[Any] = [orphan, call, kept]
+        assert drop_orphan_tool_outputs(items) == [call, kept], call_type
 
 
 def test_output_items_become_input_items() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from ..items import TResponseInputItem
+from ..items import OUTPUT_TYPE_OF_CALL, TResponseInputItem
 
 __all__ = [
     "compactable_prefix_length",
@@ -19,18 +19,6 @@ __all__ = [
     "normalize_compacted_output",
     "select_compaction_candidate_items",
 ]
-
-# A call of one of these types waits for an item of the paired type with the same `call_id`.
-_OUTPUT_TYPE_OF_CALL = {
-    "function_call": "function_call_output",
-    "custom_tool_call": "custom_tool_call_output",
-    "computer_call": "computer_call_output",
-    "local_shell_call": "local_shell_call_output",
-    "shell_call": "shell_call_output",
-    "apply_patch_call": "apply_patch_call_output",
-    "program": "program_output",
-    "tool_search_call": "tool_search_output",
-}
 
 
 def _fields(item: TResponseInputItem) -> Mapping[str, Any]:
@@ -87,10 +75,10 @@ def _pending_pairs(items: Sequence[TResponseInputItem]) -> list[tuple[int, int]]
         call_id = fields.get("call_id")
         if not isinstance(call_id, str) or not isinstance(kind, str):
             continue
-        if kind in _OUTPUT_TYPE_OF_CALL:
+        if kind in OUTPUT_TYPE_OF_CALL:
             if kind == "tool_search_call" and fields.get("execution") != "client":
                 continue  # the server runs it and returns its output in the same response
-            open_calls[(_OUTPUT_TYPE_OF_CALL[kind], call_id)] = index
+            open_calls[(OUTPUT_TYPE_OF_CALL[kind], call_id)] = index
         else:
             start = open_calls.pop((kind, call_id), None)
             if start is not None:
@@ -134,7 +122,7 @@ def compactable_prefix_length(items: Sequence[TResponseInputItem]) -> int:
     return end
 
 
-_NOT_MODEL_OUTPUT = {*_OUTPUT_TYPE_OF_CALL.values(), "mcp_approval_response", "compaction"}
+_NOT_MODEL_OUTPUT = {*OUTPUT_TYPE_OF_CALL.values(), "mcp_approval_response", "compaction"}
 
 
 def ends_with_model_output(items: Sequence[TResponseInputItem]) -> bool:
