@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..exceptions import SessionStorageError
 from ..items import TResponseInputItem
+from .closing import AsyncCloseable
 from .item_codec import decode_item, encode_items
 from .session import Session
 
@@ -147,7 +148,7 @@ def _to_ms(value: datetime) -> int:
     return round(_utc(value).timestamp() * 1000)
 
 
-class SessionStore(ABC):
+class SessionStore(AsyncCloseable):
     """Every session in one storage, for listing, export, import and clean-up.
 
     Get one with [`open_session_store`][agent_sessions.open_session_store]; close it with
@@ -224,12 +225,6 @@ class SessionStore(ABC):
     @abstractmethod
     async def close(self) -> None:
         """Release the store's connections."""
-
-    async def __aenter__(self) -> SessionStore:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
 
 
 def open_session_store(

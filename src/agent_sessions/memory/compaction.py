@@ -7,7 +7,6 @@ import inspect
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from types import TracebackType
 from typing import Any, Literal, cast, get_args
 
 import openai
@@ -19,6 +18,7 @@ from ..agent import default_model_name
 from ..conversion import clean_input_item
 from ..exceptions import SessionError, SessionStorageError, UserError
 from ..items import TResponseInputItem
+from .closing import AsyncCloseable
 from .compaction_items import (
     compactable_prefix_length,
     ends_with_model_output,
@@ -90,7 +90,7 @@ def _canonical(items: list[TResponseInputItem]) -> str:
     return json.dumps(items, sort_keys=True, ensure_ascii=False)
 
 
-class OpenAIResponsesCompactionSession(SessionABC):
+class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
     """A session that compacts its history with the Responses API once it grows long.
 
     It wraps any other session, which keeps doing the storing: reads and writes pass through.
@@ -264,17 +264,6 @@ class OpenAIResponsesCompactionSession(SessionABC):
         `async with` calls `close()` at the end of the block.
         """
         await self._client.close()
-
-    async def __aenter__(self) -> OpenAIResponsesCompactionSession:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     def _note_args(self, args: OpenAIResponsesCompactionArgs | None) -> tuple[str, bool, bool]:
         """Validate `args`, remember what they say about the latest response, resolve the mode.

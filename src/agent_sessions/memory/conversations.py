@@ -6,7 +6,6 @@ import asyncio
 import json
 import logging
 from collections.abc import Mapping
-from types import TracebackType
 from typing import Any, cast
 
 import openai
@@ -14,6 +13,7 @@ from openai import AsyncOpenAI
 
 from ..exceptions import SessionStorageError
 from ..items import TResponseInputItem
+from .closing import AsyncCloseable
 from .mutation import await_session_mutation
 from .openai_client import OwnedOpenAIClient
 from .session import SessionABC
@@ -56,7 +56,7 @@ def _check_items(items: list[TResponseInputItem]) -> None:
             raise TypeError(f"item {index} is not JSON-serialisable: {exc}") from exc
 
 
-class OpenAIConversationsSession(SessionABC):
+class OpenAIConversationsSession(SessionABC, AsyncCloseable):
     """A session whose history lives in an OpenAI conversation, on the server.
 
     Nothing is stored locally: every method calls the
@@ -159,17 +159,6 @@ class OpenAIConversationsSession(SessionABC):
         end of the block.
         """
         await self._client.close()
-
-    async def __aenter__(self) -> OpenAIConversationsSession:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     async def _create_conversation(self, items: list[TResponseInputItem]) -> str:
         client = await self._get_client()

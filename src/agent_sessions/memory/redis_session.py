@@ -29,6 +29,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from ..exceptions import SessionClosedError, SessionStorageError, UserError
 from ..items import TResponseInputItem
+from .closing import AsyncCloseable
 from .item_codec import check_limit, check_session_id, decode_item, encode_items
 from .loop_binding import LoopBinding
 from .mutation import await_session_mutation
@@ -183,7 +184,7 @@ def _ttl_ms(ttl: float | timedelta | None) -> int:
     return max(1, round(seconds * 1000))
 
 
-class RedisSession(SessionABC):
+class RedisSession(SessionABC, AsyncCloseable):
     """A session stored in Redis, shared by every process that uses the same server and prefix.
 
     Each session is one Redis list, so `get_items(limit)` reads only the tail (`LRANGE -limit -1`)
@@ -388,12 +389,6 @@ class RedisSession(SessionABC):
         self._closed = True
         if not self._loop_binding.is_foreign() and self._owns_client:
             await self._redis.aclose()
-
-    async def __aenter__(self) -> RedisSession:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
 
     def __repr__(self) -> str:
         return f"RedisSession({self.session_id!r}, key={self._items_key!r})"

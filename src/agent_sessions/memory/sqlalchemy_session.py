@@ -47,6 +47,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from ..exceptions import SessionClosedError, SessionStorageError, UserError
 from ..items import TResponseInputItem
+from .closing import AsyncCloseable
 from .item_codec import check_limit, check_session_id, decode_item, decode_rows, encode_items
 from .loop_binding import LoopBinding
 from .mutation import await_session_mutation
@@ -149,7 +150,7 @@ def _tables(sessions_table: str, messages_table: str) -> tuple[MetaData, Table, 
     return metadata, sessions, messages
 
 
-class SQLAlchemySession(SessionABC):
+class SQLAlchemySession(SessionABC, AsyncCloseable):
     """A session stored in PostgreSQL (or MySQL/MariaDB) through async SQLAlchemy 2.
 
     Many processes and hosts can share one database: each mutation of a session locks that
@@ -374,12 +375,6 @@ class SQLAlchemySession(SessionABC):
         self._closed = True
         if not self._loop_binding.is_foreign() and self._owns_engine:
             await self._engine.dispose()
-
-    async def __aenter__(self) -> SQLAlchemySession:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
 
     def __repr__(self) -> str:
         url = self._engine.url.render_as_string(hide_password=True)

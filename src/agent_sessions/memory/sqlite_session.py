@@ -33,11 +33,11 @@ import threading
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any, TypeVar
 
 from ..exceptions import SessionClosedError
 from ..items import TResponseInputItem
+from .closing import AsyncCloseable
 from .item_codec import check_session_id
 from .mutation import await_session_mutation
 from .session import SessionABC
@@ -156,7 +156,7 @@ class CompactionSnapshot:
         )
 
 
-class SQLiteSession(SessionABC):
+class SQLiteSession(SessionABC, AsyncCloseable):
     """A session stored in SQLite: in memory by default, or in a file that survives restarts.
 
     Different session ids on one database are isolated; the same id on one file shares its
@@ -244,17 +244,6 @@ class SQLiteSession(SessionABC):
         threads = self._finalizer()
         if threads:
             await asyncio.to_thread(_join_all, threads)
-
-    async def __aenter__(self) -> SQLiteSession:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     def _check_open(self) -> None:
         if self._closed:
