@@ -9,8 +9,8 @@ engine / client (so the same pool), on the same workloads:
 4. `get_items()` of the whole 100,000-item session (ms per call)
 
 Run:  .venv/bin/python bench/bench_backends.py [--items 100000] [--sequential 500]
-Needs PostgreSQL (AGENT_SESSIONS_POSTGRES_URL, default postgresql+asyncpg://postgres@127.0.0.1/test)
-and Redis (AGENT_SESSIONS_REDIS_URL, default redis://127.0.0.1:6379/15). Tables and keys it
+Needs PostgreSQL (TURNSTORE_POSTGRES_URL, default postgresql+asyncpg://postgres@127.0.0.1/test)
+and Redis (TURNSTORE_REDIS_URL, default redis://127.0.0.1:6379/15). Tables and keys it
 creates are dropped at the end. Ratios > 1 mean ours is faster.
 """
 
@@ -30,12 +30,12 @@ from redis.asyncio import Redis
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from agent_sessions import RedisSession, SQLAlchemySession
+from turnstore import RedisSession, SQLAlchemySession
 
 POSTGRES_URL = os.environ.get(
-    "AGENT_SESSIONS_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+    "TURNSTORE_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 )
-REDIS_URL = os.environ.get("AGENT_SESSIONS_REDIS_URL", "redis://127.0.0.1:6379/15")
+REDIS_URL = os.environ.get("TURNSTORE_REDIS_URL", "redis://127.0.0.1:6379/15")
 
 Factory = Callable[[str], Any]
 

@@ -22,8 +22,8 @@ os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 import agents
 import agents.testing
 
-from agent_sessions import Agent, Runner, SQLiteSession
-from agent_sessions.testing import ScriptedModel
+from turnstore import Agent, Runner, SQLiteSession
+from turnstore.testing import ScriptedModel
 
 
 async def ours(turns: int, db: Path) -> list[float]:
@@ -64,7 +64,7 @@ async def main(turns: int) -> None:
     ours_ms = statistics.median(ours_times) * 1000
     sdk_ms = statistics.median(sdk_times) * 1000
     print(f"turns per side: {turns} (history grows to {2 * turns} items)")
-    print(f"agent-sessions Runner + SQLiteSession: median {ours_ms:.2f} ms per run")
+    print(f"turnstore Runner + SQLiteSession: median {ours_ms:.2f} ms per run")
     print(f"openai-agents Runner + SQLiteSession:  median {sdk_ms:.2f} ms per run")
     print(f"ratio ours / SDK: {ours_ms / sdk_ms:.2f}")
 

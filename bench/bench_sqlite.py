@@ -1,4 +1,4 @@
-"""Benchmark: agent-sessions' SQLiteSession against the OpenAI Agents SDK's, in one run.
+"""Benchmark: turnstore' SQLiteSession against the OpenAI Agents SDK's, in one run.
 
 Both run the same workloads on a file database in a fresh temporary directory, and each figure is
 printed with the ratio between them. Run it with `make bench` (or `python bench/bench_sqlite.py`).
@@ -24,7 +24,7 @@ os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 
 from agents.memory import SQLiteSession as PeerSession
 
-from agent_sessions import SQLiteSession as OurSession
+from turnstore import SQLiteSession as OurSession
 
 Factory = Callable[[str, Path], Any]
 

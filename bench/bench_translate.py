@@ -24,10 +24,10 @@ sys.path[:0] = [str(REPO / "scripts"), str(REPO / "tests" / "translation"), str(
 
 from echo_translator import EchoTranslator  # noqa: E402
 
-from agent_sessions.testing import FakeOpenAIServer  # noqa: E402
 from docs_i18n.planning import Options  # noqa: E402
 from docs_i18n.report import Reporter  # noqa: E402
 from docs_i18n.runner import translate  # noqa: E402
+from turnstore.testing import FakeOpenAIServer  # noqa: E402
 
 
 async def _one_run(concurrency: int | None, latency: float) -> tuple[float, int, int]:

@@ -13,7 +13,7 @@ import asyncio
 
 from openai import AsyncOpenAI
 
-from agent_sessions import (
+from turnstore import (
     Agent,
     CompactionTriggerContext,
     OpenAIResponsesCompactionSession,

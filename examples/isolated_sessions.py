@@ -9,7 +9,7 @@ import asyncio
 import tempfile
 from pathlib import Path
 
-from agent_sessions import Agent, Runner, SQLiteSession
+from turnstore import Agent, Runner, SQLiteSession
 
 
 async def main() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
-from agent_sessions import Agent, Runner, SQLiteSession, TResponseInputItem
+from turnstore import Agent, Runner, SQLiteSession, TResponseInputItem
 
 
 async def main() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from agent_sessions import Agent, Runner, SQLiteSession
+from turnstore import Agent, Runner, SQLiteSession
 
 
 async def main(db_path: str) -> None:

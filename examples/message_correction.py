@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
-from agent_sessions import Agent, Runner, SQLiteSession
+from turnstore import Agent, Runner, SQLiteSession
 
 
 async def main() -> None:

@@ -1,7 +1,7 @@
 """Shared fixtures: the fake OpenAI server and the services some tests need.
 
 A test that needs PostgreSQL, Redis or Chromium skips with the reason when the service is absent,
-except under `AGENT_SESSIONS_REQUIRE_SERVICES=1` (set by `.ci/run`), where that is a failure.
+except under `TURNSTORE_REQUIRE_SERVICES=1` (set by `.ci/run`), where that is a failure.
 """
 
 from __future__ import annotations
@@ -13,27 +13,27 @@ from collections.abc import Iterator
 
 import pytest
 
-from agent_sessions.testing import FakeOpenAIServer
+from turnstore.testing import FakeOpenAIServer
 
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 
 POSTGRES_URL = os.environ.get(
-    "AGENT_SESSIONS_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+    "TURNSTORE_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 )
-MYSQL_URL = os.environ.get("AGENT_SESSIONS_MYSQL_URL", "mysql+aiomysql://root@127.0.0.1:3306/test")
-REDIS_URL = os.environ.get("AGENT_SESSIONS_REDIS_URL", "redis://127.0.0.1:6379/15")
-CHROMIUM = os.environ.get("AGENT_SESSIONS_CHROMIUM", "/usr/bin/chromium")
+MYSQL_URL = os.environ.get("TURNSTORE_MYSQL_URL", "mysql+aiomysql://root@127.0.0.1:3306/test")
+REDIS_URL = os.environ.get("TURNSTORE_REDIS_URL", "redis://127.0.0.1:6379/15")
+CHROMIUM = os.environ.get("TURNSTORE_CHROMIUM", "/usr/bin/chromium")
 
 
 def services_required() -> bool:
     """True when a missing service must fail the run instead of skipping."""
-    return os.environ.get("AGENT_SESSIONS_REQUIRE_SERVICES") == "1"
+    return os.environ.get("TURNSTORE_REQUIRE_SERVICES") == "1"
 
 
 def skip_or_fail(reason: str) -> None:
-    """Skip with `reason`, or fail under AGENT_SESSIONS_REQUIRE_SERVICES=1."""
+    """Skip with `reason`, or fail under TURNSTORE_REQUIRE_SERVICES=1."""
     if services_required():
-        pytest.fail(f"{reason} (AGENT_SESSIONS_REQUIRE_SERVICES=1 forbids skipping)")
+        pytest.fail(f"{reason} (TURNSTORE_REQUIRE_SERVICES=1 forbids skipping)")
     pytest.skip(reason)
 
 

@@ -12,7 +12,6 @@ import pytest
 
 TOP_LEVEL = [
     "Agent",
-    "AgentSessionsError",
     "AgentsError",
     "CompactionTriggerContext",
     "FunctionTool",
@@ -52,6 +51,7 @@ TOP_LEVEL = [
     "StreamEvent",
     "TResponseInputItem",
     "TextDeltaEvent",
+    "TurnstoreError",
     "Usage",
     "UserError",
     "__version__",
@@ -105,9 +105,9 @@ TESTING = [
 
 
 MODULES = {
-    "agent_sessions": TOP_LEVEL,
-    "agent_sessions.memory": MEMORY,
-    "agent_sessions.testing": TESTING,
+    "turnstore": TOP_LEVEL,
+    "turnstore.memory": MEMORY,
+    "turnstore.testing": TESTING,
 }
 
 
@@ -127,10 +127,10 @@ def test_every_exported_name_resolves(module_name: str) -> None:
 
 
 def test_memory_names_are_the_same_objects_at_the_top_level() -> None:
-    top = importlib.import_module("agent_sessions")
-    memory = importlib.import_module("agent_sessions.memory")
+    top = importlib.import_module("turnstore")
+    memory = importlib.import_module("turnstore.memory")
     for name in MEMORY:
-        assert name in TOP_LEVEL, f"{name} is exported from agent_sessions.memory only"
+        assert name in TOP_LEVEL, f"{name} is exported from turnstore.memory only"
         assert getattr(top, name) is getattr(memory, name), name
 
 

@@ -24,12 +24,12 @@ def _run(code: str) -> subprocess.CompletedProcess[str]:
 def test_star_imports_work_without_the_extras() -> None:
     done = _run(
         """
-        from agent_sessions import *
-        from agent_sessions.memory import *
-        import agent_sessions, agent_sessions.memory
-        assert "SQLAlchemySession" not in agent_sessions.__all__
-        assert "RedisSession" not in agent_sessions.memory.__all__
-        assert "SQLiteSession" in agent_sessions.__all__
+        from turnstore import *
+        from turnstore.memory import *
+        import turnstore, turnstore.memory
+        assert "SQLAlchemySession" not in turnstore.__all__
+        assert "RedisSession" not in turnstore.memory.__all__
+        assert "SQLiteSession" in turnstore.__all__
         print(Runner.__name__, SQLiteSession.__name__)
         """
     )
@@ -39,7 +39,7 @@ def test_star_imports_work_without_the_extras() -> None:
 
 def test_importing_a_backend_without_its_extra_names_the_install_command() -> None:
     for name, extra in (("SQLAlchemySession", "postgres"), ("RedisSession", "redis")):
-        for module in ("agent_sessions", "agent_sessions.memory"):
+        for module in ("turnstore", "turnstore.memory"):
             done = _run(
                 f"""
                 try:
@@ -49,15 +49,15 @@ def test_importing_a_backend_without_its_extra_names_the_install_command() -> No
                 """
             )
             assert done.returncode == 0, done.stderr
-            assert f"pip install 'agent-sessions[{extra}]'" in done.stdout, done.stdout
+            assert f"pip install 'turnstore[{extra}]'" in done.stdout, done.stdout
 
 
 def test_star_imports_include_the_backends_when_the_extras_are_installed() -> None:
-    import agent_sessions
-    import agent_sessions.memory
+    import turnstore
+    import turnstore.memory
 
-    assert {"SQLAlchemySession", "RedisSession"} <= set(agent_sessions.__all__)
-    assert {"SQLAlchemySession", "RedisSession"} <= set(agent_sessions.memory.__all__)
+    assert {"SQLAlchemySession", "RedisSession"} <= set(turnstore.__all__)
+    assert {"SQLAlchemySession", "RedisSession"} <= set(turnstore.memory.__all__)
 
 
 def test_testing_helpers_work_without_pytest() -> None:
@@ -65,12 +65,12 @@ def test_testing_helpers_work_without_pytest() -> None:
         """
         sys.modules["pytest"] = None
         sys.modules["pytest_asyncio"] = None
-        from agent_sessions.testing import *
-        import agent_sessions.testing
-        assert "SessionConformanceTests" not in agent_sessions.testing.__all__
+        from turnstore.testing import *
+        import turnstore.testing
+        assert "SessionConformanceTests" not in turnstore.testing.__all__
         print(FakeOpenAIServer.__name__)
         try:
-            from agent_sessions.testing import SessionConformanceTests
+            from turnstore.testing import SessionConformanceTests
         except ImportError as exc:
             print(exc)
         """

@@ -1,4 +1,4 @@
-"""The `agent-sessions` command line on a SQLite file, PostgreSQL and Redis."""
+"""The `turnstore` command line on a SQLite file, PostgreSQL and Redis."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_sessions import RedisSession, SQLAlchemySession, SQLiteSession
-from agent_sessions.cli import main
+from turnstore import RedisSession, SQLAlchemySession, SQLiteSession
+from turnstore.cli import main
 
 ITEMS = {
     "alpha": [
@@ -271,8 +271,8 @@ def test_import_replace_and_bad_files(
         ("ftp://example", "cannot use 'ftp://example'"),
         ("sqlite://nope", "a SQLite URL looks like sqlite:///"),
         ("/nonexistent/dir/file.db", "no SQLite database at"),
-        ("postgresql://postgres@127.0.0.1:1/test", "agent-sessions: error:"),
-        ("redis://127.0.0.1:1/0", "agent-sessions: error:"),
+        ("postgresql://postgres@127.0.0.1:1/test", "turnstore: error:"),
+        ("redis://127.0.0.1:1/0", "turnstore: error:"),
     ],
 )
 def test_bad_targets_are_clear_errors(
@@ -288,19 +288,19 @@ def test_bad_targets_are_clear_errors(
 def test_no_target_is_a_usage_error(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("AGENT_SESSIONS_DB", raising=False)
+    monkeypatch.delenv("TURNSTORE_DB", raising=False)
     with pytest.raises(SystemExit) as info:
         main(["list"])
     assert info.value.code == 2
-    assert "pass --db TARGET or set AGENT_SESSIONS_DB" in capsys.readouterr().err
+    assert "pass --db TARGET or set TURNSTORE_DB" in capsys.readouterr().err
 
 
 def test_console_script_runs(tmp_path: Path) -> None:
-    script = Path(sys.executable).with_name("agent-sessions")
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "agent_sessions.cli"]
+    script = Path(sys.executable).with_name("turnstore")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "turnstore.cli"]
     backend = _sqlite(tmp_path)
     backend.fill({"alpha": ITEMS["alpha"]})
-    env = {**os.environ, "AGENT_SESSIONS_DB": backend.target}
+    env = {**os.environ, "TURNSTORE_DB": backend.target}
     done = subprocess.run(
         [*command, "show", "alpha"], capture_output=True, text=True, env=env, check=False
     )
@@ -314,7 +314,7 @@ def test_console_script_runs(tmp_path: Path) -> None:
 def test_every_command_and_option_is_documented() -> None:
     import argparse
 
-    from agent_sessions.cli import build_parser
+    from turnstore.cli import build_parser
 
     docs = (Path(__file__).parents[2] / "docs" / "backends.md").read_text(encoding="utf-8")
     parser = build_parser()

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from openai import AsyncOpenAI
 
-from agent_sessions import SessionSettings
-from agent_sessions.testing import FakeCompactionAPI, FakeConversationsAPI, FakeOpenAIServer
+from turnstore import SessionSettings
+from turnstore.testing import FakeCompactionAPI, FakeConversationsAPI, FakeOpenAIServer
 
 
 class ListSession:

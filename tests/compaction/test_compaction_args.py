@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from agent_sessions import OpenAIResponsesCompactionSession, SQLiteSession
-from agent_sessions.testing import FakeCompactionAPI, FakeOpenAIServer
+from turnstore import OpenAIResponsesCompactionSession, SQLiteSession
+from turnstore.testing import FakeCompactionAPI, FakeOpenAIServer
 
 
 @pytest.mark.parametrize("args", [{"force": "yes"}, {"store": "no"}, {"force": 1}])

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_sessions import OpenAIResponsesCompactionSession, Session, SQLiteSession
-from agent_sessions.testing import SessionConformanceTests
+from turnstore import OpenAIResponsesCompactionSession, Session, SQLiteSession
+from turnstore.testing import SessionConformanceTests
 
 
 class TestCompactionOverSQLite(SessionConformanceTests):

@@ -11,8 +11,8 @@ import pytest
 from openai import AsyncOpenAI
 from redis.asyncio import Redis
 
-from agent_sessions import OpenAIResponsesCompactionSession, RedisSession, SessionStorageError
-from agent_sessions.testing import FakeCompactionAPI
+from turnstore import OpenAIResponsesCompactionSession, RedisSession, SessionStorageError
+from turnstore.testing import FakeCompactionAPI
 
 from .conftest import call, output, turns
 

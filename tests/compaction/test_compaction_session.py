@@ -10,7 +10,7 @@ import openai
 import pytest
 from openai import AsyncOpenAI
 
-from agent_sessions import (
+from turnstore import (
     CompactionTriggerContext,
     OpenAIResponsesCompactionSession,
     SessionError,
@@ -18,8 +18,8 @@ from agent_sessions import (
     UserError,
     is_openai_responses_compaction_aware_session,
 )
-from agent_sessions.agent import DEFAULT_MODEL
-from agent_sessions.testing import FakeCompactionAPI, FakeOpenAIServer, FakeReply
+from turnstore.agent import DEFAULT_MODEL
+from turnstore.testing import FakeCompactionAPI, FakeOpenAIServer, FakeReply
 
 from .conftest import ListSession, assistant, call, output, turns, user
 

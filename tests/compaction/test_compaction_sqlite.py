@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from openai import AsyncOpenAI
 
-from agent_sessions import OpenAIResponsesCompactionSession, SessionStorageError, SQLiteSession
-from agent_sessions.testing import FakeCompactionAPI, FakeOpenAIServer, FakeReply
+from turnstore import OpenAIResponsesCompactionSession, SessionStorageError, SQLiteSession
+from turnstore.testing import FakeCompactionAPI, FakeOpenAIServer, FakeReply
 
 from .conftest import assistant, call, output, turns, user
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from openai import AsyncOpenAI
 
-from agent_sessions import (
+from turnstore import (
     Agent,
     OpenAIConversationsSession,
     OpenAIResponsesCompactionSession,
@@ -18,7 +18,7 @@ from agent_sessions import (
     SessionStorageError,
     UserError,
 )
-from agent_sessions.testing import (
+from turnstore.testing import (
     FakeConversationsAPI,
     FakeOpenAIServer,
     FakeReply,

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agent_sessions.testing import FakeCompactionAPI, FakeOpenAIServer, text_response
+from turnstore.testing import FakeCompactionAPI, FakeOpenAIServer, text_response
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "compaction.py"
 

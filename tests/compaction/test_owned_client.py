@@ -8,12 +8,12 @@ from typing import Any
 import openai
 import pytest
 
-from agent_sessions import (
+from turnstore import (
     OpenAIConversationsSession,
     OpenAIResponsesCompactionSession,
     SQLiteSession,
 )
-from agent_sessions.testing import FakeCompactionAPI, FakeConversationsAPI, FakeOpenAIServer
+from turnstore.testing import FakeCompactionAPI, FakeConversationsAPI, FakeOpenAIServer
 
 USER = {"role": "user", "content": "hi"}
 

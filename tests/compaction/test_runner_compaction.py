@@ -6,7 +6,7 @@ from pathlib import Path
 
 from openai import AsyncOpenAI
 
-from agent_sessions import (
+from turnstore import (
     Agent,
     ModelSettings,
     OpenAIResponsesCompactionSession,
@@ -15,8 +15,8 @@ from agent_sessions import (
     SQLiteSession,
     function_tool,
 )
-from agent_sessions.agent import DEFAULT_MODEL
-from agent_sessions.testing import (
+from turnstore.agent import DEFAULT_MODEL
+from turnstore.testing import (
     FakeCompactionAPI,
     FakeOpenAIServer,
     text_response,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from agent_sessions import RedisSession, Session, SQLAlchemySession
+from turnstore import RedisSession, Session, SQLAlchemySession
 
 
 def open_session(backend: str, url: str, namespace: str, session_id: str) -> Session:

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from agent_sessions import RedisSession, Session, SQLAlchemySession
+from turnstore import RedisSession, Session, SQLAlchemySession
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 

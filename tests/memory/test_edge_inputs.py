@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from agent_sessions import Session, SQLiteSession
+from turnstore import Session, SQLiteSession
 
 USER = {"role": "user", "content": "hi"}
 ANSWER = {"role": "assistant", "content": "hello"}
@@ -27,7 +27,7 @@ async def session(request: pytest.FixtureRequest, tmp_path: object) -> AsyncIter
         made = SQLiteSession(session_id, f"{tmp_path}/edge.db")
     elif kind == "postgres":
         url = request.getfixturevalue("postgres_url")
-        from agent_sessions import SQLAlchemySession
+        from turnstore import SQLAlchemySession
 
         suffix = uuid.uuid4().hex[:8]
         sql = SQLAlchemySession.from_url(
@@ -49,7 +49,7 @@ async def session(request: pytest.FixtureRequest, tmp_path: object) -> AsyncIter
         cleanup = drop
     else:
         url = request.getfixturevalue("redis_url")
-        from agent_sessions import RedisSession
+        from turnstore import RedisSession
 
         made = RedisSession.from_url(session_id, url, key_prefix=f"edge-{uuid.uuid4().hex[:8]}")
     try:
@@ -77,7 +77,7 @@ async def test_a_lone_surrogate_is_a_type_error_naming_the_item(session: Session
 async def test_an_id_that_cannot_be_stored_fails_in_the_constructor(
     postgres_url: str, redis_url: str
 ) -> None:
-    from agent_sessions import RedisSession, SQLAlchemySession
+    from turnstore import RedisSession, SQLAlchemySession
 
     surrogate = "bad\ud800id"
     with pytest.raises(ValueError, match="not valid UTF-8"):

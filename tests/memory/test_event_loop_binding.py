@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from agent_sessions import OpenAIConversationsSession, SQLiteSession, UserError
-from agent_sessions.testing import FakeConversationsAPI, FakeOpenAIServer
+from turnstore import OpenAIConversationsSession, SQLiteSession, UserError
+from turnstore.testing import FakeConversationsAPI, FakeOpenAIServer
 
 USER = {"role": "user", "content": "hi"}
 
@@ -37,14 +37,14 @@ def _twice(make: Callable[[], Any]) -> None:
 
 
 def test_sqlalchemy_session_refuses_a_second_loop(postgres_url: str) -> None:
-    from agent_sessions import SQLAlchemySession
+    from turnstore import SQLAlchemySession
 
     session_id = f"loop-{uuid.uuid4().hex}"
     _twice(lambda: SQLAlchemySession.from_url(session_id, postgres_url, create_tables=True))
 
 
 def test_redis_session_refuses_a_second_loop(redis_url: str) -> None:
-    from agent_sessions import RedisSession
+    from turnstore import RedisSession
 
     session_id = f"loop-{uuid.uuid4().hex}"
     _twice(lambda: RedisSession.from_url(session_id, redis_url))

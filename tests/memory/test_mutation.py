@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from agent_sessions import await_session_mutation
+from turnstore import await_session_mutation
 
 
 class Gate:

@@ -14,14 +14,14 @@ from datetime import timedelta
 import pytest
 from redis.asyncio import Redis
 
-from agent_sessions import (
+from turnstore import (
     RedisSession,
     Session,
     SessionClosedError,
     SessionStorageError,
     UserError,
 )
-from agent_sessions.testing import SessionConformanceTests
+from turnstore.testing import SessionConformanceTests
 
 pytestmark = pytest.mark.services
 
@@ -103,10 +103,10 @@ async def test_get_items_with_limit_reads_only_the_tail(
     session = RedisSession("s", redis_client=client, key_prefix=prefix)
     await client.rpush(f"{prefix}:items:s", "not json at all")
     await session.add_items([{"n": i} for i in range(1, 6)])
-    with caplog.at_level(logging.WARNING, logger="agent_sessions"):
+    with caplog.at_level(logging.WARNING, logger="turnstore"):
         assert await session.get_items(3) == [{"n": 3}, {"n": 4}, {"n": 5}]
     assert not caplog.records  # the corrupt head element was never read
-    with caplog.at_level(logging.WARNING, logger="agent_sessions"):
+    with caplog.at_level(logging.WARNING, logger="turnstore"):
         assert await session.get_items(10) == [{"n": i} for i in range(1, 6)]
     assert "corrupt" in caplog.text
 
@@ -220,19 +220,19 @@ class TestRedisConformance(SessionConformanceTests):
 def test_missing_extra_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    import agent_sessions.memory
+    import turnstore.memory
 
     for name in [m for m in sys.modules if m == "redis" or m.startswith("redis.")]:
         monkeypatch.setitem(sys.modules, name, None)  # as if the extra were not installed
-    monkeypatch.delitem(sys.modules, "agent_sessions.memory.redis_session")
-    with pytest.raises(ImportError, match=r"pip install 'agent-sessions\[redis\]'"):
-        agent_sessions.memory.RedisSession  # noqa: B018
-    with pytest.raises(ImportError, match=r"pip install 'agent-sessions\[redis\]'"):
-        from agent_sessions import RedisSession as _  # noqa: F401
+    monkeypatch.delitem(sys.modules, "turnstore.memory.redis_session")
+    with pytest.raises(ImportError, match=r"pip install 'turnstore\[redis\]'"):
+        turnstore.memory.RedisSession  # noqa: B018
+    with pytest.raises(ImportError, match=r"pip install 'turnstore\[redis\]'"):
+        from turnstore import RedisSession as _  # noqa: F401
 
 
 async def test_interop_with_the_agents_sdk_and_our_runner(client: Redis, prefix: str) -> None:
-    from agent_sessions.testing.interop import (
+    from turnstore.testing.interop import (
         check_agents_sdk_runner_remembers,
         check_history_interchange,
         check_runner_remembers,
@@ -250,7 +250,7 @@ async def test_interop_with_the_agents_sdk_and_our_runner(client: Redis, prefix:
 async def test_store_lists_live_sessions_and_prunes_expired_ones(
     redis_url: str, client: Redis, prefix: str
 ) -> None:
-    from agent_sessions import open_session_store
+    from turnstore import open_session_store
 
     keep = RedisSession("keep", redis_client=client, key_prefix=prefix)
     brief = RedisSession("brief", redis_client=client, key_prefix=prefix, ttl=0.1)

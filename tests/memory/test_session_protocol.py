@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agent_sessions import (
+from turnstore import (
     OpenAIResponsesCompactionArgs,
     OpenAIResponsesCompactionAwareSession,
     Session,

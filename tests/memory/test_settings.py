@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent_sessions import SessionSettings, SQLiteSession, resolve_session_limit
-from agent_sessions.memory.settings import coerce_session_settings
+from turnstore import SessionSettings, SQLiteSession, resolve_session_limit
+from turnstore.memory.settings import coerce_session_settings
 
 
 def test_defaults_and_to_dict() -> None:

@@ -16,15 +16,15 @@ from sqlalchemy import func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
-from agent_sessions import (
+from turnstore import (
     Session,
     SessionClosedError,
     SessionStorageError,
     SQLAlchemySession,
     UserError,
 )
-from agent_sessions.memory.sqlalchemy_session import _tables
-from agent_sessions.testing import SessionConformanceTests
+from turnstore.memory.sqlalchemy_session import _tables
+from turnstore.testing import SessionConformanceTests
 
 pytestmark = pytest.mark.services
 
@@ -193,10 +193,10 @@ async def test_get_items_with_limit_reads_only_the_tail(
     async with engine.begin() as conn:
         await conn.execute(text(f"UPDATE \"{tables[1]}\" SET message_data = 'garbage{{'"))
     await session.add_items([{"n": i} for i in range(1, 6)])
-    with caplog.at_level(logging.WARNING, logger="agent_sessions"):
+    with caplog.at_level(logging.WARNING, logger="turnstore"):
         assert await session.get_items(3) == [{"n": 3}, {"n": 4}, {"n": 5}]
     assert not caplog.records  # the corrupt head row was never read
-    with caplog.at_level(logging.WARNING, logger="agent_sessions"):
+    with caplog.at_level(logging.WARNING, logger="turnstore"):
         assert await session.get_items(10) == [{"n": i} for i in range(1, 6)]
     assert "corrupt" in caplog.text
 
@@ -338,29 +338,29 @@ class TestMariaDBConformance(TestPostgresConformance):
 def test_missing_extra_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    import agent_sessions.memory
+    import turnstore.memory
 
     for name in [m for m in sys.modules if m == "sqlalchemy" or m.startswith("sqlalchemy.")]:
         monkeypatch.setitem(sys.modules, name, None)  # as if the extra were not installed
-    monkeypatch.delitem(sys.modules, "agent_sessions.memory.sqlalchemy_session")
-    with pytest.raises(ImportError, match=r"pip install 'agent-sessions\[postgres\]'"):
-        agent_sessions.memory.SQLAlchemySession  # noqa: B018
-    with pytest.raises(ImportError, match=r"pip install 'agent-sessions\[postgres\]'"):
-        from agent_sessions import SQLAlchemySession as _  # noqa: F401
+    monkeypatch.delitem(sys.modules, "turnstore.memory.sqlalchemy_session")
+    with pytest.raises(ImportError, match=r"pip install 'turnstore\[postgres\]'"):
+        turnstore.memory.SQLAlchemySession  # noqa: B018
+    with pytest.raises(ImportError, match=r"pip install 'turnstore\[postgres\]'"):
+        from turnstore import SQLAlchemySession as _  # noqa: F401
 
 
 def test_missing_driver_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
     monkeypatch.setitem(sys.modules, "asyncpg", None)
-    with pytest.raises(ImportError, match=r"pip install 'agent-sessions\[postgres\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'turnstore\[postgres\]'"):
         SQLAlchemySession.from_url("s", "postgresql://postgres@127.0.0.1/test")
 
 
 async def test_interop_with_the_agents_sdk_and_our_runner(
     engine: AsyncEngine, tables: tuple[str, str]
 ) -> None:
-    from agent_sessions.testing.interop import (
+    from turnstore.testing.interop import (
         check_agents_sdk_runner_remembers,
         check_history_interchange,
         check_runner_remembers,

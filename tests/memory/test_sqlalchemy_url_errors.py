@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("sqlalchemy")
 
-from agent_sessions import SQLAlchemySession
+from turnstore import SQLAlchemySession
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_sessions import Session, SQLiteSession
-from agent_sessions.testing import SessionConformanceTests
+from turnstore import Session, SQLiteSession
+from turnstore.testing import SessionConformanceTests
 
 
 def _corrupt_newest_row(db_path: str, session_id: str) -> None:

@@ -16,7 +16,7 @@ import pytest
 WRITER = textwrap.dedent(
     """
     import asyncio, sys
-    from agent_sessions import SQLiteSession
+    from turnstore import SQLiteSession
 
     path, name, batches, size, tasks = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:6])
 

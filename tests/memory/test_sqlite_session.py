@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 from agents.memory import SQLiteSession as PeerSQLiteSession
 
-from agent_sessions import (
+from turnstore import (
     SessionClosedError,
     SessionSchemaError,
     SessionSettings,
     SessionStorageError,
     SQLiteSession,
 )
-from agent_sessions.memory.sqlite_schema import SCHEMA_VERSION
+from turnstore.memory.sqlite_schema import SCHEMA_VERSION
 
 
 def msg(text: str) -> Any:
@@ -133,8 +133,8 @@ async def test_a_file_written_by_the_agents_sdk_is_adopted(db_path: str) -> None
     await peer.add_items([msg("from the SDK")])
     async with SQLiteSession("shared", db_path) as ours:
         assert texts(await ours.get_items()) == ["from the SDK"]
-        await ours.add_items([msg("from agent-sessions")])
-    assert texts(await peer.get_items()) == ["from the SDK", "from agent-sessions"]
+        await ours.add_items([msg("from turnstore")])
+    assert texts(await peer.get_items()) == ["from the SDK", "from turnstore"]
     peer.close()
     assert query(db_path, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
 
@@ -145,7 +145,7 @@ def test_limited_read_uses_the_index(db_path: str) -> None:
             await session.get_items()
 
     asyncio.run(create())
-    from agent_sessions.memory.sqlite_schema import SQLiteSchema
+    from turnstore.memory.sqlite_schema import SQLiteSchema
 
     schema = SQLiteSchema("agent_sessions", "agent_messages")
     plan = " | ".join(
@@ -196,7 +196,7 @@ async def test_corrupt_rows_are_skipped_and_logged(
                 data,
                 offset,
             )
-        with caplog.at_level(logging.WARNING, logger="agent_sessions.memory.sqlite"):
+        with caplog.at_level(logging.WARNING, logger="turnstore.memory.sqlite"):
             assert texts(await session.get_items()) == ["0", "1", "4", "6"]
             assert texts(await session.get_items(3)) == ["1", "4", "6"]
             assert texts(await session.get_items(1)) == ["6"]
@@ -373,7 +373,7 @@ async def test_merged_adds_fall_back_to_one_transaction_each_on_failure(
 async def test_a_busy_database_is_retried_not_reported(
     db_path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from agent_sessions.memory import sqlite_database
+    from turnstore.memory import sqlite_database
 
     monkeypatch.setattr(sqlite_database, "BUSY_TIMEOUT_MS", 20)  # SQLite gives up quickly...
     async with SQLiteSession("s", db_path) as session:
@@ -505,7 +505,7 @@ def test_no_resource_warning_and_clean_exit(tmp_path: Path) -> None:
 
     script = f"""
 import asyncio, gc
-from agent_sessions import SQLiteSession
+from turnstore import SQLiteSession
 
 async def main():
     async with SQLiteSession("s", {str(tmp_path / "w.db")!r}) as s:

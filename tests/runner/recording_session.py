@@ -7,7 +7,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from agent_sessions import SessionABC, SessionSettings, TResponseInputItem
+from turnstore import SessionABC, SessionSettings, TResponseInputItem
 
 
 class RecordingSession(SessionABC):

@@ -13,8 +13,8 @@ from typing import Any
 import openai
 import pytest
 
-from agent_sessions import Agent, OpenAIResponsesModel, Runner, SQLiteSession
-from agent_sessions.testing import FakeOpenAIServer, text_response
+from turnstore import Agent, OpenAIResponsesModel, Runner, SQLiteSession
+from turnstore.testing import FakeOpenAIServer, text_response
 
 
 @pytest.fixture
@@ -63,7 +63,7 @@ async def test_model_without_client_builds_it_off_the_loop(
 async def test_a_missing_key_is_still_a_clear_error(
     constructions: list[bool], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from agent_sessions import ModelCallError
+    from turnstore import ModelCallError
 
     monkeypatch.delenv("OPENAI_API_KEY")
     with pytest.raises(ModelCallError, match="OPENAI_API_KEY"):

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agent_sessions.agent import DEFAULT_MODEL
-from agent_sessions.testing import FakeOpenAIServer, RecordedRequest, text_response
+from turnstore.agent import DEFAULT_MODEL
+from turnstore.testing import FakeOpenAIServer, RecordedRequest, text_response
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import agents
 import agents.testing
 
-from agent_sessions import SQLiteSession
-from agent_sessions.testing.interop import (
+from turnstore import SQLiteSession
+from turnstore.testing.interop import (
     check_agents_sdk_runner_remembers,
     check_history_interchange,
     check_runner_remembers,

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage
 
-from agent_sessions import UserError
-from agent_sessions.conversion import clean_input_item, input_items_from, output_item_to_input_item
-from agent_sessions.items import OUTPUT_TYPE_OF_CALL
-from agent_sessions.session_input import drop_orphan_tool_outputs, merge_session_input
+from turnstore import UserError
+from turnstore.conversion import clean_input_item, input_items_from, output_item_to_input_item
+from turnstore.items import OUTPUT_TYPE_OF_CALL
+from turnstore.session_input import drop_orphan_tool_outputs, merge_session_input
 
 H = [{"role": "user", "content": "h1"}, {"role": "assistant", "content": "a1"}]
 N = [{"role": "user", "content": "new"}]

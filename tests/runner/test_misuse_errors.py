@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from agent_sessions import Agent, Runner, UserError, function_tool
-from agent_sessions.testing import ScriptedModel
+from turnstore import Agent, Runner, UserError, function_tool
+from turnstore.testing import ScriptedModel
 
 
 class Opaque:

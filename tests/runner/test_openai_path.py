@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_sessions import (
+from turnstore import (
     Agent,
     ModelCallError,
     ModelSettings,
@@ -16,7 +16,7 @@ from agent_sessions import (
     UserError,
     function_tool,
 )
-from agent_sessions.testing import (
+from turnstore.testing import (
     FakeOpenAIServer,
     FakeReply,
     response_body,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from openai.types.responses import ResponseUsage
 
-from agent_sessions import (
+from turnstore import (
     Agent,
     MaxTurnsExceeded,
     ModelBehaviorError,
@@ -22,7 +22,7 @@ from agent_sessions import (
     UserError,
     function_tool,
 )
-from agent_sessions.testing import ScriptedModel, response_body, tool_call_response
+from turnstore.testing import ScriptedModel, response_body, tool_call_response
 
 from .recording_session import RecordingSession
 

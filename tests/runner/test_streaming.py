@@ -7,7 +7,7 @@ import contextlib
 
 import pytest
 
-from agent_sessions import (
+from turnstore import (
     Agent,
     ModelBehaviorError,
     RawResponseEvent,
@@ -19,7 +19,7 @@ from agent_sessions import (
     UserError,
     function_tool,
 )
-from agent_sessions.testing import ScriptedModel, tool_call_response
+from turnstore.testing import ScriptedModel, tool_call_response
 
 
 @function_tool

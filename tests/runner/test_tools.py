@@ -10,9 +10,9 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel
 
-from agent_sessions import Agent, FunctionTool, ModelBehaviorError, Runner, UserError, function_tool
-from agent_sessions.testing import ScriptedModel, response_body
-from agent_sessions.tools import parse_google_docstring, strict_json_schema
+from turnstore import Agent, FunctionTool, ModelBehaviorError, Runner, UserError, function_tool
+from turnstore.testing import ScriptedModel, response_body
+from turnstore.tools import parse_google_docstring, strict_json_schema
 
 
 class Unit(Enum):

@@ -101,10 +101,10 @@ def test_search_on_a_translated_page_finds_the_english_api(page: Any, site_url: 
 
 def test_api_page_shows_get_items_with_its_signature(page: Any, site_url: str) -> None:
     page.goto(site_url + "ref/session/")
-    heading = page.locator('[id="agent_sessions.Session.get_items"]')
+    heading = page.locator('[id="turnstore.Session.get_items"]')
     heading.wait_for()
     assert "get_items" in heading.inner_text()
-    entry = page.locator('div.doc-object:has(> [id="agent_sessions.Session.get_items"])')
+    entry = page.locator('div.doc-object:has(> [id="turnstore.Session.get_items"])')
     signature = " ".join(entry.locator(".doc-signature").first.inner_text().split())
     signature = re.sub(r",?\s*\)", ")", re.sub(r"\(\s+", "(", signature))  # one line
     assert signature == "get_items(limit: int | None = None) -> list[TResponseInputItem]"

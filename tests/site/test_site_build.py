@@ -9,7 +9,7 @@ import pytest
 import yaml
 from site_support import LANGUAGES, ROOT, TRANSLATIONS, BuiltSite, parse, resolve
 
-import agent_sessions
+import turnstore
 
 DOCS = ROOT / "docs"
 CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
@@ -42,7 +42,7 @@ def heading_ids(path: Path) -> set[str]:
     """Ids of the page's article headings (Markdown headings, not API objects)."""
     html = path.read_text(encoding="utf-8")
     article = html[html.index('<article class="md-content__inner') : html.index("</article>")]
-    return {i for i in HEADING_ID.findall(article) if not i.startswith("agent_sessions.")}
+    return {i for i in HEADING_ID.findall(article) if not i.startswith("turnstore.")}
 
 
 def test_strict_build_writes_every_language(built_site: BuiltSite) -> None:
@@ -59,8 +59,8 @@ def test_every_public_name_has_an_api_entry(built_site: BuiltSite) -> None:
     documented: set[str] = set()
     for path in (built_site.path / "ref").rglob("index.html"):
         documented |= parse(path)[0]
-    public = [name for name in agent_sessions.__all__ if name != "__version__"]
-    missing = [name for name in public if f"agent_sessions.{name}" not in documented]
+    public = [name for name in turnstore.__all__ if name != "__version__"]
+    missing = [name for name in public if f"turnstore.{name}" not in documented]
     assert not missing, f"public names without an API entry in docs/ref/: {missing}"
 
 
@@ -143,11 +143,11 @@ def test_translated_pages_load_their_own_search_index(built_site: BuiltSite, lan
 
 def test_api_entries_link_to_their_source_lines(built_site: BuiltSite) -> None:
     html = built_site.page("ref/session/").read_text(encoding="utf-8")
-    start = html.index('id="agent_sessions.Session.get_items"')
+    start = html.index('id="turnstore.Session.get_items"')
     link = re.compile(r'Source code in <a href="([^"]+)"').search(html, start)
     assert link, "no source link after Session.get_items"
     url = link.group(1)
-    blob = "https://github.com/agent-sessions/agent-sessions/blob/main/"
+    blob = "https://github.com/turnstore/turnstore/blob/main/"
     assert url.startswith(blob)
     path, lines = url[len(blob) :].split("#L")
     first, last = (int(n) for n in lines.split("-L"))
@@ -189,8 +189,8 @@ def test_mermaid_is_served_with_the_site(built_site: BuiltSite) -> None:
 
 def test_no_inline_code_is_read_as_a_language_marker() -> None:
     # InlineHilite reads `:::lang code` and `#!lang code` as "highlight code as lang": the
-    # marker and the first word vanish from the page (`::: agent_sessions.Name` showed as
-    # `agent_sessions.Name`). Write such code as `` ::: agent_sessions.Name `` instead.
+    # marker and the first word vanish from the page (`::: turnstore.Name` showed as
+    # `turnstore.Name`). Write such code as `` ::: turnstore.Name `` instead.
     fence = re.compile(r"^([ \t]*)(```|~~~).*?^\1\2[ \t]*$", re.M | re.S)
     marker = re.compile(r"(?<!`)`(?:::|#!)[^`]*`(?!`)")
     found = []

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from site_support import ROOT
 
-import agent_sessions
+import turnstore
 
 DOCS = ROOT / "docs"
 PYTHON_BLOCK = re.compile(
@@ -39,20 +39,20 @@ def test_python_examples_parse_and_import_real_names(path: Path) -> None:
         tree = compile(code, str(path), "exec", ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
-                "agent_sessions"
+                "turnstore"
             ):
                 module = importlib.import_module(node.module or "")
                 for alias in node.names:
                     assert hasattr(module, alias.name), f"{path.name}: {node.module}.{alias.name}"
-                    if node.module == "agent_sessions":
-                        assert alias.name in agent_sessions.__all__
+                    if node.module == "turnstore":
+                        assert alias.name in turnstore.__all__
 
 
 def test_the_custom_session_example_passes_the_conformance_suite(tmp_path: Path) -> None:
     example = next(c for c in python_blocks(DOCS / "sessions.md") if "class DictSession" in c)
     (tmp_path / "dict_session.py").write_text(example, encoding="utf-8")
     (tmp_path / "test_dict_session.py").write_text(
-        "from agent_sessions.testing import SessionConformanceTests\n"
+        "from turnstore.testing import SessionConformanceTests\n"
         "from dict_session import DictSession\n\n\n"
         "class TestDictSession(SessionConformanceTests):\n"
         "    async def make_session(self, session_id):\n"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agent_sessions.testing import FakeOpenAIServer
+from turnstore.testing import FakeOpenAIServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

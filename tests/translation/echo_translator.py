@@ -28,7 +28,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
-from agent_sessions.testing import FakeOpenAIServer, FakeReply, RecordedRequest, text_response
+from turnstore.testing import FakeOpenAIServer, FakeReply, RecordedRequest, text_response
 
 __all__ = ["FAULTS", "EchoTranslator", "echo_translate", "serve"]
 

@@ -13,8 +13,8 @@ from pathlib import Path
 from echo_translator import EchoTranslator
 from translation_support import SCRIPT
 
-from agent_sessions.testing import FakeOpenAIServer
 from docs_i18n.checks import verify_page
+from turnstore.testing import FakeOpenAIServer
 
 
 def _env(**extra: str) -> dict[str, str]:

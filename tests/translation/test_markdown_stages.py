@@ -69,8 +69,8 @@ def test_inline_code_with_backticks_inside() -> None:
 
 def test_front_matter_split_and_translated_front_matter() -> None:
     fm = split_front_matter(_read(FIXTURES / "docs" / "index.md"))
-    assert fm.data["title"] == "agent-sessions"
-    assert fm.body.startswith("\n# agent-sessions")
+    assert fm.data["title"] == "turnstore"
+    assert fm.body.startswith("\n# turnstore")
     translated = translated_front_matter(fm)
     again = split_front_matter(translated + fm.body)
     assert again.data == {**fm.data, "machine_translated": True}
@@ -203,7 +203,7 @@ def test_each_fault_is_found(fault: str) -> None:
         ("## A\n\n### B\n", "## A\n\n## B\n", "headings differ"),
         ("[a](x.md#y)\n", "[a](x.md)\n", "'x.md#y' appears 1 time(s) in the English but 0"),
         ("![i](img/a.png)\n", "![i](img/b.png)\n", "'img/a.png'"),
-        ("[T][agent_sessions.Session]\n", "[T][セッション]\n", "reference label"),
+        ("[T][turnstore.Session]\n", "[T][セッション]\n", "reference label"),
         ('!!! note "T"\n    x\n', '!!! tip "T"\n    x\n', "markers differ"),
         ('=== "A"\n\n    x\n', "A\n\n    x\n", "markers differ"),
         ('??? note "T"\n    x\n', '!!! note "T"\n    x\n', "markers differ"),

@@ -10,13 +10,13 @@ import pytest
 from echo_translator import EchoTranslator
 from translation_support import RunSite
 
-from agent_sessions.testing import FakeOpenAIServer, FakeReply, text_response
 from docs_i18n.checks import verify_page
 from docs_i18n.front_matter import split_front_matter
 from docs_i18n.manifest import Manifest
 from docs_i18n.planning import Options
 from docs_i18n.status import adopt, check, dry_run
 from docs_i18n.translator import RetryPolicy
+from turnstore.testing import FakeOpenAIServer, FakeReply, text_response
 
 PAGES = ["guide/backends.md", "guide/custom.md", "index.md"]
 LANGS = ["ja", "ko", "zh"]
@@ -347,9 +347,7 @@ async def test_changed_code_sends_its_section_with_the_old_code_as_context(
 ) -> None:
     assert (await run_site(languages=["ja"])).code == 0
     page = site / "docs" / "index.md"
-    _write(
-        page, _read(page).replace("pip install agent-sessions\n", "pip install -U agent-sessions\n")
-    )
+    _write(page, _read(page).replace("pip install turnstore\n", "pip install -U turnstore\n"))
     echo.calls.clear()
     seen = len(fake_openai.requests_to("/v1/responses"))
     assert (await run_site(languages=["ja"])).code == 0
@@ -357,14 +355,14 @@ async def test_changed_code_sends_its_section_with_the_old_code_as_context(
     task = fake_openai.requests_to("/v1/responses")[seen].body["input"][0]["content"]
     context = task.split("<current_translation>\n")[1].split("</current_translation>")[0]
     assert "@@X" not in context
-    assert "pip install agent-sessions\n" in context  # the old code, shown as it is
-    assert "pip install -U agent-sessions" in _read(site / "docs" / "ja" / "index.md")
+    assert "pip install turnstore\n" in context  # the old code, shown as it is
+    assert "pip install -U turnstore" in _read(site / "docs" / "ja" / "index.md")
 
 
 async def test_a_cut_off_reply_is_named_in_the_findings(
     site: Path, echo: EchoTranslator, run_site: RunSite, fake_openai: FakeOpenAIServer
 ) -> None:
-    cut = text_response("<!-- i18n:section 0 -->\n# agent-sessions")
+    cut = text_response("<!-- i18n:section 0 -->\n# turnstore")
     cut.update(status="incomplete", incomplete_details={"reason": "max_output_tokens"})
     echo.fault("ja", "index.md", FakeReply(body=cut))
     outcome = await run_site(languages=["ja"], files=["index.md"])

@@ -35,7 +35,7 @@ import yaml
 from gha_filters import push_triggers
 from gha_simulator import JobSimulation, StepResult, clean_base_env
 
-from agent_sessions.testing import FakeOpenAIServer, RecordedRequest, text_response
+from turnstore.testing import FakeOpenAIServer, RecordedRequest, text_response
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / ".github" / "workflows" / "update-docs.yml"

@@ -88,7 +88,7 @@ def test_a_filter_needs_a_positive_pattern() -> None:
         ["docs/assets/diagram.svg"],
         # An English edit committed together with translations still counts.
         ["docs/x.md", "docs/ja/x.md", "i18n/manifest.json"],
-        ["src/agent_sessions/__init__.py", "docs/index.md"],
+        ["src/turnstore/__init__.py", "docs/index.md"],
     ],
 )
 def test_english_docs_changes_trigger(update_docs: dict[Any, Any], changed: list[str]) -> None:
@@ -104,7 +104,7 @@ def test_english_docs_changes_trigger(update_docs: dict[Any, Any], changed: list
         ["i18n/manifest.json"],
         # Exactly what the bot's own commit touches: it must not start the workflow again.
         ["docs/ja/index.md", "docs/ko/index.md", "docs/zh/index.md", "i18n/manifest.json"],
-        ["src/agent_sessions/memory/session.py"],
+        ["src/turnstore/memory/session.py"],
         ["README.md", "pyproject.toml", "tests/conftest.py"],
     ],
 )

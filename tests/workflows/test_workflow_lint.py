@@ -18,7 +18,7 @@ from gha_filters import workflow_on
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / ".github" / "workflows"
 SCRIPTS = ROOT / ".github" / "scripts"
-REQUIRED = os.environ.get("AGENT_SESSIONS_REQUIRE_SERVICES") == "1"
+REQUIRED = os.environ.get("TURNSTORE_REQUIRE_SERVICES") == "1"
 
 
 def _tool(name: str, install: str) -> str:
@@ -27,7 +27,7 @@ def _tool(name: str, install: str) -> str:
     if path is None:
         reason = f"{name} is not installed ({install})"
         if REQUIRED:
-            pytest.fail(f"{reason}; AGENT_SESSIONS_REQUIRE_SERVICES=1 forbids skipping")
+            pytest.fail(f"{reason}; TURNSTORE_REQUIRE_SERVICES=1 forbids skipping")
         pytest.skip(reason)
     return path
 
@@ -185,7 +185,7 @@ def test_tests_workflow() -> None:
     assert job["services"]["postgres"]["ports"] == ["5432:5432"]
     assert job["services"]["postgres"]["env"]["POSTGRES_DB"] == "test"
     assert job["services"]["redis"]["ports"] == ["6379:6379"]
-    assert job["env"]["AGENT_SESSIONS_REQUIRE_SERVICES"] == "1"
+    assert job["env"]["TURNSTORE_REQUIRE_SERVICES"] == "1"
     runs = "\n".join(step.get("run", "") for step in job["steps"])
     for command in [
         "ruff check",
@@ -195,7 +195,7 @@ def test_tests_workflow() -> None:
         "mkdocs build --strict",
         "pytest",
         "fonts-noto-cjk",
-        "AGENT_SESSIONS_CHROMIUM",
+        "TURNSTORE_CHROMIUM",
         "'.[dev,docs,postgres,redis]'",
     ]:
         assert command in runs, command

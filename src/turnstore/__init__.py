@@ -1,0 +1,142 @@
+"""turnstore: session memory for LLM agents.
+
+Pass a session to a run and the history is loaded before the run and saved after it:
+
+```python
+from turnstore import Agent, Runner, SQLiteSession
+
+agent = Agent(name="Assistant", instructions="Reply very concisely.")
+session = SQLiteSession("conversation_123", "conversations.db")
+
+result = await Runner.run(agent, "What city is the Golden Gate Bridge in?", session=session)
+result = await Runner.run(agent, "What state is it in?", session=session)  # remembers the bridge
+```
+
+This module is the one public import path: everything documented is importable from here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .agent import Agent
+from .exceptions import (
+    AgentsError,
+    MaxTurnsExceeded,
+    ModelBehaviorError,
+    ModelCallError,
+    SessionClosedError,
+    SessionError,
+    SessionSchemaError,
+    SessionStorageError,
+    TurnstoreError,
+    UserError,
+)
+from .items import TResponseInputItem
+from .memory import (
+    CompactionTriggerContext,
+    OpenAIConversationsSession,
+    OpenAIResponsesCompactionArgs,
+    OpenAIResponsesCompactionAwareSession,
+    OpenAIResponsesCompactionSession,
+    Session,
+    SessionABC,
+    SessionInfo,
+    SessionRecord,
+    SessionSettings,
+    SessionStats,
+    SessionStore,
+    SQLiteSession,
+    await_session_mutation,
+    is_openai_responses_compaction_aware_session,
+    open_session_store,
+    resolve_session_limit,
+)
+from .memory import __all__ as _memory_all
+from .models import Model, ModelRequest, ModelSettings, OpenAIResponsesModel
+from .result import RunResult, RunResultStreaming, Usage
+from .run_config import RunConfig
+from .runner import Runner
+from .session_input import SessionInputCallback
+from .stream_events import (
+    RawResponseEvent,
+    RunCompleteEvent,
+    RunItemEvent,
+    StreamEvent,
+    TextDeltaEvent,
+)
+from .tools import FunctionTool, function_tool
+
+if TYPE_CHECKING:
+    from .memory import RedisSession, SQLAlchemySession
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Agent",
+    "AgentsError",
+    "CompactionTriggerContext",
+    "FunctionTool",
+    "MaxTurnsExceeded",
+    "Model",
+    "ModelBehaviorError",
+    "ModelCallError",
+    "ModelRequest",
+    "ModelSettings",
+    "OpenAIConversationsSession",
+    "OpenAIResponsesCompactionArgs",
+    "OpenAIResponsesCompactionAwareSession",
+    "OpenAIResponsesCompactionSession",
+    "OpenAIResponsesModel",
+    "RawResponseEvent",
+    "RedisSession",
+    "RunCompleteEvent",
+    "RunConfig",
+    "RunItemEvent",
+    "RunResult",
+    "RunResultStreaming",
+    "Runner",
+    "SQLAlchemySession",
+    "SQLiteSession",
+    "Session",
+    "SessionABC",
+    "SessionClosedError",
+    "SessionError",
+    "SessionInfo",
+    "SessionInputCallback",
+    "SessionRecord",
+    "SessionSchemaError",
+    "SessionSettings",
+    "SessionStats",
+    "SessionStorageError",
+    "SessionStore",
+    "StreamEvent",
+    "TResponseInputItem",
+    "TextDeltaEvent",
+    "TurnstoreError",
+    "Usage",
+    "UserError",
+    "__version__",
+    "await_session_mutation",
+    "function_tool",
+    "is_openai_responses_compaction_aware_session",
+    "open_session_store",
+    "resolve_session_limit",
+]
+
+
+# `from turnstore import *` imports every name in `__all__`: leave out the backends whose
+# extra is not installed, as `turnstore.memory` does.
+for _name in ("SQLAlchemySession", "RedisSession"):
+    if _name not in _memory_all:
+        __all__.remove(_name)
+del _name
+
+
+def __getattr__(name: str) -> Any:
+    # SQLAlchemySession and RedisSession need extras: imported on first use.
+    if name in ("SQLAlchemySession", "RedisSession"):
+        from . import memory
+
+        return getattr(memory, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,77 @@
+"""The exceptions that turnstore raises.
+
+Every error the package raises on purpose derives from
+[`TurnstoreError`][turnstore.TurnstoreError], so `except TurnstoreError` catches
+all of them. The tree:
+
+```text
+TurnstoreError
+├── SessionError                  a session could not do what was asked
+│   ├── SessionClosedError        the session (or its database) was closed
+│   ├── SessionStorageError       the storage backend failed (a driver error is chained)
+│   └── SessionSchemaError        the stored schema is newer than this release understands
+├── UserError                     the caller passed something that cannot work (bad options)
+└── AgentsError                   a run did not finish
+    ├── MaxTurnsExceeded          the agent used up `max_turns` without a final answer
+    ├── ModelBehaviorError        the model returned something the runner cannot use
+    └── ModelCallError            the call to the model's API failed (the client's error is chained)
+```
+
+Input that has the wrong type or value raises the standard `TypeError` or `ValueError`, with a
+message that names the offending argument or item.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentsError",
+    "MaxTurnsExceeded",
+    "ModelBehaviorError",
+    "ModelCallError",
+    "SessionClosedError",
+    "SessionError",
+    "SessionSchemaError",
+    "SessionStorageError",
+    "TurnstoreError",
+    "UserError",
+]
+
+
+class TurnstoreError(Exception):
+    """Base class of every exception that turnstore raises on purpose."""
+
+
+class SessionError(TurnstoreError):
+    """A session could not carry out the requested operation."""
+
+
+class SessionClosedError(SessionError):
+    """The session, or the database it uses, was closed before the operation."""
+
+
+class SessionStorageError(SessionError):
+    """The storage backend failed; the driver's own exception is chained as `__cause__`."""
+
+
+class SessionSchemaError(SessionError):
+    """The stored schema was written by a newer release, or is not a session schema at all."""
+
+
+class UserError(TurnstoreError):
+    """The caller combined options that cannot work together, or passed an unusable object."""
+
+
+class AgentsError(TurnstoreError):
+    """A run of an agent did not finish."""
+
+
+class MaxTurnsExceeded(AgentsError):
+    """The agent used up its `max_turns` without producing a final answer."""
+
+
+class ModelBehaviorError(AgentsError):
+    """The model returned output the runner cannot use (for example, a call to an unknown tool)."""
+
+
+class ModelCallError(AgentsError):
+    """The call to the model's API failed; the client's own exception is chained as `__cause__`."""

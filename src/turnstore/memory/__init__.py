@@ -1,0 +1,90 @@
+"""Session memory: the protocol, its settings, and the built-in backends.
+
+Everything here is also exported from the top-level `turnstore` package. The PostgreSQL
+(`SQLAlchemySession`) and Redis (`RedisSession`) backends need extras and are imported lazily.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .admin import SessionInfo, SessionRecord, SessionStats, SessionStore, open_session_store
+from .compaction import CompactionTriggerContext, OpenAIResponsesCompactionSession
+from .conversations import OpenAIConversationsSession
+from .mutation import await_session_mutation
+from .session import (
+    OpenAIResponsesCompactionArgs,
+    OpenAIResponsesCompactionAwareSession,
+    Session,
+    SessionABC,
+    is_openai_responses_compaction_aware_session,
+)
+from .settings import SessionSettings, resolve_session_limit
+from .sqlite_session import SQLiteSession
+
+if TYPE_CHECKING:
+    from .redis_session import RedisSession
+    from .sqlalchemy_session import SQLAlchemySession
+
+__all__ = [
+    "CompactionTriggerContext",
+    "OpenAIConversationsSession",
+    "OpenAIResponsesCompactionArgs",
+    "OpenAIResponsesCompactionAwareSession",
+    "OpenAIResponsesCompactionSession",
+    "RedisSession",
+    "SQLAlchemySession",
+    "SQLiteSession",
+    "Session",
+    "SessionABC",
+    "SessionInfo",
+    "SessionRecord",
+    "SessionSettings",
+    "SessionStats",
+    "SessionStore",
+    "await_session_mutation",
+    "is_openai_responses_compaction_aware_session",
+    "open_session_store",
+    "resolve_session_limit",
+]
+
+# Backends that need an extra: name -> (module, pip extra).
+_LAZY: dict[str, tuple[str, str]] = {
+    "SQLAlchemySession": (".sqlalchemy_session", "postgres"),
+    "RedisSession": (".redis_session", "redis"),
+}
+
+# The third-party package each lazy backend imports first.
+_EXTRA_PACKAGE = {"SQLAlchemySession": "sqlalchemy", "RedisSession": "redis"}
+
+
+def _extra_missing(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(_EXTRA_PACKAGE[name]) is None
+    except (ImportError, ValueError):
+        return True
+
+
+# `from turnstore.memory import *` imports every name in `__all__`: without an extra, its
+# backend is left out of the star import (importing it by name still explains what to install).
+for _name in _LAZY:
+    if _extra_missing(_name):
+        __all__.remove(_name)
+del _name
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module_name, extra = _LAZY[name]
+        import importlib
+
+        try:
+            module = importlib.import_module(module_name, __name__)
+        except ImportError as exc:
+            raise ImportError(
+                f"{name} needs the {extra} extra: pip install 'turnstore[{extra}]'"
+            ) from exc
+        return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,496 @@
+"""OpenAIResponsesCompactionSession: keeps a long history short with `responses.compact`."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Literal, cast, get_args
+
+import openai
+from openai import AsyncOpenAI
+from openai.types.responses import CompactedResponse, ResponseUsage
+from typing_extensions import TypedDict
+
+from ..agent import default_model_name
+from ..conversion import clean_input_item
+from ..exceptions import SessionError, SessionStorageError, UserError
+from ..items import TResponseInputItem
+from .closing import AsyncCloseable
+from .compaction_items import (
+    compactable_prefix_length,
+    ends_with_model_output,
+    normalize_compacted_output,
+    select_compaction_candidate_items,
+)
+from .conversations import OpenAIConversationsSession
+from .mutation import await_session_mutation
+from .openai_client import OwnedOpenAIClient
+from .session import OpenAIResponsesCompactionArgs, Session, SessionABC
+from .settings import SessionSettings
+
+__all__ = [
+    "DEFAULT_COMPACTION_THRESHOLD",
+    "CompactionTriggerContext",
+    "OpenAIResponsesCompactionSession",
+]
+
+logger = logging.getLogger("turnstore.compaction")
+
+DEFAULT_COMPACTION_THRESHOLD = 10
+"""The default trigger compacts once this many candidate items have accumulated."""
+
+# An explicit limit, so that the wrapped session's settings cannot cut a read short.
+_ALL_ITEMS = 2**31 - 1
+
+CompactionMode = Literal["previous_response_id", "input", "auto"]
+_MODES = get_args(CompactionMode)
+
+
+class CompactionTriggerContext(TypedDict):
+    """What a custom `should_trigger_compaction` callable receives.
+
+    Attributes:
+        response_id: The latest response id the session knows, or `None`.
+        compaction_mode: The mode this compaction would use, `"auto"` already resolved.
+        compaction_candidate_items: The stored items that are neither user messages nor
+            compaction items, oldest first.
+        session_items: The whole stored history, oldest first.
+    """
+
+    response_id: str | None
+    compaction_mode: Literal["previous_response_id", "input"]
+    compaction_candidate_items: list[TResponseInputItem]
+    session_items: list[TResponseInputItem]
+
+
+CompactionTrigger = Callable[[CompactionTriggerContext], "bool | Awaitable[bool]"]
+
+
+def _default_trigger(context: CompactionTriggerContext) -> bool:
+    return len(context["compaction_candidate_items"]) >= DEFAULT_COMPACTION_THRESHOLD
+
+
+_Snapshot = Callable[[], Awaitable[Any]]
+_ReplaceCompacted = Callable[[Any, list[TResponseInputItem]], Awaitable[bool]]
+
+
+def _atomic_replacement(session: Session) -> tuple[_Snapshot, _ReplaceCompacted] | None:
+    """The session's one-transaction replacement (see `SQLiteSession`), if it has one."""
+    snapshot = getattr(session, "_compaction_snapshot", None)
+    replace = getattr(session, "_replace_compacted", None)
+    if callable(snapshot) and callable(replace):
+        return snapshot, replace
+    return None
+
+
+def _canonical(items: list[TResponseInputItem]) -> str:
+    return json.dumps(items, sort_keys=True, ensure_ascii=False)
+
+
+class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
+    """A session that compacts its history with the Responses API once it grows long.
+
+    It wraps any other session, which keeps doing the storing: reads and writes pass through.
+    After each saved turn the [`Runner`][turnstore.Runner] calls
+    [`run_compaction`][turnstore.OpenAIResponsesCompactionSession.run_compaction]; when the
+    trigger says so, the session sends the history to `client.responses.compact(...)` and
+    replaces the stored items with the compacted output (the user messages plus one encrypted
+    `compaction` item that stands for everything else).
+
+    What the replacement guarantees:
+
+    - All or nothing. On a session with an atomic replacement (the built-in
+      [`SQLiteSession`][turnstore.SQLiteSession]) it is one transaction, and the replaced
+      raw items are archived there. On any other session the previous history is restored when
+      the replacement fails or is cancelled, and the result is read back and checked.
+    - Items added while the API call is in flight are kept, after the compacted items.
+    - A tool call is never separated from its output, and a call still waiting for its output is
+      never compacted away: only the longest prefix that ends at a safe boundary is compacted,
+      and the rest is kept as it is.
+
+    Write through this object (not the wrapped session directly) while it is in use: its own
+    writes wait while a replacement is in progress.
+
+    Args:
+        session_id: Identifies this session (usually the wrapped session's id).
+        underlying_session: The session that stores the items. Not an
+            [`OpenAIConversationsSession`][turnstore.OpenAIConversationsSession], whose
+            history the server owns.
+        client: The `AsyncOpenAI` client for `responses.compact`. `None` builds one from the
+            environment on first use.
+        model: The model that compacts; best the model the conversation runs on. `None` uses
+            the agents' default: `$OPENAI_DEFAULT_MODEL`, else `"gpt-5.6-luna"`.
+        compaction_mode: `"previous_response_id"` compacts the server-side chain of the latest
+            response (it needs a response id), `"input"` sends the stored items, and `"auto"`
+            sends the items when the latest response was not stored (`store=False`) or no
+            response id is known, else uses the response id.
+        should_trigger_compaction: Decides whether to compact; receives a
+            [`CompactionTriggerContext`][turnstore.CompactionTriggerContext] and returns a
+            bool (or an awaitable of one). The default compacts once at least 10 candidate items
+            (neither user messages nor compaction items) are stored.
+
+    Raises:
+        UserError: `underlying_session` is an `OpenAIConversationsSession`, or not a session.
+        ValueError: `compaction_mode` or `model` is invalid.
+        TypeError: `should_trigger_compaction` is not callable.
+
+    Example:
+        ```python
+        from turnstore import OpenAIResponsesCompactionSession, Runner, SQLiteSession
+
+        session = OpenAIResponsesCompactionSession(
+            "user_42", SQLiteSession("user_42", "chats.db"), model="gpt-4.1"
+        )
+        result = await Runner.run(agent, "Hello", session=session)  # compacts when needed
+        usage = await session.run_compaction({"force": True})  # or compact now
+        ```
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        underlying_session: Session,
+        *,
+        client: AsyncOpenAI | None = None,
+        model: str | None = None,
+        compaction_mode: CompactionMode = "auto",
+        should_trigger_compaction: CompactionTrigger | None = None,
+    ) -> None:
+        if isinstance(underlying_session, OpenAIConversationsSession):
+            raise UserError(
+                "OpenAIResponsesCompactionSession cannot wrap an OpenAIConversationsSession: the "
+                "Conversations API keeps that history on the server, so there is no stored "
+                "history to replace. Use a local session (for example SQLiteSession) instead."
+            )
+        if isinstance(underlying_session, OpenAIResponsesCompactionSession):
+            raise UserError("an OpenAIResponsesCompactionSession cannot wrap another one")
+        if not isinstance(underlying_session, Session):
+            raise UserError(
+                "underlying_session must be a Session (get_items, add_items, pop_item, "
+                f"clear_session), got {type(underlying_session).__name__}"
+            )
+        if compaction_mode not in _MODES:
+            raise ValueError(
+                f"compaction_mode must be one of {', '.join(map(repr, _MODES))}, "
+                f"got {compaction_mode!r}"
+            )
+        if model is None:
+            model = default_model_name()
+        if not isinstance(model, str) or not model.strip():
+            raise ValueError(f"model must be a non-empty model name, got {model!r}")
+        if should_trigger_compaction is not None and not callable(should_trigger_compaction):
+            raise TypeError(
+                "should_trigger_compaction must be a callable taking a CompactionTriggerContext, "
+                f"got {type(should_trigger_compaction).__name__}"
+            )
+        self.session_id = session_id
+        self.underlying_session = underlying_session
+        self.model = model
+        self.compaction_mode: CompactionMode = compaction_mode
+        self.should_trigger_compaction: CompactionTrigger = (
+            should_trigger_compaction or _default_trigger
+        )
+        self._client = OwnedOpenAIClient(
+            client, what=f"OpenAIResponsesCompactionSession {session_id!r}"
+        )
+        self._response_id: str | None = None
+        self._response_stored: bool | None = None
+        self._compaction_lock = asyncio.Lock()
+        self._mutation_lock = asyncio.Lock()
+
+    # -- delegation ------------------------------------------------------------------------
+
+    @property
+    def session_settings(self) -> SessionSettings | None:
+        """The wrapped session's settings (reading and setting both pass through)."""
+        return self.underlying_session.session_settings
+
+    @session_settings.setter
+    def session_settings(self, value: SessionSettings | None) -> None:
+        self.underlying_session.session_settings = value
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """Return the wrapped session's items, oldest first.
+
+        Args:
+            limit: Return only the latest `limit` items. `None` uses the session settings' limit,
+                or returns everything.
+
+        Returns:
+            The stored items; after a compaction, the compacted items come first.
+        """
+        return await self.underlying_session.get_items(limit)
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        """Append items to the wrapped session (waiting while a replacement is in progress).
+
+        Args:
+            items: The items to append, in order.
+        """
+        async with self._mutation_lock:
+            await self.underlying_session.add_items(items)
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Remove and return the newest item of the wrapped session.
+
+        Returns:
+            The removed item, or `None` when the history is empty.
+        """
+        async with self._mutation_lock:
+            return await self.underlying_session.pop_item()
+
+    async def clear_session(self) -> None:
+        """Remove every item of the wrapped session and forget the latest response id."""
+        async with self._mutation_lock:
+            await self.underlying_session.clear_session()
+            self._response_id = None
+            self._response_stored = None
+
+    # -- compaction ------------------------------------------------------------------------
+
+    async def _get_client(self) -> AsyncOpenAI:
+        return await self._client.get()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Close the client this session built from the environment.
+
+        A client passed in and the wrapped session are left open (close the wrapped session
+        yourself). The session remains usable: a later compaction builds a new client.
+        `async with` calls `close()` at the end of the block.
+        """
+        await self._client.close()
+
+    def _note_args(self, args: OpenAIResponsesCompactionArgs | None) -> tuple[str, bool, bool]:
+        """Validate `args`, remember what they say about the latest response, resolve the mode.
+
+        Returns:
+            The resolved mode, whether `"auto"` chose it, and `force`.
+        """
+        if args is None:
+            args = {}
+        if not isinstance(args, Mapping):
+            raise TypeError(
+                f"run_compaction args must be a dict or None, got {type(args).__name__}"
+            )
+        unknown = set(args) - set(OpenAIResponsesCompactionArgs.__annotations__)
+        if unknown:
+            raise TypeError(f"unknown run_compaction argument(s): {', '.join(sorted(unknown))}")
+        mode = args.get("compaction_mode", self.compaction_mode)
+        if mode not in _MODES:
+            raise ValueError(
+                f"compaction_mode must be one of {', '.join(map(repr, _MODES))}, got {mode!r}"
+            )
+        for flag in ("store", "force"):
+            if flag in args and not isinstance(args[flag], bool):
+                value = args[flag]
+                raise TypeError(f"run_compaction {flag!r} must be True or False, got {value!r}")
+        response_id = args.get("response_id")
+        if response_id is not None:
+            if not isinstance(response_id, str) or not response_id:
+                raise ValueError(f"response_id must be a non-empty string, got {response_id!r}")
+            if response_id != self._response_id:
+                self._response_stored = None
+            self._response_id = response_id
+        if "store" in args:
+            self._response_stored = bool(args["store"])
+        automatic = mode == "auto"
+        if automatic:
+            mode = (
+                "input"
+                if self._response_stored is False or self._response_id is None
+                else "previous_response_id"
+            )
+        if mode == "previous_response_id" and self._response_id is None:
+            raise ValueError(
+                "compaction_mode 'previous_response_id' needs a response id: pass "
+                "run_compaction({'response_id': ...}) (the runner does after each turn), or use "
+                "compaction_mode 'input' or 'auto'"
+            )
+        return mode, automatic, bool(args.get("force", False))
+
+    async def run_compaction(
+        self, args: OpenAIResponsesCompactionArgs | None = None
+    ) -> ResponseUsage | None:
+        """Compact the stored history when the trigger (or `force`) says so.
+
+        Args:
+            args: What the caller knows about the latest response (`response_id`, `store`), an
+                optional `compaction_mode` for this call, and `force=True` to compact whatever
+                the trigger says.
+
+        Returns:
+            The token usage of the `responses.compact` call (the runner adds it to the run's
+            usage), or `None` when no call was made: the trigger declined, there was nothing
+            to compact, or the compaction was deferred. In `"previous_response_id"` mode the
+            server compacts the latest response's chain, which does not hold the tool outputs
+            stored after that response (nor a call still waiting for one): such a compaction
+            waits for the next response. When `"auto"` chose that mode and `force` is set, the
+            stored items are sent as `input` instead.
+
+        Raises:
+            ValueError: `"previous_response_id"` mode without a known response id, or an invalid
+                argument.
+            TypeError: `args` is not a dict, has an unknown key, or its `store` or `force` is not
+                a bool.
+            SessionError: The `responses.compact` call failed (an HTTP error or a timeout); the
+                history is unchanged and the client's exception is chained.
+            SessionStorageError: Writing the compacted history failed. On SQLite the transaction
+                changed nothing; elsewhere the previous history was restored (or, if even that
+                failed, the message says so and the items are logged).
+        """
+        mode, automatic, force = self._note_args(args)
+        async with self._compaction_lock:
+            atomic = _atomic_replacement(self.underlying_session)
+            snapshot: Any = None
+            if atomic is not None:
+                snapshot = await atomic[0]()
+                items = list(snapshot.items)
+            else:
+                items = await self.underlying_session.get_items(_ALL_ITEMS)
+            keep_from = compactable_prefix_length(items)
+            if mode == "previous_response_id" and not (
+                keep_from == len(items) and ends_with_model_output(items)
+            ):
+                # The server would compact the latest response's chain, which lacks what was
+                # stored after that response: tool outputs (or a call still without one).
+                if not (automatic and force):
+                    logger.info(
+                        "compaction of %s deferred: the latest response does not cover the "
+                        "stored tool outputs yet",
+                        self.session_id,
+                    )
+                    return None
+                mode = "input"
+            resolved = cast(Literal["previous_response_id", "input"], mode)
+            if not force and not await self._triggered(resolved, items):
+                logger.debug("compaction of %s not triggered", self.session_id)
+                return None
+            if keep_from == 0:
+                return None  # nothing stored yet, or only a pending tool call
+            prefix = items[:keep_from]
+            compacted = await self._compact(resolved, prefix)
+            output = normalize_compacted_output(compacted.output or [])
+            if not output:
+                logger.warning(
+                    "compaction of %s returned no items; the history is kept as it is",
+                    self.session_id,
+                )
+                return compacted.usage
+            if atomic is not None:
+                if keep_from < len(items):
+                    snapshot = snapshot.prefix(keep_from)
+                replaced = await atomic[1](snapshot, output)
+                if not replaced:
+                    logger.warning(
+                        "compaction result for %s discarded: the history changed during the call",
+                        self.session_id,
+                    )
+            else:
+                replaced = await self._replace(prefix, output)
+            if replaced:
+                logger.info(
+                    "compacted %d items of %s into %d", len(prefix), self.session_id, len(output)
+                )
+            return compacted.usage
+
+    async def _triggered(
+        self, mode: Literal["previous_response_id", "input"], items: list[TResponseInputItem]
+    ) -> bool:
+        context: CompactionTriggerContext = {
+            "response_id": self._response_id,
+            "compaction_mode": mode,
+            "compaction_candidate_items": select_compaction_candidate_items(items),
+            "session_items": list(items),
+        }
+        decision = self.should_trigger_compaction(context)
+        if inspect.isawaitable(decision):
+            decision = await decision
+        return bool(decision)
+
+    async def _compact(
+        self, mode: Literal["previous_response_id", "input"], prefix: list[TResponseInputItem]
+    ) -> CompactedResponse:
+        client = await self._get_client()
+        try:
+            if mode == "previous_response_id":
+                assert self._response_id is not None
+                return await client.responses.compact(
+                    model=self.model, previous_response_id=self._response_id
+                )
+            # Bookkeeping keys some writers store (`_...`, `created_by`) are not API input.
+            items = [clean_input_item(cast(Mapping[str, Any], item)) for item in prefix]
+            return await client.responses.compact(model=self.model, input=items)
+        except openai.OpenAIError as exc:
+            raise SessionError(
+                f"compacting session {self.session_id!r} failed; its history is unchanged: {exc}"
+            ) from exc
+
+    # -- replacement -----------------------------------------------------------------------
+
+    async def _replace(
+        self, prefix: list[TResponseInputItem], output: list[TResponseInputItem]
+    ) -> bool:
+        """Put `output` in place of `prefix`, keeping whatever follows it now."""
+        async with self._mutation_lock:
+            current = await self.underlying_session.get_items(_ALL_ITEMS)
+            if _canonical(current[: len(prefix)]) != _canonical(prefix):
+                logger.warning(
+                    "compaction result for %s discarded: the history changed during the call",
+                    self.session_id,
+                )
+                return False
+            await self._swap(current, [*output, *current[len(prefix) :]])
+            return True
+
+    async def _swap(
+        self, previous: list[TResponseInputItem], new: list[TResponseInputItem]
+    ) -> None:
+        """Replace `previous` with `new` on any session; restore `previous` on any failure."""
+        session = self.underlying_session
+        try:
+            await session.clear_session()
+            if new:
+                await session.add_items(new)
+            await self._verify(new)
+        except BaseException as exc:
+            await await_session_mutation(self._restore(previous, exc))
+            if isinstance(exc, Exception) and not isinstance(exc, SessionStorageError):
+                raise SessionStorageError(
+                    f"writing the compacted history of {self.session_id!r} failed; the previous "
+                    f"history was restored: {exc!r}"
+                ) from exc
+            raise
+
+    async def _verify(self, expected: list[TResponseInputItem]) -> None:
+        stored = await self.underlying_session.get_items(_ALL_ITEMS)
+        if _canonical(stored) != _canonical(expected):
+            raise SessionStorageError(
+                f"session {self.session_id!r} holds {len(stored)} items after writing "
+                f"{len(expected)}: the write did not read back as written"
+            )
+
+    async def _restore(self, previous: list[TResponseInputItem], cause: BaseException) -> None:
+        session = self.underlying_session
+        try:
+            await session.clear_session()
+            if previous:
+                await session.add_items(previous)
+            await self._verify(previous)
+        except Exception as exc:
+            logger.error(
+                "restoring the history of %s after a failed compaction failed; its %d previous "
+                "items follow as JSON: %s",
+                self.session_id,
+                len(previous),
+                _canonical(previous),
+            )
+            raise SessionStorageError(
+                f"writing the compacted history of {self.session_id!r} failed ({cause!r}) and "
+                f"restoring its {len(previous)} previous items failed too ({exc!r}); they are "
+                "logged as JSON on the 'turnstore.compaction' logger"
+            ) from exc

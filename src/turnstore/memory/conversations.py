@@ -1,0 +1,359 @@
+"""OpenAIConversationsSession: a history kept on the server by the OpenAI Conversations API."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any, cast
+
+import openai
+from openai import AsyncOpenAI
+
+from ..exceptions import SessionStorageError
+from ..items import TResponseInputItem
+from .closing import AsyncCloseable
+from .mutation import await_session_mutation
+from .openai_client import OwnedOpenAIClient
+from .session import SessionABC
+from .settings import (
+    SessionSettings,
+    SessionSettingsLike,
+    coerce_session_settings,
+    resolve_session_limit,
+)
+
+__all__ = ["OpenAIConversationsSession"]
+
+logger = logging.getLogger("turnstore.conversations")
+
+MAX_ITEMS_PER_REQUEST = 20
+"""The most items one create request may carry (the API reference of
+`POST /v1/conversations/{id}/items` and `POST /v1/conversations`: "up to 20 items at a time")."""
+
+_MAX_PAGE_SIZE = 100
+"""The largest page `GET /v1/conversations/{id}/items` returns (`limit` ranges from 1 to 100)."""
+
+
+def _item_to_dict(item: Any) -> TResponseInputItem:
+    if isinstance(item, Mapping):
+        return cast(TResponseInputItem, dict(item))
+    # Items arrive as the client's pydantic models; only the fields the API sent are kept.
+    # `warnings=False`: the API may send values newer than the client's literal types.
+    return cast(TResponseInputItem, item.model_dump(exclude_unset=True, warnings=False))
+
+
+def _check_items(items: list[TResponseInputItem]) -> None:
+    if not isinstance(items, list):
+        raise TypeError(f"items must be a list of input items, got {type(items).__name__}")
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise TypeError(f"item {index} is not a mapping: got {type(item).__name__}")
+        try:
+            json.dumps(item)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"item {index} is not JSON-serialisable: {exc}") from exc
+
+
+class OpenAIConversationsSession(SessionABC, AsyncCloseable):
+    """A session whose history lives in an OpenAI conversation, on the server.
+
+    Nothing is stored locally: every method calls the
+    [Conversations API](https://platform.openai.com/docs/api-reference/conversations). The
+    conversation is created on the first write (or pass the id of an existing one), so
+    constructing the session makes no request.
+
+    Reads fetch only what they return: `get_items(limit)` pages backwards from the newest item
+    and stops after `limit` items. Writes are sent in requests of at most 20 items, the most the
+    API accepts; when one request of a larger batch fails, the items the earlier requests created
+    are deleted again, so a batch is stored whole or not at all. A write runs to its end even when
+    its caller is cancelled (see [`await_session_mutation`][turnstore.await_session_mutation]).
+    Calls through one session object are serialised; separate objects or processes writing to
+    the same conversation need their own coordination.
+
+    This session cannot be wrapped by
+    [`OpenAIResponsesCompactionSession`][turnstore.OpenAIResponsesCompactionSession]: the
+    server owns the history, so there is nothing local to replace.
+
+    Args:
+        conversation_id: The id of an existing conversation (`"conv_..."`). `None` creates a new
+            conversation on the first `add_items`.
+        client: The `AsyncOpenAI` client to use. `None` builds one from the environment
+            (`OPENAI_API_KEY`, `OPENAI_BASE_URL`) on first use.
+        session_settings: Default settings for runs that use this session, as a
+            [`SessionSettings`][turnstore.SessionSettings] or a dict.
+
+    Raises:
+        ValueError: `conversation_id` is an empty string.
+
+    Example:
+        ```python
+        from turnstore import Agent, OpenAIConversationsSession, Runner
+
+        session = OpenAIConversationsSession()
+        await Runner.run(agent, "My name is Ada.", session=session)
+        print(session.conversation_id)  # "conv_...": reopen it later with conversation_id=
+        ```
+    """
+
+    def __init__(
+        self,
+        *,
+        conversation_id: str | None = None,
+        client: AsyncOpenAI | None = None,
+        session_settings: SessionSettingsLike | None = None,
+    ) -> None:
+        if conversation_id is not None and (
+            not isinstance(conversation_id, str) or not conversation_id
+        ):
+            raise ValueError(
+                f"conversation_id must be a non-empty string or None, got {conversation_id!r}"
+            )
+        self._conversation_id = conversation_id
+        self._client = OwnedOpenAIClient(client, what="OpenAIConversationsSession")
+        self.session_settings: SessionSettings | None = coerce_session_settings(session_settings)
+        self._lock = asyncio.Lock()
+
+    # -- identity --------------------------------------------------------------------------
+
+    @property
+    def session_id(self) -> str:  # type: ignore[override]
+        """The conversation id, or `""` while no conversation exists yet.
+
+        A new session has no conversation until its first `add_items` (or
+        [`ensure_conversation`][turnstore.OpenAIConversationsSession.ensure_conversation]).
+        """
+        return self._conversation_id or ""
+
+    @property
+    def conversation_id(self) -> str | None:
+        """The conversation id, or `None` while no conversation exists yet."""
+        return self._conversation_id
+
+    async def ensure_conversation(self) -> str:
+        """Create the conversation now, if it does not exist yet, and return its id.
+
+        Returns:
+            The conversation id.
+
+        Raises:
+            SessionStorageError: The API call failed.
+        """
+        async with self._lock:
+            if self._conversation_id is None:
+                await await_session_mutation(self._create_conversation([]))
+            assert self._conversation_id is not None
+            return self._conversation_id
+
+    async def _get_client(self) -> AsyncOpenAI:
+        return await self._client.get()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Close the client this session built from the environment.
+
+        A client passed in is left open, and the conversation stays on the server. The session
+        remains usable: a later call builds a new client. `async with` calls `close()` at the
+        end of the block.
+        """
+        await self._client.close()
+
+    async def _create_conversation(self, items: list[TResponseInputItem]) -> str:
+        client = await self._get_client()
+        try:
+            conversation = await client.conversations.create(items=items)
+        except openai.OpenAIError as exc:
+            raise SessionStorageError(f"creating the conversation failed: {exc}") from exc
+        self._conversation_id = conversation.id
+        return conversation.id
+
+    # -- reads -----------------------------------------------------------------------------
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """Return the conversation's items, oldest first.
+
+        With a limit, the newest items are read newest first, one page of at most 100 per
+        request, and the reading stops as soon as `limit` items are in hand: the cost is
+        O(limit), not O(history).
+
+        Args:
+            limit: Return only the latest `limit` items (still oldest first). `None` uses the
+                session settings' limit, or returns everything.
+
+        Returns:
+            The items as plain dicts (with the ids the server gave them), oldest first. `[]`
+            when no conversation exists yet.
+
+        Raises:
+            ValueError: `limit` is negative.
+            SessionStorageError: The API call failed.
+        """
+        resolved = resolve_session_limit(limit, self.session_settings)
+        if resolved is not None and resolved < 0:
+            raise ValueError(f"limit must be >= 0 or None, got {resolved}")
+        if resolved == 0 or self._conversation_id is None:
+            return []
+        return await self._read(self._conversation_id, resolved)
+
+    async def _read(self, conversation_id: str, limit: int | None) -> list[TResponseInputItem]:
+        client = await self._get_client()
+        items: list[TResponseInputItem] = []
+        try:
+            if limit is None:
+                pages = client.conversations.items.list(
+                    conversation_id, order="asc", limit=_MAX_PAGE_SIZE
+                )
+                async for item in pages:
+                    items.append(_item_to_dict(item))
+                return items
+            pages = client.conversations.items.list(
+                conversation_id, order="desc", limit=min(limit, _MAX_PAGE_SIZE)
+            )
+            async for item in pages:
+                items.append(_item_to_dict(item))
+                if len(items) >= limit:
+                    break
+        except openai.OpenAIError as exc:
+            raise SessionStorageError(
+                f"reading conversation {conversation_id!r} failed: {exc}"
+            ) from exc
+        items.reverse()
+        return items
+
+    # -- writes ----------------------------------------------------------------------------
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        """Append items to the conversation, all of them or none.
+
+        The batch is sent in requests of at most 20 items. A new conversation is created with
+        the first 20 items in the same request. When a later request fails, the items the earlier
+        requests created are deleted again (or the conversation this call created is deleted)
+        before the error is raised.
+
+        Args:
+            items: The items to append, in order. An empty list sends nothing.
+
+        Raises:
+            TypeError: An item is not a JSON-serialisable mapping (the message names its index);
+                nothing was sent.
+            SessionStorageError: An API call failed; the items of this call that had been
+                created were removed again.
+        """
+        _check_items(items)
+        if not items:
+            return
+        batch = [cast(TResponseInputItem, dict(item)) for item in items]
+        async with self._lock:
+            await await_session_mutation(self._write(batch))
+
+    async def _write(self, items: list[TResponseInputItem]) -> None:
+        client = await self._get_client()
+        chunks = [
+            items[start : start + MAX_ITEMS_PER_REQUEST]
+            for start in range(0, len(items), MAX_ITEMS_PER_REQUEST)
+        ]
+        created_conversation: str | None = None
+        created_item_ids: list[str] = []
+        conversation_id = self._conversation_id
+        try:
+            if conversation_id is None:
+                conversation_id = created_conversation = await self._create_conversation(
+                    chunks.pop(0)
+                )
+            for chunk in chunks:
+                result = await client.conversations.items.create(conversation_id, items=chunk)
+                created_item_ids.extend(item.id for item in result.data if item.id)
+        except BaseException as exc:
+            await self._undo_write(conversation_id, created_conversation, created_item_ids, exc)
+            if isinstance(exc, openai.OpenAIError):
+                raise SessionStorageError(
+                    f"adding {len(items)} items to conversation {conversation_id!r} failed "
+                    f"(nothing of the batch was kept): {exc}"
+                ) from exc
+            raise
+
+    async def _undo_write(
+        self,
+        conversation_id: str | None,
+        created_conversation: str | None,
+        created_item_ids: list[str],
+        cause: BaseException,
+    ) -> None:
+        if conversation_id is None:
+            return
+        client = await self._get_client()
+        try:
+            if created_conversation is not None:
+                await client.conversations.delete(created_conversation)
+                if self._conversation_id == created_conversation:
+                    self._conversation_id = None
+            else:
+                for item_id in reversed(created_item_ids):
+                    await client.conversations.items.delete(
+                        item_id, conversation_id=conversation_id
+                    )
+        except openai.OpenAIError as undo_exc:
+            raise SessionStorageError(
+                f"adding items to conversation {conversation_id!r} failed ({cause!r}) and "
+                f"removing the {len(created_item_ids)} items already created failed too: "
+                f"{undo_exc}"
+            ) from undo_exc
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Delete the newest item of the conversation and return it.
+
+        Returns:
+            The removed item, or `None` when the conversation is empty or does not exist yet.
+
+        Raises:
+            SessionStorageError: An API call failed.
+        """
+        async with self._lock:
+            conversation_id = self._conversation_id
+            if conversation_id is None:
+                return None
+            newest = await self._read(conversation_id, 1)
+            if not newest:
+                return None
+            item = newest[0]
+            item_id = cast(Mapping[str, Any], item).get("id")
+            if not isinstance(item_id, str) or not item_id:
+                raise SessionStorageError(
+                    f"the newest item of conversation {conversation_id!r} has no id to delete"
+                )
+            client = await self._get_client()
+            try:
+                await await_session_mutation(
+                    client.conversations.items.delete(item_id, conversation_id=conversation_id)
+                )
+            except openai.OpenAIError as exc:
+                raise SessionStorageError(
+                    f"deleting item {item_id!r} of conversation {conversation_id!r} failed: {exc}"
+                ) from exc
+            return item
+
+    async def clear_session(self) -> None:
+        """Delete the conversation on the server.
+
+        The session forgets the conversation id; the next `add_items` creates a new
+        conversation. A conversation that is already gone counts as cleared.
+
+        Raises:
+            SessionStorageError: The API call failed.
+        """
+        async with self._lock:
+            conversation_id = self._conversation_id
+            if conversation_id is None:
+                return
+            client = await self._get_client()
+            try:
+                await await_session_mutation(client.conversations.delete(conversation_id))
+            except openai.NotFoundError:
+                logger.debug("conversation %s was already deleted", conversation_id)
+            except openai.OpenAIError as exc:
+                raise SessionStorageError(
+                    f"deleting conversation {conversation_id!r} failed: {exc}"
+                ) from exc
+            self._conversation_id = None

@@ -1,0 +1,128 @@
+"""Session settings: options that travel with a session and can be overridden per run."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+__all__ = [
+    "SessionSettings",
+    "SessionSettingsLike",
+    "coerce_session_settings",
+    "resolve_session_limit",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSettings:
+    """Options for how a session is used by a run.
+
+    A session carries its own settings (`session.session_settings`); a run can overlay another set
+    through `RunConfig(session_settings=...)`. Anywhere settings are accepted, a plain dict with the
+    same keys is accepted too.
+
+    Attributes:
+        limit: How many of the latest items to load as history before each run. `None` loads the
+            whole history; `0` loads nothing.
+
+    Example:
+        ```python
+        from turnstore import SessionSettings
+
+        base = SessionSettings(limit=50)
+        assert base.resolve({"limit": 10}).limit == 10
+        assert base.resolve(SessionSettings()).limit == 50  # None fields do not override
+        ```
+    """
+
+    limit: int | None = None
+
+    def __post_init__(self) -> None:
+        limit = self.limit
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+            raise TypeError(
+                "SessionSettings.limit must be an int or None, "
+                f"not {type(limit).__name__}: {limit!r}"
+            )
+        if limit is not None and limit < 0:
+            raise ValueError(f"SessionSettings.limit must be >= 0 or None, got {limit}")
+
+    def resolve(self, override: SessionSettingsLike | None) -> SessionSettings:
+        """Return these settings with the override's non-None fields laid on top.
+
+        Args:
+            override: Settings (or a dict of them) whose fields win where they are not `None`.
+
+        Returns:
+            A new `SessionSettings`; `self` is not changed.
+
+        Raises:
+            TypeError: The override is not settings or a dict, or names an unknown field.
+        """
+        other = coerce_session_settings(override)
+        if other is None:
+            return self
+        changes = {k: v for k, v in other.to_dict().items() if v is not None}
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the settings as a plain dict, one key per field."""
+        return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+
+
+SessionSettingsLike: TypeAlias = SessionSettings | Mapping[str, Any]
+"""Settings, or a mapping with the same keys."""
+
+
+def coerce_session_settings(value: SessionSettingsLike | None) -> SessionSettings | None:
+    """Turn settings given as a dict (or another library's settings object) into ours.
+
+    Args:
+        value: `SessionSettings`, a mapping of its fields, `None`, or a settings object of
+            another library with the same fields and a `to_dict()` method (such as the OpenAI
+            Agents SDK's `SessionSettings`, so that its `RunConfig` works with our sessions).
+
+    Returns:
+        The settings, or `None` when `value` is `None`.
+
+    Raises:
+        TypeError: `value` is of another type, or has a key that is not a field (the message
+            names the key).
+        ValueError: A field has an invalid value (for example a negative limit).
+    """
+    if value is None or isinstance(value, SessionSettings):
+        return value
+    if not isinstance(value, Mapping):
+        to_dict = getattr(value, "to_dict", None)
+        as_dict = to_dict() if callable(to_dict) else None
+        if not isinstance(as_dict, Mapping):
+            raise TypeError(
+                "session settings must be SessionSettings, a dict or None, "
+                f"not {type(value).__name__}"
+            )
+        value = as_dict
+    known = {field.name for field in dataclasses.fields(SessionSettings)}
+    for key in value:
+        if key not in known:
+            raise TypeError(
+                f"unknown session setting {key!r}; known settings: {', '.join(sorted(known))}"
+            )
+    return SessionSettings(**dict(value))
+
+
+def resolve_session_limit(explicit: int | None, settings: SessionSettingsLike | None) -> int | None:
+    """Pick the history limit for one read.
+
+    Args:
+        explicit: A limit passed by the caller; it wins when not `None`.
+        settings: The session's settings, consulted when `explicit` is `None`.
+
+    Returns:
+        `explicit` if given, else `settings.limit`, else `None` (everything).
+    """
+    if explicit is not None:
+        return explicit
+    resolved = coerce_session_settings(settings)
+    return None if resolved is None else resolved.limit

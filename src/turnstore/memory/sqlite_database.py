@@ -1,0 +1,487 @@
+"""The threads behind `SQLiteSession`: one writer per database file, a few readers.
+
+Every SQLite call runs on a thread owned by a `SQLiteDatabase`; the event loop only queues jobs
+and awaits asyncio futures, which the threads resolve with `loop.call_soon_threadsafe` (checking
+`future.done()` first, so a cancelled caller cannot break a thread).
+
+- One `SQLiteDatabase` per file in the process, shared by every session object on that file
+  (a registry keyed by the absolute path; `:memory:` gets one database per session object).
+- The writer thread owns the only write connection. It drains its queue and runs every pending
+  write job in ONE `BEGIN IMMEDIATE` transaction (group commit): with many concurrent callers one
+  commit serves them all; each caller's future is resolved only after the commit. When one job
+  fails, the group is rolled back and its jobs are redone one transaction each, so the failure
+  stays with its caller and every other job still commits.
+- Reader threads (file databases only) each own a read connection; WAL lets them read beside the
+  writer. For `:memory:` the writer's connection serves reads too.
+- Cross-process safety comes from SQLite's own locking: WAL, a busy timeout, `BEGIN IMMEDIATE`,
+  and a retry of the whole group when the database stays busy.
+- Durability: WAL with `synchronous=NORMAL`. A commit has reached the operating system's file
+  cache when `COMMIT` returns, so a committed write survives a crash or SIGKILL of the process;
+  only a power loss or an operating-system crash can lose the latest commits (never corrupt the
+  file).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+import queue
+import sqlite3
+import threading
+import time
+import weakref
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..exceptions import SessionClosedError, SessionStorageError
+
+__all__ = ["Job", "SQLiteDatabase", "acquire_database", "release_database"]
+
+logger = logging.getLogger("turnstore.memory.sqlite")
+
+BUSY_TIMEOUT_MS = 5_000
+"""How long one statement waits for another connection's lock before SQLite reports busy."""
+
+BUSY_RETRY_SECONDS = 60.0
+"""How long the writer keeps retrying a group that finds the database busy."""
+
+MAX_GROUP = 512
+"""The most write jobs one transaction serves."""
+
+READER_THREADS = 2
+"""Read connections (and threads) per file database."""
+
+Work = Callable[[sqlite3.Connection], Any]
+"""A unit of work: runs on a database thread with that thread's connection.
+
+A work object may also have a `batch_key` attribute and a `run_batch(conn, works)` method: the
+writer then runs consecutive jobs with equal keys as one batch (their results are all `None`);
+if the batch fails, each job is redone alone by calling it.
+"""
+
+Prepare = Callable[[sqlite3.Connection], None]
+"""Creates or checks the schema of one table pair, inside the writer's transaction."""
+
+
+@dataclass(eq=False, slots=True)
+class Job:
+    """One caller's work and where its result goes."""
+
+    work: Work
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[Any]
+    write: bool
+    schema_key: Hashable | None = None
+    prepare: Prepare | None = None
+
+
+@dataclass(eq=False, slots=True)
+class _Stop:
+    """Tells a thread to close its connection and exit."""
+
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+_thread_ids = itertools.count()
+
+
+def _resolve(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
+    # Runs on the event loop thread.
+    if future.done():
+        return
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)
+
+
+def _post(job: Job, ok: bool, value: Any) -> None:
+    # Runs on a database thread.
+    # A RuntimeError means the caller's event loop is closed: nobody is waiting any more.
+    with contextlib.suppress(RuntimeError):
+        job.loop.call_soon_threadsafe(_resolve, job.future, ok, value)
+
+
+def is_busy(exc: BaseException) -> bool:
+    """Tell whether `exc` is SQLite's "database is busy/locked" (worth a retry)."""
+    if not isinstance(exc, sqlite3.OperationalError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def _map_error(exc: BaseException, path: str) -> BaseException:
+    if isinstance(exc, sqlite3.Error):
+        mapped = SessionStorageError(f"SQLite failed on {path!r}: {exc}")
+        mapped.__cause__ = exc
+        return mapped
+    return exc
+
+
+class SQLiteDatabase:
+    """The threads and connections for one SQLite database (a file, or one `:memory:`)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.memory = path == ":memory:"
+        self.refs = 0
+        self.commits = 0
+        """Write transactions committed (one per group): fewer than write calls under load."""
+        self.prepared: set[Hashable] = set()
+        """Table pairs whose schema the writer has created or checked."""
+        self._stopped = False
+        self._reset_threads()
+        _all_databases.add(self)
+
+    def _reset_threads(self) -> None:
+        # Also run in a forked child, where the parent's threads do not exist: the next job
+        # starts new ones (and opens new connections; the parent's are never touched).
+        self._writes: queue.SimpleQueue[Job | _Stop] = queue.SimpleQueue()
+        self._reads: queue.SimpleQueue[Job | _Stop] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._writer_thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+
+    # --- called from the event loop thread: no SQLite here -------------------------------------
+
+    def submit_write(self, job: Job) -> None:
+        """Queue a job for the writer (grouped with other pending writes)."""
+        self._start()
+        self._writes.put(job)
+
+    def submit_read(self, job: Job) -> None:
+        """Queue a job for a reader thread (the writer, for `:memory:`)."""
+        self._start()
+        if self.memory:
+            self._writes.put(job)
+        else:
+            self._reads.put(job)
+
+    def stop(self) -> list[threading.Thread]:
+        """Ask every thread to finish its queued jobs, close its connection and exit.
+
+        Returns:
+            The threads; each exits once it has run its queued jobs and closed its connection.
+        """
+        with self._start_lock:
+            self._stopped = True
+            for thread in self._threads:
+                stop = _Stop()
+                if thread is self._writer_thread:
+                    self._writes.put(stop)
+                else:
+                    self._reads.put(stop)
+            return list(self._threads)
+
+    def _start(self) -> None:
+        if self._threads:
+            return
+        with self._start_lock:
+            if self._stopped:
+                raise SessionClosedError(f"the SQLite database {self.path!r} was closed")
+            if self._threads:
+                return
+            n = next(_thread_ids)
+            self._writer_thread = threading.Thread(
+                target=self._writer, name=f"turnstore-sqlite-writer-{n}", daemon=True
+            )
+            self._threads.append(self._writer_thread)
+            if not self.memory:
+                for i in range(READER_THREADS):
+                    self._threads.append(
+                        threading.Thread(
+                            target=self._reader,
+                            name=f"turnstore-sqlite-reader-{n}.{i}",
+                            daemon=True,
+                        )
+                    )
+            for thread in self._threads:
+                thread.start()
+
+    # --- database threads ------------------------------------------------------------------------
+
+    def _connect(self, *, writer: bool) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self.path,
+            timeout=BUSY_TIMEOUT_MS / 1000,
+            isolation_level=None,  # we issue BEGIN/COMMIT ourselves
+            check_same_thread=True,  # a connection lives and dies on its own thread
+        )
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            if self.memory:
+                return conn
+            if writer:
+                self._enable_wal(conn)
+                conn.execute("PRAGMA synchronous = NORMAL")
+            else:
+                conn.execute("PRAGMA query_only = ON")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    @staticmethod
+    def _enable_wal(conn: sqlite3.Connection) -> None:
+        # Idempotent and outside any transaction; another process switching the file at the same
+        # moment can make this report "locked" briefly, so retry until the busy deadline.
+        deadline = time.monotonic() + BUSY_RETRY_SECONDS
+        while True:
+            try:
+                (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
+                if str(mode).lower() != "wal":
+                    conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if not is_busy(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+
+    def _writer(self) -> None:
+        conn: sqlite3.Connection | None = None
+        stop: _Stop | None = None
+        try:
+            while stop is None:
+                first = self._writes.get()
+                if isinstance(first, _Stop):
+                    stop = first
+                    break
+                writes: list[Job] = []
+                reads: list[Job] = []
+                item: Job = first
+                while True:
+                    (writes if item.write else reads).append(item)
+                    if len(writes) >= MAX_GROUP:
+                        break
+                    try:
+                        nxt = self._writes.get_nowait()
+                    except queue.Empty:
+                        break
+                    if isinstance(nxt, _Stop):
+                        stop = nxt
+                        break
+                    item = nxt
+                if conn is None:
+                    try:
+                        conn = self._connect(writer=True)
+                    except Exception as exc:
+                        for job in writes + reads:
+                            _post(job, False, _map_error(exc, self.path))
+                        continue
+                if writes:
+                    self._run_group(conn, writes)
+                for job in reads:
+                    self._run_read(conn, job)
+        finally:
+            if conn is not None:
+                conn.close()
+            if stop is not None:
+                stop.done.set()
+
+    def _reader(self) -> None:
+        conn: sqlite3.Connection | None = None
+        stop: _Stop | None = None
+        try:
+            while True:
+                job = self._reads.get()
+                if isinstance(job, _Stop):
+                    stop = job
+                    break
+                if job.future.done():
+                    continue  # the caller gave up before we started
+                if conn is None:
+                    try:
+                        conn = self._connect(writer=False)
+                    except Exception as exc:
+                        _post(job, False, _map_error(exc, self.path))
+                        continue
+                self._run_read(conn, job)
+        finally:
+            if conn is not None:
+                conn.close()
+            if stop is not None:
+                stop.done.set()
+
+    def _run_read(self, conn: sqlite3.Connection, job: Job) -> None:
+        deadline = time.monotonic() + BUSY_RETRY_SECONDS
+        while True:
+            try:
+                # One read transaction: every statement of the job sees the same snapshot.
+                conn.execute("BEGIN")
+                try:
+                    result = job.work(conn)
+                finally:
+                    conn.execute("COMMIT")
+            except Exception as exc:
+                _rollback(conn)
+                if is_busy(exc) and time.monotonic() < deadline:
+                    time.sleep(0.005)
+                    continue
+                _post(job, False, _map_error(exc, self.path))
+                return
+            _post(job, True, result)
+            return
+
+    def _run_group(self, conn: sqlite3.Connection, jobs: list[Job]) -> None:
+        outcomes: list[tuple[bool, Any]]
+        try:
+            outcomes = self._retrying(conn, jobs)
+        except _JobFailed as failed:
+            if len(jobs) == 1:
+                outcomes = [(False, failed.error)]
+            else:
+                # The group was rolled back: run each job in its own transaction, so that the
+                # failure stays with its own caller and every other job still commits.
+                outcomes = []
+                for job in jobs:
+                    try:
+                        outcomes += self._retrying(conn, [job])
+                    except _JobFailed as alone:
+                        outcomes.append((False, alone.error))
+                    except Exception as exc:
+                        outcomes.append((False, _map_error(exc, self.path)))
+        except Exception as exc:
+            error = _map_error(exc, self.path)
+            outcomes = [(False, error)] * len(jobs)
+        _post_all(jobs, outcomes)
+
+    def _retrying(self, conn: sqlite3.Connection, jobs: list[Job]) -> list[tuple[bool, Any]]:
+        deadline = time.monotonic() + BUSY_RETRY_SECONDS
+        delay = 0.001
+        while True:
+            try:
+                return self._transaction(conn, jobs)
+            except Exception as exc:
+                _rollback(conn)
+                if is_busy(exc) and time.monotonic() < deadline:
+                    # Another process holds the write lock beyond the busy timeout: wait, redo.
+                    time.sleep(delay)
+                    delay = min(delay * 2, 0.05)
+                    continue
+                raise
+
+    def _transaction(self, conn: sqlite3.Connection, jobs: list[Job]) -> list[tuple[bool, Any]]:
+        conn.execute("BEGIN IMMEDIATE")
+        prepared: set[Hashable] = set()
+        outcomes: list[tuple[bool, Any]] = []
+        index = 0
+        while index < len(jobs):
+            job = jobs[index]
+            # Consecutive jobs with the same `batch_key` run as one (e.g. one INSERT for many
+            # add_items calls): fewer statements, and fewer GIL hand-offs with the event loop.
+            key = getattr(job.work, "batch_key", None)
+            end = index + 1
+            if key is not None:
+                while end < len(jobs) and getattr(jobs[end].work, "batch_key", None) == key:
+                    end += 1
+            try:
+                schema_key = job.schema_key
+                if (
+                    schema_key is not None
+                    and job.prepare is not None
+                    and schema_key not in self.prepared
+                    and schema_key not in prepared
+                ):
+                    job.prepare(conn)
+                    prepared.add(schema_key)
+                if end - index > 1:
+                    job.work.run_batch(conn, [j.work for j in jobs[index:end]])  # type: ignore[attr-defined]
+                    outcomes += [(True, None)] * (end - index)
+                else:
+                    outcomes.append((True, job.work(conn)))
+            except Exception as exc:
+                if is_busy(exc):
+                    raise
+                raise _JobFailed(_map_error(exc, self.path)) from exc
+            index = end
+        conn.execute("COMMIT")
+        self.commits += 1
+        self.prepared.update(prepared)
+        return outcomes
+
+
+class _JobFailed(Exception):
+    """One job of a group raised: the group is rolled back and its jobs run one by one."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _post_all(jobs: list[Job], outcomes: list[tuple[bool, Any]]) -> None:
+    # One wake-up per event loop for the whole group, not one per caller.
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], bool, Any]]] = {}
+    for job, (ok, value) in zip(jobs, outcomes, strict=True):
+        by_loop.setdefault(job.loop, []).append((job.future, ok, value))
+    for loop, results in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # that event loop is closed: nobody waits
+            loop.call_soon_threadsafe(_resolve_all, results)
+
+
+def _resolve_all(results: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
+    for future, ok, value in results:
+        _resolve(future, ok, value)
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            logger.exception("SQLite rollback failed")
+
+
+_registry: dict[str, SQLiteDatabase] = {}
+_registry_lock = threading.Lock()
+_all_databases: weakref.WeakSet[SQLiteDatabase] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    global _registry_lock
+    _registry_lock = threading.Lock()
+    for db in list(_all_databases):
+        db._reset_threads()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def acquire_database(path: str) -> SQLiteDatabase:
+    """Return the database for `path`, shared with other sessions on the same file.
+
+    Pure bookkeeping: nothing touches the file system here. `:memory:` always gets a new one.
+    """
+    if path == ":memory:":
+        db = SQLiteDatabase(path)
+        db.refs = 1
+        return db
+    key = os.path.normpath(os.path.abspath(path))
+    with _registry_lock:
+        shared = _registry.get(key)
+        if shared is None:
+            shared = _registry[key] = SQLiteDatabase(key)
+        shared.refs += 1
+        return shared
+
+
+def release_database(db: SQLiteDatabase) -> list[threading.Thread]:
+    """Drop one reference; the last one stops the threads.
+
+    Returns:
+        The threads, which exit once they have finished their queued jobs and closed their
+        connections (empty while other sessions still use the database).
+    """
+    with _registry_lock:
+        db.refs -= 1
+        if db.refs > 0:
+            return []
+        if _registry.get(db.path) is db:
+            del _registry[db.path]
+    return db.stop()

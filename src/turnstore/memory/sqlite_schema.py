@@ -1,0 +1,226 @@
+"""The tables of `SQLiteSession`: identifiers, schema version, and the SQL run on them.
+
+Layout (version 1; the default names shown, every name configurable through the first two):
+
+```text
+agent_sessions          session_id TEXT PRIMARY KEY, created_at, updated_at
+agent_messages          id INTEGER PRIMARY KEY AUTOINCREMENT, session_id, message_data (JSON),
+                        created_at
+                        index idx_agent_messages_session_id (session_id, id)
+agent_messages_archive  rows replaced by compaction: id, session_id, message_data,
+                        created_at (of the original row), archived_at
+                        index idx_agent_messages_archive_session_id (session_id, id)
+```
+
+The first two tables have the same shape as the OpenAI Agents SDK's `SQLiteSession`, so a file it
+wrote is adopted in place. `PRAGMA user_version` records the schema version of the file: a later
+release migrates a file in place from that number, and this release refuses (with
+`SessionSchemaError`) a file whose version is newer than it understands.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from dataclasses import dataclass
+
+from ..exceptions import SessionSchemaError
+
+__all__ = ["SCHEMA_VERSION", "SQLiteSchema", "quote_identifier", "validate_identifier"]
+
+SCHEMA_VERSION = 1
+"""The schema version this release writes and reads (`PRAGMA user_version`)."""
+
+_VALID = "CASE WHEN typeof(message_data) = 'text' THEN json_valid(message_data) ELSE 0 END"
+"""1 when a row's message_data is well-formed JSON text (checked by SQLite, in C)."""
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+
+
+def validate_identifier(name: object, what: str) -> str:
+    """Check that `name` is a plain SQL identifier: a letter or `_`, then letters, digits, `_`.
+
+    Args:
+        name: The proposed table name.
+        what: The argument it came from, for the error message.
+
+    Returns:
+        `name`, unchanged.
+
+    Raises:
+        TypeError: `name` is not a string.
+        ValueError: `name` is not a plain identifier, is longer than 63 characters, or starts with
+            SQLite's reserved `sqlite_` prefix.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"{what} must be a str, not {type(name).__name__}")
+    if not _IDENTIFIER.fullmatch(name) or name.lower().startswith("sqlite_"):
+        raise ValueError(
+            f"{what}={name!r} is not a plain SQL identifier: use 1-63 letters, digits and "
+            "underscores, starting with a letter or underscore (and not with 'sqlite_')"
+        )
+    return name
+
+
+def quote_identifier(name: str) -> str:
+    """Quote an identifier for SQLite (double quotes, inner quotes doubled)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+@dataclass(frozen=True, slots=True)
+class SQLiteSchema:
+    """The SQL for one (sessions table, messages table) pair, every identifier quoted."""
+
+    sessions_table: str
+    messages_table: str
+
+    @property
+    def archive_table(self) -> str:
+        """The table that keeps rows replaced by compaction."""
+        return f"{self.messages_table}_archive"
+
+    def create(self, conn: sqlite3.Connection) -> None:
+        """Create the tables if missing, check them, and record the schema version.
+
+        Runs inside the writer's transaction, so a failure leaves nothing behind.
+
+        Raises:
+            SessionSchemaError: The file's schema is newer than this release, or an existing
+                table with one of our names lacks the columns we need.
+        """
+        (version,) = conn.execute("PRAGMA user_version").fetchone()
+        if version > SCHEMA_VERSION:
+            raise SessionSchemaError(
+                f"the database's schema version is {version}, newer than {SCHEMA_VERSION} which "
+                "this release of turnstore understands: upgrade turnstore, or use "
+                "another file"
+            )
+        s = quote_identifier(self.sessions_table)
+        m = quote_identifier(self.messages_table)
+        a = quote_identifier(self.archive_table)
+        conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {s} (session_id TEXT PRIMARY KEY, "
+            "created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, "
+            "updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP)"
+        )
+        conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {m} (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+            "session_id TEXT NOT NULL, message_data TEXT NOT NULL, "
+            "created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, "
+            f"FOREIGN KEY (session_id) REFERENCES {s} (session_id) ON DELETE CASCADE)"
+        )
+        conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {a} (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+            "session_id TEXT NOT NULL, message_data TEXT NOT NULL, created_at TIMESTAMP, "
+            "archived_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP)"
+        )
+        for table, needed in (
+            (self.sessions_table, {"session_id", "updated_at"}),
+            (self.messages_table, {"id", "session_id", "message_data", "created_at"}),
+            (self.archive_table, {"id", "session_id", "message_data", "created_at"}),
+        ):
+            columns = {
+                row[1] for row in conn.execute(f"PRAGMA table_info({quote_identifier(table)})")
+            }
+            missing = needed - columns
+            if missing:
+                raise SessionSchemaError(
+                    f"table {table!r} exists but is not a session table (missing columns: "
+                    f"{', '.join(sorted(missing))}); choose other table names"
+                )
+        conn.execute(
+            "CREATE INDEX IF NOT EXISTS "
+            f"{quote_identifier(f'idx_{self.messages_table}_session_id')} ON {m} (session_id, id)"
+        )
+        conn.execute(
+            "CREATE INDEX IF NOT EXISTS "
+            f"{quote_identifier(f'idx_{self.archive_table}_session_id')} ON {a} (session_id, id)"
+        )
+        if version < SCHEMA_VERSION:
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    # --- statements (identical strings, so sqlite3's statement cache reuses them) -------------
+
+    @property
+    def touch_session(self) -> str:
+        """Create the session's row, or bump its `updated_at`."""
+        return (
+            f"INSERT INTO {quote_identifier(self.sessions_table)} (session_id) VALUES (?) "
+            "ON CONFLICT (session_id) DO UPDATE SET updated_at = CURRENT_TIMESTAMP"
+        )
+
+    @property
+    def insert(self) -> str:
+        """Insert one message (session_id, message_data)."""
+        return (
+            f"INSERT INTO {quote_identifier(self.messages_table)} (session_id, message_data) "
+            "VALUES (?, ?)"
+        )
+
+    @property
+    def insert_with_time(self) -> str:
+        """Insert one message keeping its original `created_at`."""
+        return (
+            f"INSERT INTO {quote_identifier(self.messages_table)} "
+            "(session_id, message_data, created_at) VALUES (?, ?, ?)"
+        )
+
+    @property
+    def select_all(self) -> str:
+        """Every row of a session, oldest first: (id, message_data)."""
+        return (
+            f"SELECT id, message_data FROM {quote_identifier(self.messages_table)} "
+            "WHERE session_id = ? ORDER BY id"
+        )
+
+    @property
+    def select_all_checked(self) -> str:
+        """Every row of a session, oldest first: (id, message_data, 1 if valid JSON text)."""
+        return (
+            f"SELECT id, message_data, {_VALID} FROM {quote_identifier(self.messages_table)} "
+            "WHERE session_id = ? ORDER BY id"
+        )
+
+    @property
+    def select_chunk(self) -> str:
+        """The next `?` rows after id `?`, oldest first, folded into one row by SQLite.
+
+        Returns (row count, valid-JSON count, the ids as a JSON array, the items as a JSON
+        array), so that Python decodes two strings instead of a thousand rows.
+        """
+        return (
+            "SELECT count(*), total(valid), '[' || group_concat(id) || ']', "
+            "'[' || group_concat(message_data, ',') || ']' FROM "
+            f"(SELECT id, message_data, {_VALID} AS valid "
+            f"FROM {quote_identifier(self.messages_table)} "
+            "WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?)"
+        )
+
+    @property
+    def select_range(self) -> str:
+        """Rows with `?` < id <= `?`, oldest first, with the validity flag."""
+        return (
+            f"SELECT id, message_data, {_VALID} FROM {quote_identifier(self.messages_table)} "
+            "WHERE session_id = ? AND id > ? AND id <= ? ORDER BY id"
+        )
+
+    @property
+    def select_latest(self) -> str:
+        """Up to `?` rows before id `?`, newest first, with the validity flag; uses the index."""
+        return (
+            f"SELECT id, message_data, {_VALID} FROM {quote_identifier(self.messages_table)} "
+            "WHERE session_id = ? AND id < ? ORDER BY id DESC LIMIT ?"
+        )
+
+    @property
+    def delete_row(self) -> str:
+        """Delete one row by id."""
+        return f"DELETE FROM {quote_identifier(self.messages_table)} WHERE id = ?"
+
+    @property
+    def newest_first(self) -> str:
+        """A session's rows newest first (read lazily by pop)."""
+        return (
+            f"SELECT id, message_data FROM {quote_identifier(self.messages_table)} "
+            "WHERE session_id = ? ORDER BY id DESC"
+        )

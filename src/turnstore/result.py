@@ -1,0 +1,210 @@
+"""Results of a run: RunResult, RunResultStreaming, and token Usage."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import AsyncIterator, Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from openai.types.responses import Response, ResponseUsage
+
+from .conversion import input_items_from
+from .exceptions import UserError
+from .items import TResponseInputItem
+from .stream_events import RunCompleteEvent, StreamEvent
+
+if TYPE_CHECKING:
+    from .agent import Agent
+
+__all__ = ["RunResult", "RunResultBase", "RunResultStreaming", "Usage"]
+
+
+@dataclass
+class Usage:
+    """Tokens used by a run, summed over its model calls (and compaction calls).
+
+    Attributes:
+        requests: How many API calls were made.
+        input_tokens: Input tokens over all calls.
+        output_tokens: Output tokens over all calls.
+        total_tokens: Input plus output tokens.
+        cached_input_tokens: Input tokens served from the prompt cache.
+        reasoning_tokens: Output tokens spent on reasoning (reasoning models such as `o3`).
+    """
+
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    cached_input_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    def add_response_usage(self, usage: ResponseUsage | None) -> None:
+        """Count one API call and add its token usage (`None` counts the call only).
+
+        Args:
+            usage: The `usage` of a Responses API response, or `None`.
+        """
+        self.requests += 1
+        if usage is None:
+            return
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
+        self.total_tokens += usage.total_tokens
+        details = usage.input_tokens_details
+        self.cached_input_tokens += (details.cached_tokens or 0) if details is not None else 0
+        out_details = usage.output_tokens_details
+        self.reasoning_tokens += (
+            (out_details.reasoning_tokens or 0) if out_details is not None else 0
+        )
+
+    def add(self, other: Usage) -> None:
+        """Add another `Usage` to this one, field by field."""
+        self.requests += other.requests
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.total_tokens += other.total_tokens
+        self.cached_input_tokens += other.cached_input_tokens
+        self.reasoning_tokens += other.reasoning_tokens
+
+
+@dataclass
+class RunResultBase:
+    """What a run produced: the fields shared by `RunResult` and `RunResultStreaming`.
+
+    Attributes:
+        input: The input passed to the run, as given (a string or a list of items). It does not
+            include the session's history.
+        new_items: The items the run generated, as Responses API input items (the form a session
+            stores): model messages, reasoning items, tool calls and tool outputs.
+        final_output: The text of the agent's final message (`None` until the run finishes).
+        raw_responses: Every Responses API response of the run, in order.
+        usage: Tokens used by the run.
+        last_agent: The agent that ran.
+    """
+
+    input: str | list[TResponseInputItem]
+    last_agent: Agent
+    new_items: list[TResponseInputItem] = field(default_factory=list)
+    final_output: str | None = None
+    raw_responses: list[Response] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+
+    @property
+    def last_response_id(self) -> str | None:
+        """The id of the run's last Responses API response, or `None` before the first one.
+
+        Pass it as `previous_response_id` to continue the conversation on the server instead of
+        in a session.
+        """
+        return self.raw_responses[-1].id if self.raw_responses else None
+
+    def to_input_list(self) -> list[TResponseInputItem]:
+        """Return the run's input followed by its new items, as input items.
+
+        This is the manual way to carry a conversation into the next run (append the next user
+        message and pass the list as input). A session does this for you.
+
+        Returns:
+            A new list (deep copies).
+
+        Example:
+            ```python
+            result = await Runner.run(agent, "What city is the Golden Gate Bridge in?")
+            next_input = result.to_input_list() + [{"role": "user", "content": "What state?"}]
+            result = await Runner.run(agent, next_input)
+            ```
+        """
+        return input_items_from(self.input) + copy.deepcopy(self.new_items)
+
+
+@dataclass
+class RunResult(RunResultBase):
+    """The result of [`Runner.run`][turnstore.Runner.run] and `Runner.run_sync`.
+
+    Example:
+        ```python
+        result = await Runner.run(agent, "Hi", session=session)
+        print(result.final_output, result.usage.total_tokens, result.last_response_id)
+        ```
+    """
+
+
+_DONE = object()
+
+
+@dataclass
+class RunResultStreaming(RunResultBase):
+    """The result of [`Runner.run_streamed`][turnstore.Runner.run_streamed].
+
+    The run starts when you iterate
+    [`stream_events`][turnstore.RunResultStreaming.stream_events]. Its fields fill in as
+    the run goes; `final_output` is set when it finishes.
+
+    Example:
+        ```python
+        result = Runner.run_streamed(agent, "Tell me a joke", session=session)
+        async for event in result.stream_events():
+            if isinstance(event, TextDeltaEvent):
+                print(event.delta, end="", flush=True)
+        print(result.final_output)
+        ```
+    """
+
+    is_complete: bool = False
+    _start: Callable[[RunResultStreaming], Coroutine[Any, Any, RunResult]] | None = field(
+        default=None, repr=False
+    )
+    _queue: asyncio.Queue[Any] | None = field(default=None, init=False, repr=False)
+    _task: asyncio.Task[RunResult] | None = field(default=None, init=False, repr=False)
+
+    def _emit(self, event: StreamEvent) -> None:
+        if self._queue is not None:
+            self._queue.put_nowait(event)
+
+    async def stream_events(self) -> AsyncIterator[StreamEvent]:
+        """Run the agent and yield its events as they happen.
+
+        Yields [`TextDeltaEvent`][turnstore.TextDeltaEvent]s while text is generated,
+        a [`RunItemEvent`][turnstore.RunItemEvent] for each new item,
+        [`RawResponseEvent`][turnstore.RawResponseEvent]s for every API event, and last a
+        [`RunCompleteEvent`][turnstore.RunCompleteEvent] with the final result.
+
+        Leaving the loop early cancels the run once the event loop closes the abandoned
+        generator (at once inside `async with contextlib.aclosing(result.stream_events())`), as
+        does [`cancel`][turnstore.RunResultStreaming.cancel]: what was saved stays saved,
+        and no half turn is saved.
+
+        Raises:
+            UserError: The events were already consumed (a run streams once).
+            AgentsError: The run failed; raised after the events that came before the failure.
+        """
+        if self._start is None:
+            raise UserError("stream_events() can be consumed once per run_streamed() call")
+        start, self._start = self._start, None
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._queue = queue
+        task = asyncio.ensure_future(start(self))
+        self._task = task
+        task.add_done_callback(lambda _: queue.put_nowait(_DONE))
+        try:
+            while True:
+                event = await queue.get()
+                if event is _DONE:
+                    break
+                yield event
+            result = task.result()  # raises the run's error, if any
+            yield RunCompleteEvent(result=result)
+        finally:
+            if not task.done():
+                task.cancel()
+                await asyncio.wait((task,))
+            if task.done() and not task.cancelled():
+                task.exception()  # retrieved: the caller saw it or left early
+
+    def cancel(self) -> None:
+        """Cancel the run; `stream_events()` then stops with `asyncio.CancelledError`."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()

@@ -1,0 +1,453 @@
+"""Runner: the agent loop with automatic session memory.
+
+```text
+settings  = session.session_settings overlaid by run_config.session_settings
+history   = await session.get_items(limit)           one read
+model_in  = merge(history, input, callback)          pure (session_input.py)
+await session.add_items(new_input)                   before the first model call
+loop: response = model(model_in + generated)
+      run the requested function tools concurrently
+      await session.add_items(turn_items)            one write per completed turn
+      await session.run_compaction(...)              if the session is compaction-aware
+```
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from openai import AsyncOpenAI, OpenAIError
+from openai.types.responses import Response, ResponseFunctionToolCall
+
+from .agent import Agent, default_model_name
+from .conversion import clean_input_item, input_items_from, output_item_to_input_item
+from .exceptions import MaxTurnsExceeded, ModelBehaviorError, ModelCallError, UserError
+from .items import TResponseInputItem
+from .memory.mutation import await_session_mutation
+from .memory.session import Session, is_openai_responses_compaction_aware_session
+from .memory.settings import SessionSettings, coerce_session_settings
+from .models.interface import Model, ModelRequest
+from .models.openai_responses import OpenAIResponsesModel
+from .result import RunResult, RunResultBase, RunResultStreaming
+from .run_config import RunConfig
+from .session_input import merge_session_input
+from .stream_events import RawResponseEvent, RunItemEvent, TextDeltaEvent
+from .tools import FunctionTool
+
+__all__ = ["Runner", "session_history_limit"]
+
+DEFAULT_MAX_TURNS = 10
+
+
+def session_history_limit(session: Any, run_config: RunConfig | None) -> int | None:
+    """Resolve how many history items a run loads: the run's settings over the session's.
+
+    Args:
+        session: The run's session. Its `session_settings` may be ours, a dict, or another
+            library's settings object with a `limit` attribute (the OpenAI Agents SDK's).
+        run_config: The run's configuration, or `None`.
+
+    Returns:
+        The limit, or `None` for the whole history.
+    """
+    limit: int | None = None
+    own = getattr(session, "session_settings", None)
+    if isinstance(own, SessionSettings | Mapping):
+        resolved = coerce_session_settings(own)
+        limit = resolved.limit if resolved is not None else None
+    elif own is not None:
+        limit = getattr(own, "limit", None)
+    override = coerce_session_settings(run_config.session_settings if run_config else None)
+    if override is not None and override.limit is not None:
+        limit = override.limit
+    return limit
+
+
+class Runner:
+    """Runs agents: calls the model, runs its tools, and keeps the session's history.
+
+    Every method takes the same arguments; see [`Runner.run`][turnstore.Runner.run].
+    """
+
+    @classmethod
+    async def run(
+        cls,
+        agent: Agent,
+        input: str | list[TResponseInputItem],
+        *,
+        session: Session | None = None,
+        run_config: RunConfig | None = None,
+        max_turns: int = DEFAULT_MAX_TURNS,
+        previous_response_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> RunResult:
+        """Run `agent` on `input` until it gives a final answer.
+
+        With a session, the history is loaded first and merged with the input, the input is
+        saved before the first model call, and each completed turn (the model's output plus the
+        outputs of the tools it called) is saved in one `add_items` call. A turn that fails or
+        is cancelled is not saved; turns completed before it stay saved.
+
+        Args:
+            agent: The agent to run.
+            input: A user message, or a list of Responses API input items.
+            session: Keeps the conversation history across runs; any object that follows the
+                [`Session`][turnstore.Session] protocol, including the OpenAI Agents SDK's
+                sessions.
+            run_config: Per-run options: model override, session settings, input callback.
+            max_turns: How many model calls the run may make.
+            previous_response_id: Continue a server-side response chain instead of a session.
+            conversation_id: Use a server-side OpenAI conversation instead of a session.
+
+        Returns:
+            The run's final output, new items, usage and response ids.
+
+        Raises:
+            UserError: `session` is not a session, a session is combined with
+                `previous_response_id` or `conversation_id`, or an option is unusable; raised
+                before anything is read or called.
+            TypeError: `input` is neither a string nor a list of dicts.
+            MaxTurnsExceeded: No final answer within `max_turns` model calls.
+            ModelBehaviorError: The model called an unknown tool, sent invalid tool arguments,
+                or answered with neither a message nor a tool call.
+            ModelCallError: The model's API call failed.
+
+        Example:
+            ```python
+            session = SQLiteSession("user_42", "chats.db")
+            await Runner.run(agent, "My name is Ada.", session=session)
+            result = await Runner.run(agent, "What is my name?", session=session)
+            assert "Ada" in result.final_output
+            ```
+        """
+        result = RunResult(input=_copy_input(input), last_agent=agent)
+        await _execute(
+            agent,
+            input,
+            session=session,
+            run_config=run_config,
+            max_turns=max_turns,
+            previous_response_id=previous_response_id,
+            conversation_id=conversation_id,
+            state=result,
+            streaming=None,
+        )
+        return result
+
+    @classmethod
+    def run_sync(
+        cls,
+        agent: Agent,
+        input: str | list[TResponseInputItem],
+        *,
+        session: Session | None = None,
+        run_config: RunConfig | None = None,
+        max_turns: int = DEFAULT_MAX_TURNS,
+        previous_response_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> RunResult:
+        """Run the agent from synchronous code, in a new event loop; see `Runner.run`.
+
+        Raises:
+            UserError: Called while an event loop is running in this thread (inside
+                `async def` code or a notebook cell): use `await Runner.run(...)` there.
+
+        Example:
+            ```python
+            result = Runner.run_sync(agent, "Hi", session=SQLiteSession("s1"))
+            print(result.final_output)
+            ```
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise UserError(
+                "Runner.run_sync() cannot be called while an event loop is running in this "
+                "thread; use `await Runner.run(...)` instead"
+            )
+        return asyncio.run(
+            cls.run(
+                agent,
+                input,
+                session=session,
+                run_config=run_config,
+                max_turns=max_turns,
+                previous_response_id=previous_response_id,
+                conversation_id=conversation_id,
+            )
+        )
+
+    @classmethod
+    def run_streamed(
+        cls,
+        agent: Agent,
+        input: str | list[TResponseInputItem],
+        *,
+        session: Session | None = None,
+        run_config: RunConfig | None = None,
+        max_turns: int = DEFAULT_MAX_TURNS,
+        previous_response_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> RunResultStreaming:
+        """Prepare a streamed run; it starts when you iterate `result.stream_events()`.
+
+        Same arguments, session behaviour and errors as `Runner.run`; the model's answer is
+        streamed (server-sent events) so text arrives as it is generated.
+
+        Returns:
+            A [`RunResultStreaming`][turnstore.RunResultStreaming]; iterate its
+            `stream_events()` to run the agent.
+
+        Example:
+            ```python
+            result = Runner.run_streamed(agent, "Write a haiku", session=session)
+            async for event in result.stream_events():
+                if event.type == "text_delta":
+                    print(event.delta, end="")
+            ```
+        """
+        _check_options(session, previous_response_id, conversation_id, max_turns)
+        # Validate now, so a bad input fails at the call rather than inside the stream.
+        input_items_from(input)
+
+        async def start(state: RunResultStreaming) -> RunResult:
+            await _execute(
+                agent,
+                input,
+                session=session,
+                run_config=run_config,
+                max_turns=max_turns,
+                previous_response_id=previous_response_id,
+                conversation_id=conversation_id,
+                state=state,
+                streaming=state,
+            )
+            state.is_complete = True
+            return RunResult(
+                input=state.input,
+                last_agent=state.last_agent,
+                new_items=state.new_items,
+                final_output=state.final_output,
+                raw_responses=state.raw_responses,
+                usage=state.usage,
+            )
+
+        return RunResultStreaming(input=_copy_input(input), last_agent=agent, _start=start)
+
+
+def _copy_input(value: str | list[TResponseInputItem]) -> str | list[TResponseInputItem]:
+    return value if isinstance(value, str) else input_items_from(value)
+
+
+def _check_options(
+    session: Session | None,
+    previous_response_id: str | None,
+    conversation_id: str | None,
+    max_turns: int,
+) -> None:
+    if session is not None and not all(
+        callable(getattr(session, method, None))
+        for method in ("get_items", "add_items", "pop_item", "clear_session")
+    ):
+        raise UserError(
+            f"session must be a Session (get_items, add_items, pop_item, clear_session), "
+            f"not {type(session).__name__}; for example SQLiteSession('user_42')"
+        )
+    if session is not None and (previous_response_id is not None or conversation_id is not None):
+        given = "previous_response_id" if previous_response_id is not None else "conversation_id"
+        raise UserError(
+            f"a session cannot be combined with {given}: the session already carries the "
+            f"history, and {given} would make the server add it again; pass one or the other"
+        )
+    if previous_response_id is not None and conversation_id is not None:
+        raise UserError("pass previous_response_id or conversation_id, not both")
+    if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
+        raise UserError(f"max_turns must be a positive int, not {max_turns!r}")
+
+
+async def _resolve_model(agent: Agent, run_config: RunConfig) -> tuple[Model, AsyncOpenAI | None]:
+    """Return the model to call, and the client the run created for it (to close at the end)."""
+    chosen = run_config.model if run_config.model is not None else agent.model
+    if chosen is None:
+        chosen = default_model_name()
+    if isinstance(chosen, str):
+        if run_config.openai_client is not None:
+            return OpenAIResponsesModel(chosen, client=run_config.openai_client), None
+        try:
+            # The constructor loads certificates from disk: build it in a worker thread.
+            client = await asyncio.to_thread(AsyncOpenAI)
+        except OpenAIError as exc:
+            raise ModelCallError(
+                f"cannot create an OpenAI client: {exc} "
+                "(set OPENAI_API_KEY, or pass RunConfig(openai_client=...))"
+            ) from exc
+        return OpenAIResponsesModel(chosen, client=client), client
+    if not isinstance(chosen, Model):
+        raise UserError(f"model must be a model name or a Model, not {type(chosen).__name__}")
+    return chosen, None
+
+
+async def _execute(
+    agent: Agent,
+    input: str | list[TResponseInputItem],
+    *,
+    session: Session | None,
+    run_config: RunConfig | None,
+    max_turns: int,
+    previous_response_id: str | None,
+    conversation_id: str | None,
+    state: RunResultBase,
+    streaming: RunResultStreaming | None,
+) -> None:
+    _check_options(session, previous_response_id, conversation_id, max_turns)
+    if not isinstance(agent, Agent):
+        raise UserError(f"Runner needs an Agent, not {type(agent).__name__}")
+    config = run_config if run_config is not None else RunConfig()
+    if not isinstance(config, RunConfig):
+        raise UserError(f"run_config must be a RunConfig, not {type(config).__name__}")
+    new_items = input_items_from(input)
+    settings = agent.model_settings.resolve(config.model_settings)
+    tools = {tool.name: tool for tool in agent.tools}
+
+    # Resolve the model first: a missing API key fails before the session is touched.
+    model, owned_client = await _resolve_model(agent, config)
+    try:
+        # Load -> merge -> save the input: one read, one write, before any model call.
+        if session is not None:
+            limit = session_history_limit(session, config)
+            stored = (
+                await session.get_items(limit) if limit is not None else await session.get_items()
+            )
+            history = [clean_input_item(item) for item in stored]
+            merged = await merge_session_input(history, new_items, config.session_input_callback)
+            model_input = merged.model_input
+            if merged.to_save:
+                await await_session_mutation(session.add_items(merged.to_save))
+        else:
+            model_input = new_items
+
+        server_state = previous_response_id is not None or conversation_id is not None
+        chain_id = previous_response_id
+        turn_input = model_input
+        for _turn in range(max_turns):
+            request = ModelRequest(
+                instructions=agent.instructions,
+                input=turn_input if server_state else model_input + state.new_items,
+                model_settings=settings,
+                tools=list(agent.tools),
+                previous_response_id=chain_id,
+                conversation_id=conversation_id,
+            )
+            response = await _call_model(model, request, streaming)
+            state.raw_responses.append(response)
+            state.usage.add_response_usage(response.usage)
+
+            outputs = [output_item_to_input_item(item) for item in response.output]
+            calls = [item for item in response.output if isinstance(item, ResponseFunctionToolCall)]
+            if not calls and not any(item.type == "message" for item in response.output):
+                raise ModelBehaviorError(
+                    f"response {response.id} holds neither a message nor a tool call "
+                    f"(output types: {[item.type for item in response.output]})"
+                )
+            if streaming is not None:
+                for item in outputs:
+                    streaming._emit(RunItemEvent(item=item))
+            tool_outputs = await _run_tools(calls, tools, agent)
+            if streaming is not None:
+                for item in tool_outputs:
+                    streaming._emit(RunItemEvent(item=item))
+
+            turn_items = outputs + tool_outputs
+            if session is not None:
+                # One write per turn: a tool call is never stored without its output.
+                await await_session_mutation(session.add_items(turn_items))
+                await _maybe_compact(session, response, settings.store, state)
+            state.new_items.extend(turn_items)
+            if previous_response_id is not None:
+                chain_id = response.id
+            turn_input = tool_outputs
+            if calls and settings.tool_choice not in (None, "auto", "none"):
+                # A forced tool choice applies to the first call only, or it would loop.
+                settings = dataclasses.replace(settings, tool_choice=None)
+            if not calls:
+                state.final_output = _message_text(response)
+                return
+        raise MaxTurnsExceeded(
+            f"agent {agent.name!r} made {max_turns} model calls without a final answer "
+            "(raise max_turns if the task needs more tool rounds)"
+        )
+    finally:
+        if owned_client is not None:
+            await owned_client.close()
+
+
+async def _call_model(
+    model: Model, request: ModelRequest, streaming: RunResultStreaming | None
+) -> Response:
+    if streaming is None:
+        return await model.get_response(request)
+    final: Response | None = None
+    events = model.stream_response(request)
+    try:
+        async for event in events:
+            streaming._emit(RawResponseEvent(data=event))
+            if event.type == "response.output_text.delta":
+                streaming._emit(TextDeltaEvent(delta=event.delta, item_id=event.item_id))
+            elif event.type in ("response.completed", "response.incomplete"):
+                final = event.response
+    finally:
+        # Close an async generator now, not at garbage collection (its HTTP stream included).
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    if final is None:
+        raise ModelBehaviorError("the model's stream ended without a completed response")
+    return final
+
+
+async def _run_tools(
+    calls: list[ResponseFunctionToolCall], tools: dict[str, FunctionTool], agent: Agent
+) -> list[TResponseInputItem]:
+    """Run the requested tools concurrently; outputs come back in the order of the calls."""
+    for call in calls:
+        if call.name not in tools:
+            known = ", ".join(sorted(tools)) or "none"
+            raise ModelBehaviorError(
+                f"the model called tool {call.name!r}, which agent {agent.name!r} does not "
+                f"have (its tools: {known})"
+            )
+    tasks = [asyncio.ensure_future(tools[call.name].on_invoke(call.arguments)) for call in calls]
+    try:
+        texts = await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    return [
+        {"type": "function_call_output", "call_id": call.call_id, "output": text}
+        for call, text in zip(calls, texts, strict=True)
+    ]
+
+
+async def _maybe_compact(
+    session: Session, response: Response, store: bool | None, state: RunResultBase
+) -> None:
+    if not is_openai_responses_compaction_aware_session(session):
+        return
+    usage = await await_session_mutation(
+        session.run_compaction({"response_id": response.id, "store": store is not False})
+    )
+    if usage is not None:
+        state.usage.add_response_usage(usage)
+
+
+def _message_text(response: Response) -> str:
+    messages = [item for item in response.output if item.type == "message"]
+    last = messages[-1]
+    return "".join(part.text for part in last.content if part.type == "output_text")
