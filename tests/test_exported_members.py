@@ -13,8 +13,10 @@ import pytest
 TOP_LEVEL = [
     "Agent",
     "AgentsError",
+    "AtomicReplacementSession",
     "CompactionTriggerContext",
     "FunctionTool",
+    "HistorySnapshot",
     "MaxTurnsExceeded",
     "Model",
     "ModelBehaviorError",
@@ -57,6 +59,7 @@ TOP_LEVEL = [
     "__version__",
     "await_session_mutation",
     "function_tool",
+    "is_atomic_replacement_session",
     "is_openai_responses_compaction_aware_session",
     "open_session_store",
     "resolve_session_limit",
@@ -64,7 +67,9 @@ TOP_LEVEL = [
 
 
 MEMORY = [
+    "AtomicReplacementSession",
     "CompactionTriggerContext",
+    "HistorySnapshot",
     "OpenAIConversationsSession",
     "OpenAIResponsesCompactionArgs",
     "OpenAIResponsesCompactionAwareSession",
@@ -80,6 +85,7 @@ MEMORY = [
     "SessionStats",
     "SessionStore",
     "await_session_mutation",
+    "is_atomic_replacement_session",
     "is_openai_responses_compaction_aware_session",
     "open_session_store",
     "resolve_session_limit",

@@ -34,7 +34,9 @@ from .exceptions import (
 )
 from .items import TResponseInputItem
 from .memory import (
+    AtomicReplacementSession,
     CompactionTriggerContext,
+    HistorySnapshot,
     OpenAIConversationsSession,
     OpenAIResponsesCompactionArgs,
     OpenAIResponsesCompactionAwareSession,
@@ -48,6 +50,7 @@ from .memory import (
     SessionStore,
     SQLiteSession,
     await_session_mutation,
+    is_atomic_replacement_session,
     is_openai_responses_compaction_aware_session,
     open_session_store,
     resolve_session_limit,
@@ -75,8 +78,10 @@ __version__ = "0.1.0"
 __all__ = [
     "Agent",
     "AgentsError",
+    "AtomicReplacementSession",
     "CompactionTriggerContext",
     "FunctionTool",
+    "HistorySnapshot",
     "MaxTurnsExceeded",
     "Model",
     "ModelBehaviorError",
@@ -119,6 +124,7 @@ __all__ = [
     "__version__",
     "await_session_mutation",
     "function_tool",
+    "is_atomic_replacement_session",
     "is_openai_responses_compaction_aware_session",
     "open_session_store",
     "resolve_session_limit",

@@ -12,10 +12,13 @@ from .mutation import await_session_mutation
 from .openai.compaction import CompactionTriggerContext, OpenAIResponsesCompactionSession
 from .openai.conversations import OpenAIConversationsSession
 from .session import (
+    AtomicReplacementSession,
+    HistorySnapshot,
     OpenAIResponsesCompactionArgs,
     OpenAIResponsesCompactionAwareSession,
     Session,
     SessionABC,
+    is_atomic_replacement_session,
     is_openai_responses_compaction_aware_session,
 )
 from .settings import SessionSettings, resolve_session_limit
@@ -27,7 +30,9 @@ if TYPE_CHECKING:
     from .sqlalchemy.session import SQLAlchemySession
 
 __all__ = [
+    "AtomicReplacementSession",
     "CompactionTriggerContext",
+    "HistorySnapshot",
     "OpenAIConversationsSession",
     "OpenAIResponsesCompactionArgs",
     "OpenAIResponsesCompactionAwareSession",
@@ -43,6 +48,7 @@ __all__ = [
     "SessionStats",
     "SessionStore",
     "await_session_mutation",
+    "is_atomic_replacement_session",
     "is_openai_responses_compaction_aware_session",
     "open_session_store",
     "resolve_session_limit",

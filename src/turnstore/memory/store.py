@@ -13,15 +13,13 @@ from abc import abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..items import TResponseInputItem
 from .closing import AsyncCloseable
 from .codec import decode_item
+from .redis.layout import REDIS_URL_SCHEMES
 from .session import Session
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "SessionInfo",
@@ -30,8 +28,6 @@ __all__ = [
     "SessionStore",
     "open_session_store",
 ]
-
-_REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,7 +260,7 @@ def open_session_store(
     text = os.fspath(target)
     if not isinstance(text, str) or not text:
         raise ValueError("the storage target must be a file path or a URL, got an empty value")
-    if text.startswith(_REDIS_SCHEMES):
+    if text.startswith(REDIS_URL_SCHEMES):
         from .redis.store import RedisStore
 
         return RedisStore(text, key_prefix)
@@ -293,7 +289,7 @@ def _records(
 ) -> list[SessionRecord]:
     records = []
     for row_id, data, created in rows:
-        item = decode_item(data, where=f"session {session_id!r} row {row_id}")
+        item = decode_item(data, where=f"row {row_id} of session {session_id!r}")
         if item is not None:
             records.append(SessionRecord(session_id, item, parse_time(created)))
     return records

@@ -14,13 +14,19 @@ from openai import AsyncOpenAI
 from openai.types.responses import CompactedResponse, ResponseUsage
 from typing_extensions import TypedDict
 
-from ...agent import default_model_name
-from ...conversion import clean_input_item
+from ...defaults import default_model_name
 from ...exceptions import SessionError, SessionStorageError, UserError
-from ...items import TResponseInputItem
+from ...items import TResponseInputItem, clean_input_item
 from ..closing import AsyncCloseable
+from ..codec import MAX_LIMIT
 from ..mutation import await_session_mutation
-from ..session import OpenAIResponsesCompactionArgs, Session, SessionABC
+from ..session import (
+    HistorySnapshot,
+    OpenAIResponsesCompactionArgs,
+    Session,
+    SessionABC,
+    is_atomic_replacement_session,
+)
 from ..settings import SessionSettings
 from .client import OwnedOpenAIClient
 from .compaction_items import (
@@ -37,13 +43,14 @@ __all__ = [
     "OpenAIResponsesCompactionSession",
 ]
 
-logger = logging.getLogger("turnstore.compaction")
+logger = logging.getLogger(__name__)
 
 DEFAULT_COMPACTION_THRESHOLD = 10
 """The default trigger compacts once this many candidate items have accumulated."""
 
-# An explicit limit, so that the wrapped session's settings cannot cut a read short.
-_ALL_ITEMS = 2**31 - 1
+WHOLE_HISTORY = MAX_LIMIT
+"""The limit compaction reads with: explicit, so that the wrapped session's settings (its
+`limit`) cannot cut the read short, and larger than any history."""
 
 CompactionMode = Literal["previous_response_id", "input", "auto"]
 _MODES = get_args(CompactionMode)
@@ -71,19 +78,6 @@ CompactionTrigger = Callable[[CompactionTriggerContext], "bool | Awaitable[bool]
 
 def _default_trigger(context: CompactionTriggerContext) -> bool:
     return len(context["compaction_candidate_items"]) >= DEFAULT_COMPACTION_THRESHOLD
-
-
-_Snapshot = Callable[[], Awaitable[Any]]
-_ReplaceCompacted = Callable[[Any, list[TResponseInputItem]], Awaitable[bool]]
-
-
-def _atomic_replacement(session: Session) -> tuple[_Snapshot, _ReplaceCompacted] | None:
-    """The session's one-transaction replacement (see `SQLiteSession`), if it has one."""
-    snapshot = getattr(session, "_compaction_snapshot", None)
-    replace = getattr(session, "_replace_compacted", None)
-    if callable(snapshot) and callable(replace):
-        return snapshot, replace
-    return None
 
 
 def _canonical(items: list[TResponseInputItem]) -> str:
@@ -265,53 +259,40 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
         """
         await self._client.close()
 
-    def _note_args(self, args: OpenAIResponsesCompactionArgs | None) -> tuple[str, bool, bool]:
-        """Validate `args`, remember what they say about the latest response, resolve the mode.
-
-        Returns:
-            The resolved mode, whether `"auto"` chose it, and `force`.
-        """
-        if args is None:
-            args = {}
-        if not isinstance(args, Mapping):
-            raise TypeError(
-                f"run_compaction args must be a dict or None, got {type(args).__name__}"
-            )
-        unknown = set(args) - set(OpenAIResponsesCompactionArgs.__annotations__)
-        if unknown:
-            raise TypeError(f"unknown run_compaction argument(s): {', '.join(sorted(unknown))}")
-        mode = args.get("compaction_mode", self.compaction_mode)
-        if mode not in _MODES:
-            raise ValueError(
-                f"compaction_mode must be one of {', '.join(map(repr, _MODES))}, got {mode!r}"
-            )
-        for flag in ("store", "force"):
-            if flag in args and not isinstance(args[flag], bool):
-                value = args[flag]
-                raise TypeError(f"run_compaction {flag!r} must be True or False, got {value!r}")
+    def _note_response(self, args: OpenAIResponsesCompactionArgs) -> None:
+        """Remember what checked `args` say about the latest response (its id, whether stored)."""
         response_id = args.get("response_id")
         if response_id is not None:
-            if not isinstance(response_id, str) or not response_id:
-                raise ValueError(f"response_id must be a non-empty string, got {response_id!r}")
             if response_id != self._response_id:
                 self._response_stored = None
             self._response_id = response_id
         if "store" in args:
-            self._response_stored = bool(args["store"])
+            self._response_stored = args["store"]
+
+    def _resolve_mode(self, mode: CompactionMode) -> tuple[str, bool]:
+        """Resolve `"auto"` from what is known of the latest response.
+
+        Returns:
+            The mode to use, and whether `"auto"` chose it.
+
+        Raises:
+            ValueError: `"previous_response_id"` mode without a known response id.
+        """
         automatic = mode == "auto"
+        resolved: str = mode
         if automatic:
-            mode = (
+            resolved = (
                 "input"
                 if self._response_stored is False or self._response_id is None
                 else "previous_response_id"
             )
-        if mode == "previous_response_id" and self._response_id is None:
+        if resolved == "previous_response_id" and self._response_id is None:
             raise ValueError(
                 "compaction_mode 'previous_response_id' needs a response id: pass "
                 "run_compaction({'response_id': ...}) (the runner does after each turn), or use "
                 "compaction_mode 'input' or 'auto'"
             )
-        return mode, automatic, bool(args.get("force", False))
+        return resolved, automatic
 
     async def run_compaction(
         self, args: OpenAIResponsesCompactionArgs | None = None
@@ -343,15 +324,18 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
                 changed nothing; elsewhere the previous history was restored (or, if even that
                 failed, the message says so and the items are logged).
         """
-        mode, automatic, force = self._note_args(args)
+        checked = _check_args(args, self.compaction_mode)
+        self._note_response(checked)
+        mode, automatic = self._resolve_mode(checked.get("compaction_mode", self.compaction_mode))
+        force = checked.get("force", False)
         async with self._compaction_lock:
-            atomic = _atomic_replacement(self.underlying_session)
-            snapshot: Any = None
-            if atomic is not None:
-                snapshot = await atomic[0]()
+            atomic = self.underlying_session
+            snapshot: HistorySnapshot | None = None
+            if is_atomic_replacement_session(atomic):
+                snapshot = await atomic.snapshot_history()
                 items = list(snapshot.items)
             else:
-                items = await self.underlying_session.get_items(_ALL_ITEMS)
+                items = await self.underlying_session.get_items(WHOLE_HISTORY)
             keep_from = compactable_prefix_length(items)
             if mode == "previous_response_id" and not (
                 keep_from == len(items) and ends_with_model_output(items)
@@ -381,10 +365,10 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
                     self.session_id,
                 )
                 return compacted.usage
-            if atomic is not None:
+            if snapshot is not None and is_atomic_replacement_session(atomic):
                 if keep_from < len(items):
                     snapshot = snapshot.prefix(keep_from)
-                replaced = await atomic[1](snapshot, output)
+                replaced = await atomic.replace_history(snapshot, output)
                 if not replaced:
                     logger.warning(
                         "compaction result for %s discarded: the history changed during the call",
@@ -437,7 +421,7 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
     ) -> bool:
         """Put `output` in place of `prefix`, keeping whatever follows it now."""
         async with self._mutation_lock:
-            current = await self.underlying_session.get_items(_ALL_ITEMS)
+            current = await self.underlying_session.get_items(WHOLE_HISTORY)
             if _canonical(current[: len(prefix)]) != _canonical(prefix):
                 logger.warning(
                     "compaction result for %s discarded: the history changed during the call",
@@ -467,7 +451,7 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
             raise
 
     async def _verify(self, expected: list[TResponseInputItem]) -> None:
-        stored = await self.underlying_session.get_items(_ALL_ITEMS)
+        stored = await self.underlying_session.get_items(WHOLE_HISTORY)
         if _canonical(stored) != _canonical(expected):
             raise SessionStorageError(
                 f"session {self.session_id!r} holds {len(stored)} items after writing "
@@ -492,5 +476,39 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
             raise SessionStorageError(
                 f"writing the compacted history of {self.session_id!r} failed ({cause!r}) and "
                 f"restoring its {len(previous)} previous items failed too ({exc!r}); they are "
-                "logged as JSON on the 'turnstore.compaction' logger"
+                f"logged as JSON on the {logger.name!r} logger"
             ) from exc
+
+
+def _check_args(
+    args: OpenAIResponsesCompactionArgs | None, default_mode: CompactionMode
+) -> OpenAIResponsesCompactionArgs:
+    """Check the arguments of `run_compaction`, changing nothing.
+
+    Returns:
+        `args`, or `{}` for `None`.
+
+    Raises:
+        TypeError: `args` is not a dict, has an unknown key, or a flag is not a bool.
+        ValueError: `compaction_mode` or `response_id` is invalid.
+    """
+    if args is None:
+        return {}
+    if not isinstance(args, Mapping):
+        raise TypeError(f"run_compaction args must be a dict or None, got {type(args).__name__}")
+    unknown = set(args) - set(OpenAIResponsesCompactionArgs.__annotations__)
+    if unknown:
+        raise TypeError(f"unknown run_compaction argument(s): {', '.join(sorted(unknown))}")
+    mode = args.get("compaction_mode", default_mode)
+    if mode not in _MODES:
+        raise ValueError(
+            f"compaction_mode must be one of {', '.join(map(repr, _MODES))}, got {mode!r}"
+        )
+    for flag in ("store", "force"):
+        if flag in args and not isinstance(args[flag], bool):
+            value = args[flag]
+            raise TypeError(f"run_compaction {flag!r} must be True or False, got {value!r}")
+    response_id = args.get("response_id")
+    if response_id is not None and (not isinstance(response_id, str) or not response_id):
+        raise ValueError(f"response_id must be a non-empty string, got {response_id!r}")
+    return args

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Mapping
 from typing import Any, cast
@@ -14,6 +13,7 @@ from openai import AsyncOpenAI
 from ...exceptions import SessionStorageError
 from ...items import TResponseInputItem
 from ..closing import AsyncCloseable
+from ..codec import check_limit, encode_items
 from ..mutation import await_session_mutation
 from ..session import SessionABC
 from ..settings import (
@@ -26,7 +26,7 @@ from .client import OwnedOpenAIClient
 
 __all__ = ["OpenAIConversationsSession"]
 
-logger = logging.getLogger("turnstore.conversations")
+logger = logging.getLogger(__name__)
 
 MAX_ITEMS_PER_REQUEST = 20
 """The most items one create request may carry (the API reference of
@@ -42,18 +42,6 @@ def _item_to_dict(item: Any) -> TResponseInputItem:
     # Items arrive as the client's pydantic models; only the fields the API sent are kept.
     # `warnings=False`: the API may send values newer than the client's literal types.
     return cast(TResponseInputItem, item.model_dump(exclude_unset=True, warnings=False))
-
-
-def _check_items(items: list[TResponseInputItem]) -> None:
-    if not isinstance(items, list):
-        raise TypeError(f"items must be a list of input items, got {type(items).__name__}")
-    for index, item in enumerate(items):
-        if not isinstance(item, Mapping):
-            raise TypeError(f"item {index} is not a mapping: got {type(item).__name__}")
-        try:
-            json.dumps(item)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"item {index} is not JSON-serialisable: {exc}") from exc
 
 
 class OpenAIConversationsSession(SessionABC, AsyncCloseable):
@@ -187,12 +175,11 @@ class OpenAIConversationsSession(SessionABC, AsyncCloseable):
             when no conversation exists yet.
 
         Raises:
+            TypeError: `limit` is not an int or None.
             ValueError: `limit` is negative.
             SessionStorageError: The API call failed.
         """
-        resolved = resolve_session_limit(limit, self.session_settings)
-        if resolved is not None and resolved < 0:
-            raise ValueError(f"limit must be >= 0 or None, got {resolved}")
+        resolved = check_limit(resolve_session_limit(limit, self.session_settings))
         if resolved == 0 or self._conversation_id is None:
             return []
         return await self._read(self._conversation_id, resolved)
@@ -241,7 +228,7 @@ class OpenAIConversationsSession(SessionABC, AsyncCloseable):
             SessionStorageError: An API call failed; the items of this call that had been
                 created were removed again.
         """
-        _check_items(items)
+        encode_items(items)  # validates every item before anything is sent
         if not items:
             return
         batch = [cast(TResponseInputItem, dict(item)) for item in items]

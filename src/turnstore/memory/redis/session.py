@@ -1,23 +1,15 @@
 """RedisSession: fast, optionally expiring history in Redis through redis-py's asyncio client.
 
-Needs the `redis` extra: `pip install 'turnstore[redis]'`.
-
-Layout, for a key prefix `P` (default `agent_sessions`):
-
-- `P:items:<session_id>`: a list, one element per item, oldest first. An element is
-  `<milliseconds since the epoch>|<item JSON>`, so each item records when it was added.
-- `P:index`: a sorted set of session ids scored by their last write (milliseconds), which
-  [`open_session_store`][turnstore.open_session_store] and the `turnstore` CLI use to
-  list sessions. An id whose list has expired is dropped from it when sessions are listed.
+Needs the `redis` extra: `pip install 'turnstore[redis]'`. The key layout and element format are
+in `layout.py`, the Lua scripts in `scripts.py`; what it shares with `SQLAlchemySession`
+(ownership of the client, the event loop binding, the open check) in `memory/pooled.py`.
 """
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, cast
 
 try:
     from redis.asyncio import Redis
@@ -27,19 +19,21 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("RedisSession needs redis-py: pip install 'turnstore[redis]'") from exc
 
-from ...exceptions import SessionClosedError, SessionStorageError, UserError
+from ...exceptions import SessionStorageError, UserError
 from ...items import TResponseInputItem
-from ..closing import AsyncCloseable
-from ..codec import check_limit, check_session_id, decode_item, encode_items
-from ..loop_binding import LoopBinding
-from ..mutation import await_session_mutation
-from ..session import SessionABC
-from ..settings import (
-    SessionSettings,
-    SessionSettingsLike,
-    coerce_session_settings,
-    resolve_session_limit,
+from ..pooled import PooledSession
+from ..session import HistorySnapshot
+from ..settings import SessionSettingsLike
+from .layout import (
+    DEFAULT_KEY_PREFIX,
+    REDIS_URL_SCHEMES,
+    decode_element,
+    decode_elements,
+    encode_element,
+    index_key,
+    items_key,
 )
+from .scripts import ADD_SCRIPT, POP_SCRIPT, REPLACE_SCRIPT
 
 __all__ = [
     "DEFAULT_KEY_PREFIX",
@@ -50,127 +44,9 @@ __all__ = [
     "items_key",
 ]
 
-_T = TypeVar("_T")
 
-DEFAULT_KEY_PREFIX = "agent_sessions"
-_REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
-
-# The scripts check key types first, so that no command can fail after a write: each script is
-# all or nothing. KEYS[1] is the item list, KEYS[2] the index; ARGV[1] the session id, ARGV[2]
-# the TTL in milliseconds (0: none), ARGV[3] the time in milliseconds.
-_CHECK_TYPES = """
-local list_type = redis.call('TYPE', KEYS[1]).ok
-if list_type ~= 'none' and list_type ~= 'list' then
-  return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' holds a ' .. list_type .. ', not a list')
-end
-local index_type = redis.call('TYPE', KEYS[2]).ok
-if index_type ~= 'none' and index_type ~= 'zset' then
-  return redis.error_reply('WRONGTYPE ' .. KEYS[2] .. ' holds a ' .. index_type .. ', not a zset')
-end
-"""
-
-# Append ARGV[4..] (in chunks: Lua's unpack has a limit), refresh the TTL, record the write.
-_ADD_SCRIPT = (
-    _CHECK_TYPES
-    + """
-local last = #ARGV
-local first = 4
-while first <= last do
-  local chunk_end = math.min(first + 999, last)
-  redis.call('RPUSH', KEYS[1], unpack(ARGV, first, chunk_end))
-  first = chunk_end + 1
-end
-if tonumber(ARGV[2]) > 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
-return last - 3
-"""
-)
-
-# Pop the newest element, refresh the TTL and record the write; an emptied session leaves the
-# index.
-_POP_SCRIPT = (
-    _CHECK_TYPES
-    + """
-local element = redis.call('RPOP', KEYS[1])
-if not element then
-  return false
-end
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  if tonumber(ARGV[2]) > 0 then
-    redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  end
-  redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
-else
-  redis.call('ZREM', KEYS[2], ARGV[1])
-end
-return element
-"""
-)
-
-
-def items_key(prefix: str, session_id: str) -> str:
-    """Return the key of a session's item list.
-
-    Args:
-        prefix: The key prefix.
-        session_id: The session id.
-
-    Returns:
-        `<prefix>:items:<session_id>`.
-    """
-    return f"{prefix}:items:{session_id}"
-
-
-def index_key(prefix: str) -> str:
-    """Return the key of the sorted set that indexes the sessions under a prefix.
-
-    Args:
-        prefix: The key prefix.
-
-    Returns:
-        `<prefix>:index`.
-    """
-    return f"{prefix}:index"
-
-
-def decode_element(raw: bytes | str, *, where: str) -> tuple[int | None, TResponseInputItem | None]:
-    """Split a stored list element into its timestamp and item.
-
-    Args:
-        raw: The element as stored.
-        where: Names the element in the warning logged when it is corrupt.
-
-    Returns:
-        `(milliseconds, item)`; the item is `None` (with a logged warning) when corrupt.
-    """
-    text = raw.decode("utf-8", "surrogateescape") if isinstance(raw, bytes) else raw
-    stamp, bar, body = text.partition("|")
-    if not bar or not stamp.isdigit():
-        return None, decode_item(text, where=where)  # logs the problem
-    return int(stamp), decode_item(body, where=where)
-
-
-_raw_decode = json.JSONDecoder().raw_decode
-
-
-def _decode_items(raw: list[bytes | str], where: str) -> list[TResponseInputItem]:
-    """Decode elements to items, skipping corrupt ones (the hot path of `get_items`)."""
-    items: list[TResponseInputItem] = []
-    for element in raw:
-        try:
-            text = element.decode() if isinstance(element, bytes) else element
-            bar = text.find("|", 0, 24)
-            # Parse the JSON in place, after the timestamp, without copying the body.
-            value, end = _raw_decode(text, bar + 1)
-            if bar > 0 and end == len(text) and type(value) is dict:
-                items.append(value)  # type: ignore[arg-type]
-                continue
-        except ValueError:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
-            pass
-        decode_element(element, where=where)  # logs why it is corrupt
-    return items
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 def _ttl_ms(ttl: float | timedelta | None) -> int:
@@ -184,7 +60,7 @@ def _ttl_ms(ttl: float | timedelta | None) -> int:
     return max(1, round(seconds * 1000))
 
 
-class RedisSession(SessionABC, AsyncCloseable):
+class RedisSession(PooledSession):
     """A session stored in Redis, shared by every process that uses the same server and prefix.
 
     Each session is one Redis list, so `get_items(limit)` reads only the tail (`LRANGE -limit -1`)
@@ -225,6 +101,8 @@ class RedisSession(SessionABC, AsyncCloseable):
         ```
     """
 
+    _storage_errors = (RedisError,)
+
     def __init__(
         self,
         session_id: str,
@@ -234,9 +112,7 @@ class RedisSession(SessionABC, AsyncCloseable):
         ttl: float | timedelta | None = None,
         session_settings: SessionSettingsLike | None = None,
     ) -> None:
-        if not isinstance(session_id, str):
-            raise TypeError(f"session_id must be a str, not {type(session_id).__name__}")
-        check_session_id(session_id)
+        super().__init__(session_id, session_settings)
         if not isinstance(key_prefix, str) or not key_prefix:
             raise ValueError(f"key_prefix must be a non-empty string, got {key_prefix!r}")
         if not isinstance(redis_client, Redis):
@@ -244,18 +120,14 @@ class RedisSession(SessionABC, AsyncCloseable):
                 "redis_client must be a redis.asyncio.Redis client, "
                 f"not {type(redis_client).__name__}"
             )
-        self.session_id = session_id
-        self.session_settings: SessionSettings | None = coerce_session_settings(session_settings)
         self._redis = redis_client
-        self._owns_client = False
         self._prefix = key_prefix
         self._ttl_ms = _ttl_ms(ttl)
         self._items_key = items_key(key_prefix, session_id)
         self._index_key = index_key(key_prefix)
-        self._pop = self._redis.register_script(_POP_SCRIPT)
-        self._add = self._redis.register_script(_ADD_SCRIPT)
-        self._closed = False
-        self._loop_binding = LoopBinding(f"RedisSession {session_id!r}")
+        self._pop_script = self._redis.register_script(POP_SCRIPT)
+        self._add_script = self._redis.register_script(ADD_SCRIPT)
+        self._replace_script = self._redis.register_script(REPLACE_SCRIPT)
 
     @classmethod
     def from_url(
@@ -286,17 +158,14 @@ class RedisSession(SessionABC, AsyncCloseable):
         Raises:
             ValueError: The URL is not a Redis URL.
         """
-        client = create_client_for_url(url, **redis_kwargs)
         # An invalid argument raises before any connection exists: nothing to close then.
-        session = cls(
-            session_id,
-            redis_client=client,
+        return cls._owning(
+            session_id=session_id,
+            redis_client=create_client_for_url(url, **redis_kwargs),
             key_prefix=key_prefix,
             ttl=ttl,
             session_settings=session_settings,
         )
-        session._owns_client = True
-        return session
 
     @property
     def client(self) -> Redis:
@@ -327,11 +196,7 @@ class RedisSession(SessionABC, AsyncCloseable):
             SessionClosedError: The session was closed.
             SessionStorageError: Redis failed.
         """
-        count = check_limit(resolve_session_limit(limit, self.session_settings))
-        self._check_open()
-        if count == 0:
-            return []
-        return await self._run("get_items", lambda: self._read(count))
+        return await self._get_items(limit)
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Append items to the history in one transaction: all of them or none.
@@ -346,11 +211,7 @@ class RedisSession(SessionABC, AsyncCloseable):
             SessionStorageError: Redis failed; if the connection broke after the transaction was
                 sent, the outcome is unknown.
         """
-        encoded = encode_items(items)
-        self._check_open()
-        if not encoded:
-            return
-        await self._run("add_items", lambda: await_session_mutation(self._append(encoded)))
+        await self._add_items(items)
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the newest item, atomically.
@@ -363,8 +224,7 @@ class RedisSession(SessionABC, AsyncCloseable):
             SessionClosedError: The session was closed.
             SessionStorageError: Redis failed.
         """
-        self._check_open()
-        return await self._run("pop_item", lambda: await_session_mutation(self._pop_valid()))
+        return await self._pop_item()
 
     async def clear_session(self) -> None:
         """Remove every item of this session atomically; other sessions are untouched.
@@ -373,8 +233,46 @@ class RedisSession(SessionABC, AsyncCloseable):
             SessionClosedError: The session was closed.
             SessionStorageError: Redis failed.
         """
-        self._check_open()
-        await self._run("clear_session", lambda: await_session_mutation(self._clear()))
+        await self._clear_session()
+
+    # -- atomic replacement (AtomicReplacementSession) -----------------------------------------
+
+    async def snapshot_history(self) -> HistorySnapshot:
+        """Read the whole list, in one command.
+
+        Returns:
+            The snapshot to pass to `replace_history` (corrupt elements are in its `rows`, not in
+            its `items`).
+
+        Raises:
+            SessionClosedError: The session was closed.
+            SessionStorageError: Redis failed.
+        """
+        return await self._snapshot_history()
+
+    async def replace_history(
+        self, snapshot: HistorySnapshot, new_items: list[TResponseInputItem]
+    ) -> bool:
+        """Replace the snapshot's elements by `new_items` in one Lua script, keeping later ones.
+
+        When the list still starts with exactly the snapshot's elements, they are removed and
+        `new_items` put in their place; elements added after the snapshot stay after them. The
+        write refreshes the TTL, like every write.
+
+        Args:
+            snapshot: What `snapshot_history` returned, possibly narrowed with `prefix`.
+            new_items: The items that take the place of the snapshot's elements.
+
+        Returns:
+            `True` when replaced; `False`, changing nothing, when an element of the snapshot was
+            popped or cleared since it was taken.
+
+        Raises:
+            TypeError: An item of `new_items` is not a JSON-serialisable mapping.
+            SessionClosedError: The session was closed.
+            SessionStorageError: Redis failed; nothing changed.
+        """
+        return await self._replace_history(snapshot, new_items)
 
     async def close(self) -> None:
         """Close the session; close the client too if `from_url` created it.
@@ -384,61 +282,52 @@ class RedisSession(SessionABC, AsyncCloseable):
         (its pooled connections do): another loop raises [`UserError`][turnstore.UserError],
         and `close()` there cannot release those connections, so close it on its own loop.
         """
-        if self._closed:
-            return
-        self._closed = True
-        if not self._loop_binding.is_foreign() and self._owns_client:
-            await self._redis.aclose()
+        await self._close()
 
     def __repr__(self) -> str:
         return f"RedisSession({self.session_id!r}, key={self._items_key!r})"
 
-    # -- internals -----------------------------------------------------------------------------
+    # -- the storage steps (PooledSession) -----------------------------------------------------
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise SessionClosedError(
-                f"RedisSession {self.session_id!r} is closed; create a new session object"
-            )
-        self._loop_binding.check()
+    async def _release_client(self) -> None:
+        await self._redis.aclose()
 
-    async def _run(self, operation: str, call: Callable[[], Awaitable[_T]]) -> _T:
-        try:
-            return await call()
-        except RedisError as exc:
-            raise SessionStorageError(
-                f"{operation} on session {self.session_id!r} failed: {type(exc).__name__}: {exc}"
-            ) from exc
+    def _storage_error(self, operation: str, exc: BaseException) -> SessionStorageError:
+        return SessionStorageError(
+            f"{operation} on session {self.session_id!r} failed: {type(exc).__name__}: {exc}"
+        )
+
+    def _keys_and_args(self, stamp: int) -> tuple[list[str], list[Any]]:
+        return [self._items_key, self._index_key], [self.session_id, self._ttl_ms, stamp]
 
     async def _read(self, count: int | None) -> list[TResponseInputItem]:
         where = f"session {self.session_id!r}"
         raw: list[bytes | str] = await self._redis.lrange(
             self._items_key, 0 if count is None else -count, -1
         )
-        valid = _decode_items(raw, where)
+        valid = decode_elements(raw, where)
         if count is None or len(valid) == len(raw) or len(raw) < count:
             return valid
         # Corrupt elements in the tail: read the whole list once and take the valid tail.
         raw = await self._redis.lrange(self._items_key, 0, -1)
-        return _decode_items(raw, where)[-count:]
+        return decode_elements(raw, where)[-count:]
 
     async def _append(self, encoded: list[str]) -> None:
-        stamp = str(time.time_ns() // 1_000_000)
-        await self._add(
-            keys=[self._items_key, self._index_key],
-            args=[self.session_id, self._ttl_ms, stamp, *(f"{stamp}|{text}" for text in encoded)],
+        stamp = _now_ms()
+        keys, args = self._keys_and_args(stamp)
+        await self._add_script(
+            keys=keys, args=[*args, *(encode_element(stamp, text) for text in encoded)]
         )
 
-    async def _pop_valid(self) -> TResponseInputItem | None:
+    async def _pop_newest(self) -> TResponseInputItem | None:
         while True:
-            stamp = time.time_ns() // 1_000_000
-            raw = await self._pop(
-                keys=[self._items_key, self._index_key],
-                args=[self.session_id, self._ttl_ms, stamp],
-            )
+            keys, args = self._keys_and_args(_now_ms())
+            raw = await self._pop_script(keys=keys, args=args)
             if raw is None:
                 return None
-            _, item = decode_element(raw, where=f"session {self.session_id!r}, newest element")
+            _, item = decode_element(
+                raw, where=f"the newest element of session {self.session_id!r}"
+            )
             if item is not None:
                 return item
 
@@ -447,6 +336,26 @@ class RedisSession(SessionABC, AsyncCloseable):
             pipe.delete(self._items_key)
             pipe.zrem(self._index_key, self.session_id)
             await pipe.execute()
+
+    async def _snapshot(self) -> HistorySnapshot:
+        raw: list[bytes | str] = await self._redis.lrange(self._items_key, 0, -1)
+        where = f"session {self.session_id!r}"
+        return HistorySnapshot.of_rows(
+            [
+                (element, decode_element(element, where=f"element {index} of {where}")[1])
+                for index, element in enumerate(raw)
+            ]
+        )
+
+    async def _replace(self, snapshot: HistorySnapshot, encoded: list[str]) -> bool:
+        stamp = _now_ms()
+        keys, args = self._keys_and_args(stamp)
+        new = [encode_element(stamp, text) for text in reversed(encoded)]
+        replaced = await self._replace_script(
+            keys=keys,
+            args=[*args, len(snapshot.rows), *cast(tuple[bytes | str, ...], snapshot.rows), *new],
+        )
+        return bool(replaced)
 
 
 def create_client_for_url(url: str, **redis_kwargs: Any) -> Redis:
@@ -462,7 +371,7 @@ def create_client_for_url(url: str, **redis_kwargs: Any) -> Redis:
     Raises:
         ValueError: The URL is not a Redis URL.
     """
-    if not isinstance(url, str) or not url.startswith(_REDIS_SCHEMES):
+    if not isinstance(url, str) or not url.startswith(REDIS_URL_SCHEMES):
         raise ValueError(
             f"not a Redis URL: {url!r}; expected redis://host:port/db, rediss://... or unix://..."
         )

@@ -18,6 +18,7 @@ from ..store import (
     _hide_password,
     _to_ms,
 )
+from .layout import decode_element, encode_element, index_key, items_key
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -40,7 +41,7 @@ class RedisStore(SessionStore):
     backend = "redis"
 
     def __init__(self, url: str, key_prefix: str) -> None:
-        from .session import create_client_for_url, index_key
+        from .session import create_client_for_url
 
         if not key_prefix:
             raise ValueError("key_prefix must not be empty")
@@ -51,8 +52,6 @@ class RedisStore(SessionStore):
         self._prune = self._redis.register_script(_PRUNE_SCRIPT)
 
     def _items_key(self, session_id: str) -> str:
-        from .session import items_key
-
         return items_key(self._prefix, session_id)
 
     async def _call(self, work: Any) -> Any:
@@ -137,13 +136,14 @@ class RedisStore(SessionStore):
 
     async def read_records(self, session_id: str) -> list[SessionRecord]:
         """Return a session's items with the time each was added, oldest first."""
-        from .session import decode_element
 
         async def work() -> list[SessionRecord]:
             raw = await self._redis.lrange(self._items_key(session_id), 0, -1)
             records = []
             for index, element in enumerate(raw):
-                stamp, item = decode_element(element, where=f"session {session_id!r} #{index}")
+                stamp, item = decode_element(
+                    element, where=f"element {index} of session {session_id!r}"
+                )
                 if item is not None:
                     records.append(SessionRecord(session_id, item, _from_ms(stamp)))
             return records
@@ -158,7 +158,7 @@ class RedisStore(SessionStore):
             return
         now = _to_ms(datetime.now(UTC))
         stamps = [now if r.created_at is None else _to_ms(r.created_at) for r in records]
-        elements = [f"{stamp}|{data}" for stamp, data in zip(stamps, encoded, strict=True)]
+        elements = [encode_element(s, data) for s, data in zip(stamps, encoded, strict=True)]
 
         async def work() -> None:
             async with self._redis.pipeline(transaction=True) as pipe:
