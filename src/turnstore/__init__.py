@@ -57,17 +57,11 @@ from .memory import (
 )
 from .memory import __all__ as _memory_all
 from .models import Model, ModelRequest, ModelSettings, OpenAIResponsesModel
-from .result import RunResult, RunResultStreaming, Usage
+from .result import RunCompleteEvent, RunResult, RunResultStreaming, StreamEvent, Usage
 from .run_config import RunConfig
 from .runner import Runner
 from .session_input import SessionInputCallback
-from .stream_events import (
-    RawResponseEvent,
-    RunCompleteEvent,
-    RunItemEvent,
-    StreamEvent,
-    TextDeltaEvent,
-)
+from .stream_events import RawResponseEvent, RunItemEvent, TextDeltaEvent
 from .tools import FunctionTool, function_tool
 
 if TYPE_CHECKING:

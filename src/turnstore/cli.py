@@ -27,7 +27,8 @@ from datetime import datetime
 from typing import IO, Any
 
 from .exceptions import TurnstoreError
-from .memory.store import SessionInfo, SessionRecord, SessionStore, open_session_store
+from .memory.open_store import open_session_store
+from .memory.store import SessionInfo, SessionRecord, SessionStore
 
 __all__ = ["build_parser", "main"]
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .mutation import await_session_mutation
+from .open_store import open_session_store
 from .openai.compaction import CompactionTriggerContext, OpenAIResponsesCompactionSession
 from .openai.conversations import OpenAIConversationsSession
 from .session import (
@@ -23,7 +24,7 @@ from .session import (
 )
 from .settings import SessionSettings, resolve_session_limit
 from .sqlite.session import SQLiteSession
-from .store import SessionInfo, SessionRecord, SessionStats, SessionStore, open_session_store
+from .store import SessionInfo, SessionRecord, SessionStats, SessionStore
 
 if TYPE_CHECKING:
     from .redis.session import RedisSession

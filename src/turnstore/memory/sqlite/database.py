@@ -41,7 +41,7 @@ from ...exceptions import SessionClosedError, SessionStorageError
 
 __all__ = ["Job", "SQLiteDatabase", "acquire_database", "release_database"]
 
-logger = logging.getLogger("turnstore.memory.sqlite")
+logger = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 5_000
 """How long one statement waits for another connection's lock before SQLite reports busy."""
