@@ -1,13 +1,14 @@
 # Every target builds what it needs from nothing: a fresh clone needs only Python 3.11+ and make.
 #   make docs   build the documentation site and serve it at http://127.0.0.1:8000
 #   make test   ruff, mypy --strict, typos and the whole pytest suite
+#   make test-fast  the edit-run loop: no browser, service or slow tests, on every core (xdist)
 
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: docs docs-build test lint venv bench clean
+.PHONY: docs docs-build test test-fast lint venv bench clean
 
 venv: $(STAMP)
 
@@ -32,6 +33,9 @@ lint: venv
 
 test: lint
 	$(BIN)/python -m pytest
+
+test-fast: venv
+	$(BIN)/python -m pytest -n auto -m "not browser and not services and not slow" -q
 
 bench: venv
 	$(BIN)/python bench/bench_sqlite.py

@@ -499,6 +499,7 @@ async def test_async_with_closes() -> None:
         await session.get_items()
 
 
+@pytest.mark.slow
 def test_no_resource_warning_and_clean_exit(tmp_path: Path) -> None:
     import subprocess
     import sys

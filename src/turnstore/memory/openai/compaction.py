@@ -6,13 +6,12 @@ import asyncio
 import inspect
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Literal, cast, get_args
+from collections.abc import Mapping
+from typing import Any, Literal, cast
 
 import openai
 from openai import AsyncOpenAI
 from openai.types.responses import CompactedResponse, ResponseUsage
-from typing_extensions import TypedDict
 
 from ...defaults import default_model_name
 from ...exceptions import SessionError, SessionStorageError, UserError
@@ -29,6 +28,15 @@ from ..session import (
 )
 from ..settings import SessionSettings
 from .client import OwnedOpenAIClient
+from .compaction_args import (
+    DEFAULT_COMPACTION_THRESHOLD,
+    MODES,
+    CompactionMode,
+    CompactionTrigger,
+    CompactionTriggerContext,
+    check_args,
+    default_trigger,
+)
 from .compaction_items import (
     compactable_prefix_length,
     ends_with_model_output,
@@ -45,39 +53,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_COMPACTION_THRESHOLD = 10
-"""The default trigger compacts once this many candidate items have accumulated."""
-
 WHOLE_HISTORY = MAX_LIMIT
 """The limit compaction reads with: explicit, so that the wrapped session's settings (its
 `limit`) cannot cut the read short, and larger than any history."""
-
-CompactionMode = Literal["previous_response_id", "input", "auto"]
-_MODES = get_args(CompactionMode)
-
-
-class CompactionTriggerContext(TypedDict):
-    """What a custom `should_trigger_compaction` callable receives.
-
-    Attributes:
-        response_id: The latest response id the session knows, or `None`.
-        compaction_mode: The mode this compaction would use, `"auto"` already resolved.
-        compaction_candidate_items: The stored items that are neither user messages nor
-            compaction items, oldest first.
-        session_items: The whole stored history, oldest first.
-    """
-
-    response_id: str | None
-    compaction_mode: Literal["previous_response_id", "input"]
-    compaction_candidate_items: list[TResponseInputItem]
-    session_items: list[TResponseInputItem]
-
-
-CompactionTrigger = Callable[[CompactionTriggerContext], "bool | Awaitable[bool]"]
-
-
-def _default_trigger(context: CompactionTriggerContext) -> bool:
-    return len(context["compaction_candidate_items"]) >= DEFAULT_COMPACTION_THRESHOLD
 
 
 def _canonical(items: list[TResponseInputItem]) -> str:
@@ -166,9 +144,9 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
                 "underlying_session must be a Session (get_items, add_items, pop_item, "
                 f"clear_session), got {type(underlying_session).__name__}"
             )
-        if compaction_mode not in _MODES:
+        if compaction_mode not in MODES:
             raise ValueError(
-                f"compaction_mode must be one of {', '.join(map(repr, _MODES))}, "
+                f"compaction_mode must be one of {', '.join(map(repr, MODES))}, "
                 f"got {compaction_mode!r}"
             )
         if model is None:
@@ -185,7 +163,7 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
         self.model = model
         self.compaction_mode: CompactionMode = compaction_mode
         self.should_trigger_compaction: CompactionTrigger = (
-            should_trigger_compaction or _default_trigger
+            should_trigger_compaction or default_trigger
         )
         self._client = OwnedOpenAIClient(
             client, what=f"OpenAIResponsesCompactionSession {session_id!r}"
@@ -324,7 +302,7 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
                 changed nothing; elsewhere the previous history was restored (or, if even that
                 failed, the message says so and the items are logged).
         """
-        checked = _check_args(args, self.compaction_mode)
+        checked = check_args(args, self.compaction_mode)
         self._note_response(checked)
         mode, automatic = self._resolve_mode(checked.get("compaction_mode", self.compaction_mode))
         force = checked.get("force", False)
@@ -478,37 +456,3 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
                 f"restoring its {len(previous)} previous items failed too ({exc!r}); they are "
                 f"logged as JSON on the {logger.name!r} logger"
             ) from exc
-
-
-def _check_args(
-    args: OpenAIResponsesCompactionArgs | None, default_mode: CompactionMode
-) -> OpenAIResponsesCompactionArgs:
-    """Check the arguments of `run_compaction`, changing nothing.
-
-    Returns:
-        `args`, or `{}` for `None`.
-
-    Raises:
-        TypeError: `args` is not a dict, has an unknown key, or a flag is not a bool.
-        ValueError: `compaction_mode` or `response_id` is invalid.
-    """
-    if args is None:
-        return {}
-    if not isinstance(args, Mapping):
-        raise TypeError(f"run_compaction args must be a dict or None, got {type(args).__name__}")
-    unknown = set(args) - set(OpenAIResponsesCompactionArgs.__annotations__)
-    if unknown:
-        raise TypeError(f"unknown run_compaction argument(s): {', '.join(sorted(unknown))}")
-    mode = args.get("compaction_mode", default_mode)
-    if mode not in _MODES:
-        raise ValueError(
-            f"compaction_mode must be one of {', '.join(map(repr, _MODES))}, got {mode!r}"
-        )
-    for flag in ("store", "force"):
-        if flag in args and not isinstance(args[flag], bool):
-            value = args[flag]
-            raise TypeError(f"run_compaction {flag!r} must be True or False, got {value!r}")
-    response_id = args.get("response_id")
-    if response_id is not None and (not isinstance(response_id, str) or not response_id):
-        raise ValueError(f"response_id must be a non-empty string, got {response_id!r}")
-    return args

@@ -27,12 +27,25 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    func,
+    insert,
+    select,
     text,
+    update,
 )
 from sqlalchemy.dialects import mysql as _mysql
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.dialects.mysql import insert as mysql_insert
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-__all__ = ["MAX_SESSION_ID_LENGTH", "create_missing_tables", "session_tables"]
+__all__ = [
+    "MAX_SESSION_ID_LENGTH",
+    "create_missing_tables",
+    "lock_session_row",
+    "session_tables",
+]
 
 MAX_SESSION_ID_LENGTH = 255
 """The longest session id the `session_id` columns hold (`VARCHAR(255)`)."""
@@ -116,3 +129,56 @@ async def create_missing_tables(
             lock_key = zlib.crc32(f"{sessions_table}/{messages_table}".encode())
             await conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": lock_key})
         await conn.run_sync(metadata.create_all, checkfirst=True)
+
+
+async def lock_session_row(
+    conn: AsyncConnection, s: Table, session_id: str, *, create: bool
+) -> bool:
+    """Lock a session's row in the sessions table until the transaction ends.
+
+    Args:
+        conn: A connection inside a transaction.
+        s: The sessions table.
+        session_id: The session.
+        create: Create the row (and bump its `updated_at`) if it is missing.
+
+    Returns:
+        Whether the row exists (always `True` with `create`).
+    """
+    sid = session_id
+    dialect = conn.dialect.name
+    if create:
+        if dialect == "postgresql":
+            pg = pg_insert(s).values(session_id=sid)
+            await conn.execute(
+                pg.on_conflict_do_update(
+                    index_elements=[s.c.session_id], set_={"updated_at": func.now()}
+                )
+            )
+            return True
+        if dialect in ("mysql", "mariadb"):
+            my = mysql_insert(s).values(session_id=sid)
+            await conn.execute(my.on_duplicate_key_update(updated_at=func.now()))
+            return True
+        if dialect == "sqlite":
+            lite = sqlite_insert(s).values(session_id=sid)
+            await conn.execute(
+                lite.on_conflict_do_update(
+                    index_elements=[s.c.session_id],
+                    set_={"updated_at": func.current_timestamp()},
+                )
+            )
+            return True
+    locked = select(s.c.session_id).where(s.c.session_id == sid).with_for_update()
+    if (await conn.execute(locked)).first() is not None:
+        if create:
+            await conn.execute(update(s).where(s.c.session_id == sid).values(updated_at=func.now()))
+        return True
+    if not create:
+        return False
+    try:
+        async with conn.begin_nested():
+            await conn.execute(insert(s).values(session_id=sid))
+    except IntegrityError:  # another writer created it first: wait for its lock
+        await conn.execute(locked)
+    return True

@@ -19,10 +19,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from sqlalchemy import delete, func, insert, select, update
-from sqlalchemy.dialects.mysql import insert as mysql_insert
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from ...exceptions import SessionStorageError, UserError
@@ -32,7 +29,12 @@ from ..pooled import PooledSession
 from ..session import HistorySnapshot
 from ..settings import SessionSettingsLike
 from .engine import create_engine_for_url, retry_deadlocks, storage_error
-from .schema import MAX_SESSION_ID_LENGTH, create_missing_tables, session_tables
+from .schema import (
+    MAX_SESSION_ID_LENGTH,
+    create_missing_tables,
+    lock_session_row,
+    session_tables,
+)
 
 __all__ = ["SQLAlchemySession", "create_engine_for_url"]
 
@@ -344,46 +346,7 @@ class SQLAlchemySession(PooledSession):
 
     async def _lock_session_row(self, conn: AsyncConnection, *, create: bool) -> bool:
         """Lock this session's row until the transaction ends; create it if asked."""
-        s = self._sessions
-        sid = self.session_id
-        dialect = conn.dialect.name
-        if create:
-            if dialect == "postgresql":
-                pg = pg_insert(s).values(session_id=sid)
-                await conn.execute(
-                    pg.on_conflict_do_update(
-                        index_elements=[s.c.session_id], set_={"updated_at": func.now()}
-                    )
-                )
-                return True
-            if dialect in ("mysql", "mariadb"):
-                my = mysql_insert(s).values(session_id=sid)
-                await conn.execute(my.on_duplicate_key_update(updated_at=func.now()))
-                return True
-            if dialect == "sqlite":
-                lite = sqlite_insert(s).values(session_id=sid)
-                await conn.execute(
-                    lite.on_conflict_do_update(
-                        index_elements=[s.c.session_id],
-                        set_={"updated_at": func.current_timestamp()},
-                    )
-                )
-                return True
-        locked = select(s.c.session_id).where(s.c.session_id == sid).with_for_update()
-        if (await conn.execute(locked)).first() is not None:
-            if create:
-                await conn.execute(
-                    update(s).where(s.c.session_id == sid).values(updated_at=func.now())
-                )
-            return True
-        if not create:
-            return False
-        try:
-            async with conn.begin_nested():
-                await conn.execute(insert(s).values(session_id=sid))
-        except IntegrityError:  # another writer created it first: wait for its lock
-            await conn.execute(locked)
-        return True
+        return await lock_session_row(conn, self._sessions, self.session_id, create=create)
 
     async def _append(self, encoded: list[str]) -> None:
         await retry_deadlocks(lambda: self._insert(encoded))
