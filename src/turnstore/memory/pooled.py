@@ -150,11 +150,7 @@ class PooledSession(SessionABC, AsyncCloseable):
     async def _replace_history(
         self, snapshot: HistorySnapshot, new_items: list[TResponseInputItem]
     ) -> bool:
-        if not isinstance(snapshot, HistorySnapshot):
-            raise TypeError(
-                f"snapshot must be a HistorySnapshot from snapshot_history(), not "
-                f"{type(snapshot).__name__}"
-            )
+        HistorySnapshot.check(snapshot)
         encoded = encode_items(new_items)
         self._check_open()
         return await self._run(

@@ -225,6 +225,26 @@ class HistorySnapshot:
         rows = self.item_rows[count - 1] + 1
         return HistorySnapshot(self.items[:count], self.rows[:rows], self.item_rows[:count])
 
+    @staticmethod
+    def check(value: object) -> HistorySnapshot:
+        """Return `value` if it is a snapshot, for `replace_history` implementations.
+
+        Args:
+            value: What the caller passed as the snapshot.
+
+        Returns:
+            `value`, unchanged.
+
+        Raises:
+            TypeError: `value` is not a `HistorySnapshot`.
+        """
+        if not isinstance(value, HistorySnapshot):
+            raise TypeError(
+                f"snapshot must be a HistorySnapshot from snapshot_history(), not "
+                f"{type(value).__name__}"
+            )
+        return value
+
     @classmethod
     def of_rows(cls, rows: list[tuple[Hashable, TResponseInputItem | None]]) -> HistorySnapshot:
         """Build a snapshot from `(token, item or None when corrupt)` pairs, oldest first.

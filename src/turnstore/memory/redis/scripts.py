@@ -20,6 +20,19 @@ if index_type ~= 'none' and index_type ~= 'zset' then
 end
 """
 
+
+def _push_from_first(command: str) -> str:
+    """Lua that pushes ARGV[first..] with `command`, in chunks (Lua's unpack has a limit)."""
+    return f"""
+local last = #ARGV
+while first <= last do
+  local chunk_end = math.min(first + 999, last)
+  redis.call('{command}', KEYS[1], unpack(ARGV, first, chunk_end))
+  first = chunk_end + 1
+end
+"""
+
+
 # After a write: refresh the TTL and record the write, or drop an emptied session from the index.
 _RECORD_WRITE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then
@@ -35,18 +48,13 @@ end
 ADD_SCRIPT = (
     _CHECK_TYPES
     + """
--- Append ARGV[4..] (in chunks: Lua's unpack has a limit).
-local last = #ARGV
+-- Append ARGV[4..].
 local first = 4
-while first <= last do
-  local chunk_end = math.min(first + 999, last)
-  redis.call('RPUSH', KEYS[1], unpack(ARGV, first, chunk_end))
-  first = chunk_end + 1
-end
 """
+    + _push_from_first("RPUSH")
     + _RECORD_WRITE
     + """
-return last - 3
+return #ARGV - 3
 """
 )
 """Append the elements ARGV[4..]; returns how many."""
@@ -85,13 +93,8 @@ if n > 0 then
   redis.call('LTRIM', KEYS[1], n, -1)
 end
 local first = 5 + n
-local last = #ARGV
-while first <= last do
-  local chunk_end = math.min(first + 999, last)
-  redis.call('LPUSH', KEYS[1], unpack(ARGV, first, chunk_end))
-  first = chunk_end + 1
-end
 """
+    + _push_from_first("LPUSH")
     + _RECORD_WRITE
     + """
 return 1

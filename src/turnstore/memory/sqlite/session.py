@@ -320,11 +320,7 @@ class SQLiteSession(SessionABC, AsyncCloseable):
             SessionClosedError: The session was closed.
             SessionStorageError: SQLite failed; nothing changed.
         """
-        if not isinstance(snapshot, HistorySnapshot):
-            raise TypeError(
-                f"snapshot must be a HistorySnapshot from snapshot_history(), not "
-                f"{type(snapshot).__name__}"
-            )
+        HistorySnapshot.check(snapshot)
         encoded = encode_items(new_items)
         self._check_open()
         schema, session_id = self._schema, self.session_id
