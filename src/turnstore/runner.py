@@ -31,6 +31,7 @@ from .memory.session import Session, is_openai_responses_compaction_aware_sessio
 from .memory.settings import SessionSettings, coerce_session_settings
 from .models.interface import Model, ModelRequest
 from .models.openai_responses import OpenAIResponsesModel
+from .models.response_check import check_response, check_usage
 from .result import RunResult, RunResultBase, RunResultStreaming
 from .run_config import RunConfig
 from .session_input import merge_session_input
@@ -112,8 +113,12 @@ class Runner:
             TypeError: `input` is neither a string nor a list of dicts.
             MaxTurnsExceeded: No final answer within `max_turns` model calls.
             ModelBehaviorError: The model called an unknown tool, sent invalid tool arguments,
-                or answered with neither a message nor a tool call.
-            ModelCallError: The model's API call failed.
+                answered with neither a message nor a tool call, or its answer is not a usable
+                response (`{}`, `[]`, an `output` that is not a list of typed items, a message
+                without content, unusable token counts, a stream that ends without its final
+                response). Nothing of that answer is stored.
+            ModelCallError: The model's API call failed, or its answer could not be read (not
+                JSON, or cut off); the underlying exception is chained.
 
         Example:
             ```python
@@ -343,7 +348,8 @@ async def _execute(
                 previous_response_id=chain_id,
                 conversation_id=conversation_id,
             )
-            response = await _call_model(model, request, streaming)
+            # Checked before any of it is used or stored: a malformed answer fails here.
+            response = check_response(await _call_model(model, request, streaming))
             state.raw_responses.append(response)
             state.usage.add_response_usage(response.usage)
 
@@ -395,11 +401,20 @@ async def _call_model(
     events = model.stream_response(request)
     try:
         async for event in events:
+            kind = getattr(event, "type", None)
+            if kind == "response.output_text.delta":
+                delta, item_id = getattr(event, "delta", None), getattr(event, "item_id", None)
+                if not isinstance(delta, str) or not isinstance(item_id, str):
+                    raise ModelBehaviorError(
+                        f"a response.output_text.delta event lacks its delta or item_id: "
+                        f"{event!r:.200}"
+                    )
+                streaming._emit(RawResponseEvent(data=event))
+                streaming._emit(TextDeltaEvent(delta=delta, item_id=item_id))
+                continue
             streaming._emit(RawResponseEvent(data=event))
-            if event.type == "response.output_text.delta":
-                streaming._emit(TextDeltaEvent(delta=event.delta, item_id=event.item_id))
-            elif event.type in ("response.completed", "response.incomplete"):
-                final = event.response
+            if kind in ("response.completed", "response.incomplete"):
+                final = getattr(event, "response", None)
     finally:
         # Close an async generator now, not at garbage collection (its HTTP stream included).
         aclose = getattr(events, "aclose", None)
@@ -444,7 +459,7 @@ async def _maybe_compact(
         session.run_compaction({"response_id": response.id, "store": store is not False})
     )
     if usage is not None:
-        state.usage.add_response_usage(usage)
+        state.usage.add_response_usage(check_usage(usage, "the compaction call"))
 
 
 def _message_text(response: Response) -> str:
