@@ -94,7 +94,9 @@ class Runner:
 
         Args:
             agent: The agent to run.
-            input: A user message, or a list of Responses API input items.
+            input: A user message, or a list of Responses API input items. With a session,
+                `[]` continues from the stored history without adding anything: the way to
+                retry a run that failed, whose input is already stored.
             session: Keeps the conversation history across runs; any object that follows the
                 [`Session`][turnstore.Session] protocol, including the OpenAI Agents SDK's
                 sessions.
@@ -109,7 +111,8 @@ class Runner:
         Raises:
             UserError: `session` is not a session, a session is combined with
                 `previous_response_id` or `conversation_id`, or an option is unusable; raised
-                before anything is read or called.
+                before anything is read or called. Also raised, before the model is called,
+                when there is nothing to send (`[]` with an empty or no session).
             TypeError: `input` is neither a string nor a list of dicts.
             MaxTurnsExceeded: No final answer within `max_turns` model calls.
             ModelBehaviorError: The model called an unknown tool, sent invalid tool arguments,
@@ -124,7 +127,11 @@ class Runner:
             ```python
             session = SQLiteSession("user_42", "chats.db")
             await Runner.run(agent, "My name is Ada.", session=session)
-            result = await Runner.run(agent, "What is my name?", session=session)
+            try:
+                result = await Runner.run(agent, "What is my name?", session=session)
+            except ModelCallError:
+                # The question is stored already: retry from the history, adding nothing.
+                result = await Runner.run(agent, [], session=session)
             assert "Ada" in result.final_output
             ```
         """
@@ -337,6 +344,15 @@ async def _execute(
             model_input = new_items
 
         server_state = previous_response_id is not None or conversation_id is not None
+        if not model_input and not server_state:
+            raise UserError(
+                "nothing to send to the model: the input is empty and "
+                + (
+                    "the session holds no history"
+                    if session is not None
+                    else "there is no session; pass a message"
+                )
+            )
         chain_id = previous_response_id
         turn_input = model_input
         for _turn in range(max_turns):
