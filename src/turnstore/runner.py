@@ -471,9 +471,9 @@ async def _maybe_compact(
 ) -> None:
     if not is_openai_responses_compaction_aware_session(session):
         return
-    usage = await await_session_mutation(
-        session.run_compaction({"response_id": response.id, "store": store is not False})
-    )
+    # Not shielded as a whole: a cancelled run must not wait for the `responses.compact` call.
+    # The session shields its own history replacement (all or nothing).
+    usage = await session.run_compaction({"response_id": response.id, "store": store is not False})
     if usage is not None:
         state.usage.add_response_usage(check_usage(usage, "the compaction call"))
 

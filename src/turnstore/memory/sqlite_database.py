@@ -49,6 +49,13 @@ BUSY_TIMEOUT_MS = 5_000
 BUSY_RETRY_SECONDS = 60.0
 """How long the writer keeps retrying a group that finds the database busy."""
 
+WRITER_BUSY_SLICE_MS = 100
+"""How long one attempt of the writer waits for another connection's lock before it retries.
+
+Between attempts the writer drops the jobs whose callers were cancelled, so a cancelled write
+that waits for a busy database gives up within about one slice (nothing of it is written), not
+after `BUSY_RETRY_SECONDS`."""
+
 MAX_GROUP = 512
 """The most write jobs one transaction serves."""
 
@@ -77,6 +84,11 @@ class Job:
     write: bool
     schema_key: Hashable | None = None
     prepare: Prepare | None = None
+    abandoned: bool = False
+
+    def abandon(self) -> None:
+        """The caller was cancelled: drop the job if it has not been committed yet."""
+        self.abandoned = True
 
 
 @dataclass(eq=False, slots=True)
@@ -208,14 +220,16 @@ class SQLiteDatabase:
     # --- database threads ------------------------------------------------------------------------
 
     def _connect(self, *, writer: bool) -> sqlite3.Connection:
+        # The writer waits in short slices and retries itself (see `_retrying`).
+        busy_ms = WRITER_BUSY_SLICE_MS if writer and not self.memory else BUSY_TIMEOUT_MS
         conn = sqlite3.connect(
             self.path,
-            timeout=BUSY_TIMEOUT_MS / 1000,
+            timeout=busy_ms / 1000,
             isolation_level=None,  # we issue BEGIN/COMMIT ourselves
             check_same_thread=True,  # a connection lives and dies on its own thread
         )
         try:
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
             if self.memory:
                 return conn
             if writer:
@@ -355,17 +369,31 @@ class SQLiteDatabase:
     def _retrying(self, conn: sqlite3.Connection, jobs: list[Job]) -> list[tuple[bool, Any]]:
         deadline = time.monotonic() + BUSY_RETRY_SECONDS
         delay = 0.001
+        pending = jobs
         while True:
             try:
-                return self._transaction(conn, jobs)
+                done = self._transaction(conn, pending) if pending else []
+                break
             except Exception as exc:
                 _rollback(conn)
                 if is_busy(exc) and time.monotonic() < deadline:
-                    # Another process holds the write lock beyond the busy timeout: wait, redo.
+                    # Another process holds the write lock: wait, redo. A job whose caller was
+                    # cancelled meanwhile is dropped (it was rolled back: nothing is written).
                     time.sleep(delay)
                     delay = min(delay * 2, 0.05)
+                    pending = [job for job in pending if not job.abandoned]
                     continue
                 raise
+        if len(pending) == len(jobs):
+            return done
+        outcomes = dict(zip(pending, done, strict=True))
+        return [outcomes.get(job, (False, self._dropped())) for job in jobs]
+
+    def _dropped(self) -> SessionStorageError:
+        return SessionStorageError(
+            f"the write to {self.path!r} was dropped, not written: its caller was cancelled "
+            "while the database was busy"
+        )
 
     def _transaction(self, conn: sqlite3.Connection, jobs: list[Job]) -> list[tuple[bool, Any]]:
         conn.execute("BEGIN IMMEDIATE")
