@@ -59,7 +59,10 @@ async def _cancel_in_compaction(shielded: bool, delay: float, db: Path) -> float
             session = kind("b", store, client=client, should_trigger_compaction=lambda c: True)
             task = asyncio.create_task(
                 Runner.run(
-                    Agent(name="A"), "hi", session=session, run_config=RunConfig(openai_client=client)
+                    Agent(name="A"),
+                    "hi",
+                    session=session,
+                    run_config=RunConfig(openai_client=client),
                 )
             )
             await asyncio.to_thread(seen.wait, 30)
