@@ -87,8 +87,11 @@ HOLDER = textwrap.dedent(
 async def _cancel_busy_add(hooked: bool, hold: float, db: Path) -> float:
     async with SQLiteSession("b", db) as session:
         await session.add_items([{"role": "user", "content": "ready"}])
-        holder = subprocess.Popen(
-            [sys.executable, "-c", HOLDER, str(db), str(hold)], stdout=subprocess.PIPE, text=True
+        holder = await asyncio.to_thread(
+            subprocess.Popen,
+            [sys.executable, "-c", HOLDER, str(db), str(hold)],
+            stdout=subprocess.PIPE,
+            text=True,
         )
         assert holder.stdout is not None
         await asyncio.to_thread(holder.stdout.readline)
