@@ -58,7 +58,8 @@ class CompactionTriggerContext(TypedDict):
         compaction_mode: The mode this compaction would use, `"auto"` already resolved.
         compaction_candidate_items: The stored items that are neither user messages nor
             compaction items, oldest first.
-        session_items: The whole stored history, oldest first.
+        session_items: The whole stored history, oldest first, as written through the session
+            (items written to the wrapped session directly appear after its next read).
     """
 
     response_id: str | None
@@ -131,7 +132,9 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
         should_trigger_compaction: Decides whether to compact; receives a
             [`CompactionTriggerContext`][turnstore.CompactionTriggerContext] and returns a
             bool (or an awaitable of one). The default compacts once at least 10 candidate items
-            (neither user messages nor compaction items) are stored.
+            (neither user messages nor compaction items) are stored. The trigger is asked about
+            the history as written through this session, so deciding reads nothing; the stored
+            history is read only when a compaction is due (and once, the first time).
 
     Raises:
         UserError: `underlying_session` is an `OpenAIConversationsSession`, or not a session.
