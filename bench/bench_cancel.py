@@ -32,7 +32,7 @@ from turnstore import (
     SQLiteSession,
     await_session_mutation,
 )
-from turnstore.memory.sqlite_session import _Insert
+from turnstore.memory.sqlite.session import _Insert
 from turnstore.testing import FakeCompactionAPI, FakeOpenAIServer, text_response
 
 

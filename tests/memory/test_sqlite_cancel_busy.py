@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 
 from turnstore import SQLiteSession
-from turnstore.memory import sqlite_database
+from turnstore.memory.sqlite import database as sqlite_database
 
 HOLDER = textwrap.dedent(
     """
