@@ -28,21 +28,62 @@ HOLDER = textwrap.dedent(
 )
 
 
+async def _start_holder(db: Path) -> subprocess.Popen[str]:
+    holder = await asyncio.to_thread(
+        subprocess.Popen,
+        [sys.executable, "-c", HOLDER, str(db)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None
+    assert await asyncio.to_thread(holder.stdout.readline) == "locked\n"
+    return holder
+
+
+async def _release(holder: subprocess.Popen[str]) -> None:
+    assert holder.stdin is not None
+    assert holder.stdout is not None
+    holder.stdin.close()
+    await asyncio.to_thread(holder.wait, 30)
+    holder.stdout.close()
+
+
+async def test_a_cancelled_add_queued_behind_a_busy_write_returns_promptly(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "chats.db"
+    async with SQLiteSession("s", db) as session:
+        await session.add_items([{"role": "user", "content": "before"}])
+        holder = await _start_holder(db)
+        try:
+            # The first write occupies the writer (it retries the busy database); the second
+            # is queued behind it, so the writer has not taken it when its caller is cancelled.
+            waiting = asyncio.create_task(session.add_items([{"role": "user", "content": "kept"}]))
+            await asyncio.sleep(0.3)  # let the writer take the first write (not an assertion)
+            queued = asyncio.create_task(session.add_items([{"role": "user", "content": "lost"}]))
+            await asyncio.sleep(0)
+            queued.cancel()
+            done, _ = await asyncio.wait({queued}, timeout=20)  # a safety bound
+            assert queued in done, "the cancelled add_items waited for the write before it"
+            assert queued.cancelled()
+            assert not waiting.done()  # the first caller, not cancelled, still waits its turn
+            assert holder.poll() is None
+        finally:
+            await _release(holder)
+        await waiting  # committed once the lock is gone
+        contents = [item["content"] for item in await session.get_items()]
+    assert contents == ["before", "kept"]
+
+
 async def test_cancelled_add_on_a_locked_database_returns_promptly_and_writes_nothing(
     tmp_path: Path,
 ) -> None:
     db = tmp_path / "chats.db"
     async with SQLiteSession("s", db) as session:
         await session.add_items([{"role": "user", "content": "before"}])  # schema ready
-        holder = subprocess.Popen(
-            [sys.executable, "-c", HOLDER, str(db)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
+        holder = await _start_holder(db)
         try:
-            assert holder.stdout is not None
-            assert await asyncio.to_thread(holder.stdout.readline) == "locked\n"
             task = asyncio.create_task(session.add_items([{"role": "user", "content": "lost"}]))
             await asyncio.sleep(0.3)  # let the writer meet the lock (not an assertion)
             assert not task.done()
@@ -53,11 +94,7 @@ async def test_cancelled_add_on_a_locked_database_returns_promptly_and_writes_no
             assert task.cancelled()
             assert holder.poll() is None  # the lock was held the whole time
         finally:
-            assert holder.stdin is not None
-            holder.stdin.close()
-            await asyncio.to_thread(holder.wait, 30)
-            assert holder.stdout is not None
-            holder.stdout.close()
+            await _release(holder)
         # Dropped whole: never written, even once the lock is gone.
         await session.add_items([{"role": "user", "content": "after"}])
         contents = [item["content"] for item in await session.get_items()]

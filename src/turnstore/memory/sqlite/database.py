@@ -85,10 +85,21 @@ class Job:
     schema_key: Hashable | None = None
     prepare: Prepare | None = None
     abandoned: bool = False
+    taken: bool = False
 
     def abandon(self) -> None:
-        """The caller was cancelled: drop the job if it has not been committed yet."""
-        self.abandoned = True
+        """The caller was cancelled: drop the job if it has not been committed yet.
+
+        Runs on the caller's event loop. A job the writer has not taken yet is dropped here and
+        now (its caller does not wait for the writer to finish an earlier, busy group); a job
+        in a group is dropped by the writer at its next busy retry.
+        """
+        with _claim_lock:
+            self.abandoned = True
+            if self.taken:
+                return
+        if not self.future.done():
+            self.future.set_exception(_dropped("the writer had not started it"))
 
 
 @dataclass(eq=False, slots=True)
@@ -109,6 +120,26 @@ def _resolve(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
         future.set_result(value)
     else:
         future.set_exception(value)
+
+
+_claim_lock = threading.Lock()
+"""Makes "the writer takes a job" and "its caller abandons it" exclusive (held for a flag flip)."""
+
+
+def _claim(job: Job) -> bool:
+    """Runs on the writer thread: take `job` unless its caller already abandoned it."""
+    with _claim_lock:
+        if job.abandoned:
+            return False
+        job.taken = True
+        return True
+
+
+def _dropped(why: str) -> SessionStorageError:
+    return SessionStorageError(
+        f"a write to the SQLite database was dropped, not written: its caller was cancelled "
+        f"and {why}"
+    )
 
 
 def _post(job: Job, ok: bool, value: Any) -> None:
@@ -271,7 +302,10 @@ class SQLiteDatabase:
                 reads: list[Job] = []
                 item: Job = first
                 while True:
-                    (writes if item.write else reads).append(item)
+                    if not item.write:
+                        reads.append(item)
+                    elif _claim(item):
+                        writes.append(item)
                     if len(writes) >= MAX_GROUP:
                         break
                     try:
@@ -387,13 +421,8 @@ class SQLiteDatabase:
         if len(pending) == len(jobs):
             return done
         outcomes = dict(zip(pending, done, strict=True))
-        return [outcomes.get(job, (False, self._dropped())) for job in jobs]
-
-    def _dropped(self) -> SessionStorageError:
-        return SessionStorageError(
-            f"the write to {self.path!r} was dropped, not written: its caller was cancelled "
-            "while the database was busy"
-        )
+        dropped = _dropped(f"{self.path!r} was busy")
+        return [outcomes.get(job, (False, dropped)) for job in jobs]
 
     def _transaction(self, conn: sqlite3.Connection, jobs: list[Job]) -> list[tuple[bool, Any]]:
         conn.execute("BEGIN IMMEDIATE")
