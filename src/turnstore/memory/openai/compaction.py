@@ -22,7 +22,7 @@ from ...items import TResponseInputItem
 from ..closing import AsyncCloseable
 from ..mutation import await_session_mutation
 from ..session import OpenAIResponsesCompactionArgs, Session, SessionABC
-from ..settings import SessionSettings
+from ..settings import SessionSettings, resolve_session_limit
 from .client import OwnedOpenAIClient
 from .compaction_items import (
     compactable_prefix_length,
@@ -230,7 +230,18 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
         Returns:
             The stored items; after a compaction, the compacted items come first.
         """
-        return await self.underlying_session.get_items(limit)
+        try:
+            whole = resolve_session_limit(limit, self.session_settings) is None
+        except (TypeError, ValueError):
+            whole = False  # settings of another kind: the wrapped session interprets them
+        if not whole:
+            return await self.underlying_session.get_items(limit)
+        # The whole history: remember it, so the next compaction decision needs no read. No
+        # write through this object lands between the read and the remembering.
+        async with self._mutation_lock:
+            items = await self.underlying_session.get_items(_ALL_ITEMS)
+            self._known = copy.deepcopy(items)
+        return items
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Append items to the wrapped session (waiting while a replacement is in progress).

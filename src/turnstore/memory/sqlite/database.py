@@ -86,20 +86,25 @@ class Job:
     prepare: Prepare | None = None
     abandoned: bool = False
     taken: bool = False
+    dropped: bool = False
+    database: SQLiteDatabase | None = None
 
     def abandon(self) -> None:
-        """The caller was cancelled: drop the job if it has not been committed yet.
+        """The caller was cancelled: drop the job if it cannot take effect soon.
 
-        Runs on the caller's event loop. A job the writer has not taken yet is dropped here and
-        now (its caller does not wait for the writer to finish an earlier, busy group); a job
-        in a group is dropped by the writer at its next busy retry.
+        Runs on the caller's event loop. While the writer retries a busy database, a job it has
+        not taken yet is dropped here and now, so its caller does not wait for that earlier
+        group; a job inside the busy group is dropped by the writer at its next retry. Otherwise
+        the job runs as usual (a started write finishes).
         """
         with _claim_lock:
             self.abandoned = True
-            if self.taken:
+            database = self.database
+            if self.taken or database is None or not database.busy:
                 return
+            self.dropped = True
         if not self.future.done():
-            self.future.set_exception(_dropped("the writer had not started it"))
+            self.future.set_exception(_dropped("the database was busy"))
 
 
 @dataclass(eq=False, slots=True)
@@ -127,9 +132,9 @@ _claim_lock = threading.Lock()
 
 
 def _claim(job: Job) -> bool:
-    """Runs on the writer thread: take `job` unless its caller already abandoned it."""
+    """Runs on the writer thread: take `job` unless its cancelled caller already dropped it."""
     with _claim_lock:
-        if job.abandoned:
+        if job.dropped:
             return False
         job.taken = True
         return True
@@ -180,6 +185,8 @@ class SQLiteDatabase:
         self.prepared: set[Hashable] = set()
         """Table pairs whose schema the writer has created or checked."""
         self._stopped = False
+        self.busy = False
+        """True while the writer waits for another connection's lock (set on its thread)."""
         self._reset_threads()
         _all_databases.add(self)
 
@@ -197,6 +204,7 @@ class SQLiteDatabase:
     def submit_write(self, job: Job) -> None:
         """Queue a job for the writer (grouped with other pending writes)."""
         self._start()
+        job.database = self
         self._writes.put(job)
 
     def submit_read(self, job: Job) -> None:
@@ -404,20 +412,24 @@ class SQLiteDatabase:
         deadline = time.monotonic() + BUSY_RETRY_SECONDS
         delay = 0.001
         pending = jobs
-        while True:
-            try:
-                done = self._transaction(conn, pending) if pending else []
-                break
-            except Exception as exc:
-                _rollback(conn)
-                if is_busy(exc) and time.monotonic() < deadline:
-                    # Another process holds the write lock: wait, redo. A job whose caller was
-                    # cancelled meanwhile is dropped (it was rolled back: nothing is written).
-                    time.sleep(delay)
-                    delay = min(delay * 2, 0.05)
-                    pending = [job for job in pending if not job.abandoned]
-                    continue
-                raise
+        try:
+            while True:
+                try:
+                    done = self._transaction(conn, pending) if pending else []
+                    break
+                except Exception as exc:
+                    _rollback(conn)
+                    if is_busy(exc) and time.monotonic() < deadline:
+                        # Another process holds the write lock: wait, redo. A job whose caller
+                        # was cancelled meanwhile is dropped (rolled back: nothing is written).
+                        self.busy = True
+                        time.sleep(delay)
+                        delay = min(delay * 2, 0.05)
+                        pending = [job for job in pending if not job.abandoned]
+                        continue
+                    raise
+        finally:
+            self.busy = False
         if len(pending) == len(jobs):
             return done
         outcomes = dict(zip(pending, done, strict=True))
