@@ -134,7 +134,8 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
             bool (or an awaitable of one). The default compacts once at least 10 candidate items
             (neither user messages nor compaction items) are stored. The trigger is asked about
             the history as written through this session, so deciding reads nothing; the stored
-            history is read only when a compaction is due (and once, the first time).
+            history is read only when a compaction is due (and once, unless the run's own
+            `get_items()` read already returned the whole history).
 
     Raises:
         UserError: `underlying_session` is an `OpenAIConversationsSession`, or not a session.
