@@ -35,9 +35,12 @@ class Options:
         effort: The reasoning effort, or `None`.
         concurrency: Requests in flight at most.
         force: Retranslate every selected page, even if current.
-        max_repairs: Repair rounds for a draft that fails the checks.
+        max_repairs: Repair rounds for a draft that fails the code checks.
         timeout: Seconds before a request times out.
         retry: The retry policy of each call.
+        review: Whether a second model call reviews each draft that passes the code checks.
+        review_model: The reviewer's model.
+        report: Where to write the run's JSON report, or `None`.
     """
 
     root: Path
@@ -50,6 +53,9 @@ class Options:
     max_repairs: int = 2
     timeout: float = 900.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    review: bool = True
+    review_model: str = "o3"
+    report: Path | None = None
 
     @property
     def docs(self) -> Path:
@@ -71,15 +77,15 @@ class Job:
         lang: The target language.
         todo: Section numbers that need the model.
         reuse: Section number -> the current translated text kept byte for byte.
-        context: The current translation (masked with the English placeholder names) to send
-            as context when only some sections changed.
+        context: Section number -> the current translation (masked with the English placeholder
+            names) of the unchanged sections next to a changed one, sent as context.
     """
 
     page: EnglishPage
     lang: str
     todo: list[int]
     reuse: dict[int, str]
-    context: str | None
+    context: dict[int, str] | None
 
     @property
     def key(self) -> str:
@@ -190,16 +196,21 @@ def _incremental_job(page: EnglishPage, lang: str, translated: str, entry: Manif
         available.setdefault(digest, []).append(n)
     todo: list[int] = []
     reuse: dict[int, str] = {}
+    source_of: dict[int, int] = {}
     for n, digest in enumerate(page.hashes):
         if available.get(digest):
             old = available[digest].pop(0)
+            source_of[n] = old
             reuse[n] = unmask(tr_sections[old], tr_masked.code)
         elif _blank(page.sections[n]):
             reuse[n] = unmask(page.sections[n], page.masked.code)
         else:
             todo.append(n)
-    context = None
-    if todo and reuse:
+    context: dict[int, str] | None = None
+    if todo and source_of:
         aligned, leftovers, _ = align_code(page.masked, tr_masked)
-        context = re.sub(r"@@X\w+@@", lambda m: leftovers.get(m.group(0), m.group(0)), aligned)
+        aligned = re.sub(r"@@X\w+@@", lambda m: leftovers.get(m.group(0), m.group(0)), aligned)
+        old_sections = split_sections(aligned)
+        wanted = {m for n in todo for m in (n - 1, n + 1)} - set(todo)
+        context = {m: old_sections[source_of[m]] for m in sorted(wanted) if m in source_of}
     return Job(page=page, lang=lang, todo=todo, reuse=reuse, context=context)

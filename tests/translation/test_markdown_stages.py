@@ -7,7 +7,7 @@ from pathlib import Path
 
 import markdown
 import pytest
-from echo_translator import FAULTS, echo_translate
+from echo_translator import FAULTS, Glossary, echo_translate
 from translation_support import FIXTURES, REPO
 
 from docs_i18n.checks import check_section, verify_page
@@ -160,8 +160,8 @@ def test_prompt_has_every_required_part() -> None:
         for term, translation in prompts.glossary.terms[lang].items():
             assert f"- {term} -> {translation}" in text
         assert "{{" not in text
-    task = prompts.task_message("ja", "index.md", {2: "## Two\n"}, "# 現在\n")
-    assert "<current_translation>\n# 現在\n</current_translation>" in task
+    task = prompts.task_message("ja", "index.md", {2: "## Two\n"}, {1: "# 現在\n"})
+    assert "<current_translation>\n<!-- section 1 -->\n# 現在\n</current_translation>" in task
     assert f"{section_marker(2)}\n## Two\n</source>" in task
     assert "`index.md`" in task
 
@@ -187,7 +187,7 @@ def test_each_fault_is_found(fault: str) -> None:
     source = "".join(f"{section_marker(n)}\n{s}" for n, s in enumerate(page.sections))
     good, _ = parse_reply(echo_translate(source, "ja"))
     assert all(not check_section(page.sections[n], good[n]) for n in good)
-    broken, shape = parse_reply(FAULTS[fault](echo_translate(source, "ja")))
+    broken, shape = parse_reply(FAULTS[fault](echo_translate(source, "ja"), source, Glossary()))
     findings = shape + [f for n in broken for f in check_section(page.sections[n], broken[n])]
     assert findings or len(broken) < len(page.sections)
 
