@@ -173,14 +173,14 @@ _PROSE_LINE = r"(?m)^(?![ \t]*(?:#|@@|!!!|\?\?\?|===|[-*+] |\d+[.)] |\||<|>|\[))
 
 
 def _drop_sentence(text: str, source: str, glossary: Glossary) -> str:
-    """Drop a sentence that ends in the middle of a prose line (the next one stays)."""
-    found = re.search(_PROSE_LINE + r"([^\n]*?[.!?] )(?=\S)", text)
-    if found is None:
-        raise AssertionError("no sentence to drop in the draft")
-    start = found.start(1)
-    sentence = re.match(r".*?[.!?] ", text[start:])
-    assert sentence is not None
-    return text[:start] + text[start + sentence.end() :]
+    """Drop a sentence without digits that ends in the middle of a prose line."""
+    for found in re.finditer(r"(?m)(?:^|(?<=[.!?] ))([^\n.!?]*[.!?] )(?=\S)", text):
+        sentence = found[1]
+        line = text[text.rfind("\n", 0, found.start()) + 1 : found.start()]
+        if re.search(r"\d|@@", sentence) or re.match(r"[ \t]*(?:#|[-*+] |\d+[.)] |>|\|)", line):
+            continue
+        return text[: found.start(1)] + text[found.end(1) :]
+    raise AssertionError("no sentence to drop in the draft")
 
 
 def _drop_list_item(text: str, source: str, glossary: Glossary) -> str:
@@ -272,7 +272,7 @@ def review_findings(
         if len(expected) != len(en_sentences):  # pragma: no cover - a split that moved
             raise AssertionError(f"sentences do not line up in section {n}")
         matcher = difflib.SequenceMatcher(a=expected, b=got, autojunk=False)
-        for op, a1, a2, b1, b2 in matcher.get_opcodes():
+        for op, a1, a2, b1, _b2 in matcher.get_opcodes():
             if op == "equal":
                 continue
             if op in ("delete", "replace") and a2 > a1:

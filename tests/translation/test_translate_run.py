@@ -379,3 +379,48 @@ async def test_a_cut_off_reply_is_named_in_the_findings(
     assert outcome.code == 0, outcome.output
     repair = fake_openai.requests_to("/v1/responses")[1].body["input"][2]["content"]
     assert "the reply was cut off (max_output_tokens)" in repair
+
+
+async def test_adopt_vouches_only_for_sections_whose_english_is_unchanged(
+    site: Path, echo: EchoTranslator, run_site: RunSite
+) -> None:
+    assert (await run_site(languages=["ja"])).code == 0
+    page, ja = site / "docs" / "index.md", site / "docs" / "ja" / "index.md"
+    # A hand edit of a section whose English did not change is adopted.
+    _write(ja, _read(ja).replace("Then語", "そして"))
+    options = Options(root=site, languages=["ja"], force=True)
+    assert adopt(options) == (0, ["adopted docs/ja/index.md (English unchanged)"])
+    assert check(options) == (0, [])
+    # The English of the quick start changes; the translation is not updated.
+    _write(page, _read(page).replace("Install the package:", "Install the package first:"))
+    code, lines = adopt(options)  # --force alone vouches for nothing
+    assert code == 1
+    assert lines[0].startswith("refused docs/ja/index.md section 1 (#quick-start)")
+    assert "--section quick-start" in lines[0]
+    assert "    -Install the package:" in lines
+    assert "    +Install the package first:" in lines
+    code, problems = check(options)
+    assert problems == ["stale     docs/ja/index.md: the English page changed (1 section(s))"]
+    # The next run retranslates exactly that section.
+    echo.calls.clear()
+    assert (await run_site(languages=["ja"], files=["index.md"])).code == 0
+    assert echo.calls == [("ja", "index.md", [1])]
+    # Named by the maintainer, a changed section is adopted.
+    _write(page, _read(page).replace("Install the package first:", "Install it:"))
+    _write(ja, _read(ja).replace("Install語 その package語 first語:", "インストールします:"))
+    code, lines = adopt(options, ["quick-start"])
+    assert (code, lines) == (0, ["adopted docs/ja/index.md (named: 1)"])
+    assert check(options) == (0, [])
+    manifest = Manifest.load(site / "i18n" / "manifest.json")
+    entry = manifest.get("index.md", "ja")
+    assert entry is not None
+    assert any("Install it:" in manifest.english[h] for h in entry.sections)
+
+
+async def test_adopt_refuses_an_unknown_section_name(
+    site: Path, echo: EchoTranslator, run_site: RunSite
+) -> None:
+    assert (await run_site(languages=["ja"])).code == 0
+    code, lines = adopt(Options(root=site, languages=["ja"]), ["nope"])
+    assert code == 1
+    assert lines == ["--section nope: no selected translation has a changed section by that name"]
