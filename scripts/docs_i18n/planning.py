@@ -20,7 +20,16 @@ from .pages import EnglishPage, english_pages, translated_pages, translation_pat
 from .sections import split_sections
 from .translator import RetryPolicy
 
-__all__ = ["Job", "Options", "Plan", "plan", "read_text", "select_pages"]
+__all__ = [
+    "CONTEXT_BLOCKS",
+    "Job",
+    "Options",
+    "Plan",
+    "excerpt",
+    "plan",
+    "read_text",
+    "select_pages",
+]
 
 
 @dataclass
@@ -212,5 +221,30 @@ def _incremental_job(page: EnglishPage, lang: str, translated: str, entry: Manif
         aligned = re.sub(r"@@X\w+@@", lambda m: leftovers.get(m.group(0), m.group(0)), aligned)
         old_sections = split_sections(aligned)
         wanted = {m for n in todo for m in (n - 1, n + 1)} - set(todo)
-        context = {m: old_sections[source_of[m]] for m in sorted(wanted) if m in source_of}
+        context = {
+            m: excerpt(old_sections[source_of[m]], tail=m < min(todo, key=lambda n: abs(n - m)))
+            for m in sorted(wanted)
+            if m in source_of
+        }
     return Job(page=page, lang=lang, todo=todo, reuse=reuse, context=context)
+
+
+CONTEXT_BLOCKS = 2
+"""How many blocks (paragraphs, lists, tables) of a neighbouring section are sent as context."""
+
+
+def excerpt(section: str, *, tail: bool) -> str:
+    """The part of a neighbouring section's translation that borders a changed section.
+
+    Its heading and the `CONTEXT_BLOCKS` blocks nearest the changed section (the last ones of the
+    section before it, the first ones of the section after it), with `...` for what is left out.
+    Enough to keep the wording and terms consistent; the rest would only cost tokens.
+    """
+    blocks = [b for b in re.split(r"\n[ \t]*\n", section.strip("\n")) if b.strip()]
+    heading = blocks[:1] if blocks and blocks[0].lstrip().startswith("#") else []
+    body = blocks[len(heading) :]
+    if len(body) <= CONTEXT_BLOCKS:
+        return section
+    kept = body[-CONTEXT_BLOCKS:] if tail else body[:CONTEXT_BLOCKS]
+    parts = [*heading, "...", *kept] if tail else [*heading, *kept, "..."]
+    return "\n\n".join(parts) + "\n"
