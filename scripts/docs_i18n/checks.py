@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .front_matter import split_front_matter
 from .headings import english_heading_ids, find_headings
-from .markdown_mask import PLACEHOLDER_RE, Masked, mask
+from .markdown_mask import MERMAID_LABELS_RE, PLACEHOLDER_RE, Masked, mask, mermaid_skeleton
 from .prompt import Glossary, mentions
 from .sections import split_sections
 
@@ -212,12 +212,28 @@ def check_section(english: str, draft: str) -> list[str]:
             f"({_list_items(src.list_items)}); the translation has {len(out.list_items)} "
             f"({_list_items(out.list_items)})"
         )
+    src_labels, out_labels = _mermaid_label_lists(english), _mermaid_label_lists(draft)
+    if src_labels != out_labels:
+        findings.append(
+            "Mermaid label lists differ: the English has "
+            + (", ".join(f"block {n}: {c} label(s)" for n, c in src_labels) or "none")
+            + "; the translation has "
+            + (", ".join(f"block {n}: {c} label(s)" for n, c in out_labels) or "none")
+            + " (translate each numbered label, keep the numbers and the comment lines)"
+        )
     if src.html_tags != out.html_tags:
         findings.append(
             f"HTML tags differ: the English has {_tags(src.html_tags)}; "
             f"the translation has {_tags(out.html_tags)}"
         )
     return findings
+
+
+def _mermaid_label_lists(masked: str) -> list[tuple[str, int]]:
+    return [
+        (m["n"], len(re.findall(r"(?m)^[ \t]*\d+: ", m["labels"])))
+        for m in MERMAID_LABELS_RE.finditer(masked)
+    ]
 
 
 def _headings(levels: list[int], texts: list[str]) -> str:
@@ -257,6 +273,9 @@ def align_code(english: Masked, translated: Masked) -> tuple[str, dict[str, str]
     findings: list[str] = []
 
     def _key(code: str) -> str:
+        first = code.lstrip().split("\n", 1)[0].lstrip("`~").strip()
+        if first.startswith("mermaid"):
+            code = mermaid_skeleton(code)  # translated labels are expected
         return "\n".join(line.strip() for line in code.splitlines())
 
     free: dict[str, list[str]] = {}
@@ -275,6 +294,13 @@ def align_code(english: Masked, translated: Masked) -> tuple[str, dict[str, str]
         renames[name] = name.replace("@@", "@@X", 1)
         leftovers[renames[name]] = code
     text = PLACEHOLDER_RE.sub(lambda m: renames.get(m.group(0), m.group(0)), translated.text)
+
+    def _relabel(match: re.Match[str]) -> str:
+        renamed = renames.get(f"@@BLOCK_{match[1]}@@", "")
+        number = re.fullmatch(r"@@X?BLOCK_(\d+)@@", renamed)
+        return f"<!-- i18n:mermaid {number[1] if number else match[1]}"
+
+    text = re.sub(r"<!-- i18n:mermaid (\d+)", _relabel, text)
     return text, leftovers, findings
 
 
@@ -355,6 +381,7 @@ _NOT_PROSE = [
     PLACEHOLDER_RE,
     re.compile(r"@@X(?:BLOCK|CODE)_\d+@@"),
     re.compile(r"^[ \t]*(?:!!!|\?\?\?\+?|===\+?)[ \t]*[\w-]*", re.M),  # marker and type
+    re.compile(r"^[ \t]*(?:<!-- i18n:mermaid \d+|-->|\d+:)(?=[ \t]|$)", re.M),  # label list
     re.compile(r"^[ \t]*(?:[-*+]|\d+[.)])(?=[ \t])", re.M),  # list bullets and numbers
     re.compile(r"^ {0,3}#{1,6}(?=[ \t])", re.M),
 ]

@@ -424,3 +424,19 @@ async def test_adopt_refuses_an_unknown_section_name(
     code, lines = adopt(Options(root=site, languages=["ja"]), ["nope"])
     assert code == 1
     assert lines == ["--section nope: no selected translation has a changed section by that name"]
+
+
+async def test_a_run_translates_mermaid_labels_and_keeps_the_diagram_code(
+    site: Path, echo: EchoTranslator, run_site: RunSite
+) -> None:
+    diagram = (
+        "# Flow\n\nHow a run goes:\n\n```mermaid\nsequenceDiagram\n"
+        "    participant App as Your code\n    App->>Runner: load the history\n```\n"
+    )
+    _write(site / "docs" / "flow.md", diagram)
+    outcome = await run_site(languages=["ja"], files=["flow.md"])
+    assert outcome.code == 0, outcome.output
+    ja = _read(site / "docs" / "ja" / "flow.md")
+    assert "```mermaid\nsequenceDiagram\n    participant App as Your語 code語\n" in ja
+    assert "    App->>Runner: load語 その 履歴\n```\n" in ja
+    assert "i18n:mermaid" not in ja
