@@ -82,6 +82,10 @@ async def test_each_meaning_fault_is_caught_and_repaired(
     if CAUGHT_BY[fault] == "checks":
         assert "draft failed" in outcome.output
         assert len(echo.reviews) == 1  # the faulty draft never reached the reviewer
+        line = next(x for x in outcome.output.splitlines() if "draft failed" in x)
+        counted = int(line.split("draft failed ")[1].split(" ")[0])
+        shown = line.split("asking for repair 1/2: ")[1].split("; section ")
+        assert len(shown) == counted  # the progress line shows every finding it counts
         repair = next(b for b in bodies if len(b["input"]) == 3)["input"][2]["content"]
         assert "failed these automatic checks" in repair
     else:
