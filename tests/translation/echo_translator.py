@@ -192,7 +192,7 @@ def _change_number(text: str, source: str, glossary: Glossary) -> str:
     def _bump(match: re.Match[str]) -> str:
         return str(int(match[0]) + 1)
 
-    changed = re.sub(r"(?<![\w@])\d+(?![\w@])", _bump, text, count=1)
+    changed = re.sub(r"(?<![\w@])(?<!section )\d+(?![\w@])", _bump, text, count=1)
     assert changed != text, "no number to change in the draft"
     return changed
 
