@@ -185,3 +185,26 @@ def test_kill_after_a_page_is_written_resumes_on_rerun(
     assert all("pending" not in entry["ja"] for entry in manifest["pages"].values())
     checked = _run(site, "--check", "--lang", "ja")
     assert checked.returncode == 0, checked.stdout
+
+
+def test_no_review_and_report_on_the_command_line(
+    site: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    echo = EchoTranslator().install(fake_openai)
+    report = site / "run-report.json"
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_openai.base_url, "CI": "true"}
+    args = ("--lang", "ja", "--file", "index.md", "--report", str(report))
+    result = _run(site, *args, "--no-review", **env)
+    assert result.returncode == 0, result.stderr
+    assert echo.reviews == []
+    assert "review calls" not in result.stdout
+    assert json.loads(report.read_text(encoding="utf-8"))["review"]["calls"] == 0
+    (site / "docs" / "index.md").write_text(
+        (site / "docs" / "index.md").read_text(encoding="utf-8") + "\nMore.\n", encoding="utf-8"
+    )
+    result = _run(site, *args, "--review-model", "o4-mini", **env)
+    assert result.returncode == 0, result.stderr
+    assert len(echo.reviews) == 1
+    assert "review calls: 1, tokens in: " in result.stdout
+    assert json.loads(report.read_text(encoding="utf-8"))["review"]["calls"] == 1
+    assert _run(site, "--section", "x").returncode == 2  # --section goes with --adopt only
