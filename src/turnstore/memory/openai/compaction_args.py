@@ -38,7 +38,8 @@ class CompactionTriggerContext(TypedDict):
         compaction_mode: The mode this compaction would use, `"auto"` already resolved.
         compaction_candidate_items: The stored items that are neither user messages nor
             compaction items, oldest first.
-        session_items: The whole stored history, oldest first.
+        session_items: The whole stored history, oldest first, as written through the session
+            (items written to the wrapped session directly appear after its next read).
     """
 
     response_id: str | None
