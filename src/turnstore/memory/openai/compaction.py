@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
-import json
 import logging
 from collections.abc import Mapping
 from typing import Any, Literal, cast
@@ -15,11 +14,9 @@ from openai import AsyncOpenAI
 from openai.types.responses import CompactedResponse, ResponseUsage
 
 from ...defaults import default_model_name
-from ...exceptions import SessionError, SessionStorageError, UserError
+from ...exceptions import SessionError, UserError
 from ...items import TResponseInputItem, clean_input_item
 from ..closing import AsyncCloseable
-from ..codec import MAX_LIMIT
-from ..mutation import await_session_mutation
 from ..session import (
     HistorySnapshot,
     OpenAIResponsesCompactionArgs,
@@ -44,6 +41,7 @@ from .compaction_items import (
     normalize_compacted_output,
     select_compaction_candidate_items,
 )
+from .compaction_replace import WHOLE_HISTORY, ReplaceAndRestore, canonical
 from .conversations import OpenAIConversationsSession
 
 __all__ = [
@@ -54,16 +52,8 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-WHOLE_HISTORY = MAX_LIMIT
-"""The limit compaction reads with: explicit, so that the wrapped session's settings (its
-`limit`) cannot cut the read short, and larger than any history."""
 
-
-def _canonical(items: list[TResponseInputItem]) -> str:
-    return json.dumps(items, sort_keys=True, ensure_ascii=False)
-
-
-class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
+class OpenAIResponsesCompactionSession(ReplaceAndRestore, SessionABC, AsyncCloseable):
     """A session that compacts its history with the Responses API once it grows long.
 
     It wraps any other session, which keeps doing the storing: reads and writes pass through.
@@ -243,7 +233,7 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
                 self._known = None
                 raise
             known = self._known
-            if known and item is not None and _canonical([known[-1]]) == _canonical([item]):
+            if known and item is not None and canonical([known[-1]]) == canonical([item]):
                 known.pop()
             else:
                 self._known = None  # not the item we expected: read again when needed
@@ -359,7 +349,7 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
                 else:
                     items = await self.underlying_session.get_items(WHOLE_HISTORY)
                 self._known = copy.deepcopy(items)
-            if decided_on is not None and _canonical(decided_on) == _canonical(items):
+            if decided_on is not None and canonical(decided_on) == canonical(items):
                 resolved = self._resolve_mode(mode, automatic, force, items)
                 assert resolved is not None  # `_decide` accepted these very items
             else:
@@ -470,73 +460,4 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
         except openai.OpenAIError as exc:
             raise SessionError(
                 f"compacting session {self.session_id!r} failed; its history is unchanged: {exc}"
-            ) from exc
-
-    # -- replacement -----------------------------------------------------------------------
-
-    async def _replace(
-        self, prefix: list[TResponseInputItem], output: list[TResponseInputItem]
-    ) -> bool:
-        """Put `output` in place of `prefix`, keeping whatever follows it now."""
-        async with self._mutation_lock:
-            current = await self.underlying_session.get_items(WHOLE_HISTORY)
-            self._known = copy.deepcopy(current)
-            if _canonical(current[: len(prefix)]) != _canonical(prefix):
-                logger.warning(
-                    "compaction result for %s discarded: the history changed during the call",
-                    self.session_id,
-                )
-                return False
-            new = [*output, *current[len(prefix) :]]
-            self._known = None
-            await self._swap(current, new)
-            self._known = copy.deepcopy(new)
-            return True
-
-    async def _swap(
-        self, previous: list[TResponseInputItem], new: list[TResponseInputItem]
-    ) -> None:
-        """Replace `previous` with `new` on any session; restore `previous` on any failure."""
-        session = self.underlying_session
-        try:
-            await session.clear_session()
-            if new:
-                await session.add_items(new)
-            await self._verify(new)
-        except BaseException as exc:
-            await await_session_mutation(self._restore(previous, exc))
-            if isinstance(exc, Exception) and not isinstance(exc, SessionStorageError):
-                raise SessionStorageError(
-                    f"writing the compacted history of {self.session_id!r} failed; the previous "
-                    f"history was restored: {exc!r}"
-                ) from exc
-            raise
-
-    async def _verify(self, expected: list[TResponseInputItem]) -> None:
-        stored = await self.underlying_session.get_items(WHOLE_HISTORY)
-        if _canonical(stored) != _canonical(expected):
-            raise SessionStorageError(
-                f"session {self.session_id!r} holds {len(stored)} items after writing "
-                f"{len(expected)}: the write did not read back as written"
-            )
-
-    async def _restore(self, previous: list[TResponseInputItem], cause: BaseException) -> None:
-        session = self.underlying_session
-        try:
-            await session.clear_session()
-            if previous:
-                await session.add_items(previous)
-            await self._verify(previous)
-        except Exception as exc:
-            logger.error(
-                "restoring the history of %s after a failed compaction failed; its %d previous "
-                "items follow as JSON: %s",
-                self.session_id,
-                len(previous),
-                _canonical(previous),
-            )
-            raise SessionStorageError(
-                f"writing the compacted history of {self.session_id!r} failed ({cause!r}) and "
-                f"restoring its {len(previous)} previous items failed too ({exc!r}); they are "
-                f"logged as JSON on the {logger.name!r} logger"
             ) from exc
