@@ -51,6 +51,7 @@ __all__ = [
     "RedisSession",
     "create_client_for_url",
     "decode_element",
+    "ready",
 ]
 
 _T = TypeVar("_T")
@@ -339,6 +340,7 @@ class RedisSession(SessionABC, AsyncCloseable):
 
     async def _run(self, operation: str, call: Callable[[], Awaitable[_T]]) -> _T:
         try:
+            await ready(self._redis)
             return await call()
         except CLIENT_ERRORS as exc:
             raise SessionStorageError(
@@ -379,6 +381,22 @@ class RedisSession(SessionABC, AsyncCloseable):
 
     async def _clear(self) -> None:
         await self._clear_script(keys=[self._items_key, self._index_key], args=[self.session_id])
+
+
+async def ready(client: Redis | RedisCluster) -> None:
+    """Let a cluster client learn the cluster's slots before it sends a command.
+
+    redis-py's cluster client does this inside the first command (and again after a connection
+    error); several first commands at once then close connections under each other (seen with
+    redis-py 8.1: "Connection closed by server" mid-command, and a client with retries applied
+    such a write twice). `initialize()` runs under the client's lock and returns at once when
+    the client is ready.
+
+    Args:
+        client: The client; a single-node client needs nothing.
+    """
+    if isinstance(client, RedisCluster):
+        await client.initialize()
 
 
 def create_client_for_url(url: str, **redis_kwargs: Any) -> Redis | RedisCluster:

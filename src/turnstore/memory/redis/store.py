@@ -51,9 +51,10 @@ class RedisStore(SessionStore):
         self._add = self._redis.register_script(ADD)
 
     async def _call(self, work: Any) -> Any:
-        from .session import CLIENT_ERRORS
+        from .session import CLIENT_ERRORS, ready
 
         try:
+            await ready(self._redis)
             return await work()
         except CLIENT_ERRORS as exc:
             raise SessionStorageError(f"{self.target}: {type(exc).__name__}: {exc}") from exc
@@ -102,7 +103,13 @@ class RedisStore(SessionStore):
         _check_page(offset, limit)
 
         async def work() -> list[SessionInfo]:
-            return await self._describe(await self._newest(offset, limit))
+            while True:
+                entries = await self._newest(offset, limit)
+                infos = await self._describe(entries)
+                if len(infos) == len(entries):
+                    return infos
+                # Expired sessions were pruned from the index: read the window again, so that
+                # a page is never short (a short page reads as the last one) nor skips any.
 
         result: list[SessionInfo] = await self._call(work)
         return result
