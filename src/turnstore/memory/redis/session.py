@@ -14,6 +14,7 @@ Layout, for a key prefix `P` (default `agent_sessions`):
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
@@ -55,10 +56,18 @@ _T = TypeVar("_T")
 DEFAULT_KEY_PREFIX = "agent_sessions"
 _REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
+MAX_TTL_SECONDS = 1000 * 365 * 24 * 3600
+"""The longest `ttl` accepted: 1,000 years (Redis refuses expiry times past a 64-bit limit)."""
+
+
 # The scripts check key types first, so that no command can fail after a write: each script is
 # all or nothing. KEYS[1] is the item list, KEYS[2] the index; ARGV[1] the session id, ARGV[2]
 # the TTL in milliseconds (0: none), ARGV[3] the time in milliseconds.
-_CHECK_TYPES = """
+_CHECK_TYPES = f"""
+local ttl = tonumber(ARGV[2])
+if not ttl or ttl < 0 or ttl > {MAX_TTL_SECONDS * 1000} or ttl ~= math.floor(ttl) then
+  return redis.error_reply('ERR invalid ttl ' .. ARGV[2] .. ' ms: nothing was written')
+end
 local list_type = redis.call('TYPE', KEYS[1]).ok
 if list_type ~= 'none' and list_type ~= 'list' then
   return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' holds a ' .. list_type .. ', not a list')
@@ -146,10 +155,31 @@ def decode_element(raw: bytes | str, *, where: str) -> tuple[int | None, TRespon
         `(milliseconds, item)`; the item is `None` (with a logged warning) when corrupt.
     """
     text = raw.decode("utf-8", "surrogateescape") if isinstance(raw, bytes) else raw
-    stamp, bar, body = text.partition("|")
-    if not bar or not stamp.isdigit():
+    stamp, body = split_stamp(text)
+    if stamp is None:
         return None, decode_item(text, where=where)  # logs the problem
-    return int(stamp), decode_item(body, where=where)
+    return stamp, decode_item(body, where=where)
+
+
+_STAMP = re.compile(r"-?[0-9]{1,19}")
+
+
+def split_stamp(text: str) -> tuple[int | None, str]:
+    """Split `"<milliseconds>|<json>"` into the stamp and the JSON text.
+
+    The stamp is a signed integer: an item imported with a `created_at` before 1970 has a
+    negative one.
+
+    Args:
+        text: The stored element, as text.
+
+    Returns:
+        `(milliseconds, body)`, or `(None, text)` when the element has no valid stamp.
+    """
+    stamp, bar, body = text.partition("|")
+    if not bar or not _STAMP.fullmatch(stamp):
+        return None, text
+    return int(stamp), body
 
 
 _raw_decode = json.JSONDecoder().raw_decode
@@ -179,8 +209,11 @@ def _ttl_ms(ttl: float | timedelta | None) -> int:
     seconds = ttl.total_seconds() if isinstance(ttl, timedelta) else ttl
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
         raise TypeError(f"ttl must be seconds (int or float), a timedelta or None, not {ttl!r}")
-    if seconds <= 0:
-        raise ValueError(f"ttl must be positive, got {ttl!r}")
+    if not (0 < seconds <= MAX_TTL_SECONDS):  # also refuses NaN and infinity
+        raise ValueError(
+            f"ttl must be more than 0 and at most {MAX_TTL_SECONDS} seconds (1,000 years); "
+            f"pass None for a session that never expires. Got {ttl!r}"
+        )
     return max(1, round(seconds * 1000))
 
 

@@ -33,6 +33,36 @@ end
 return removed
 """
 
+# One session's import, atomically: check the key types, clear the list if ARGV[2] is "1", append
+# ARGV[4..] (in chunks: Lua's unpack has a limit), record the write (ARGV[3], ms) in the index.
+# Any error is raised before the first write.
+_WRITE_SCRIPT = """
+local list_type = redis.call('TYPE', KEYS[1]).ok
+if list_type ~= 'none' and list_type ~= 'list' then
+  return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' holds a ' .. list_type .. ', not a list')
+end
+local index_type = redis.call('TYPE', KEYS[2]).ok
+if index_type ~= 'none' and index_type ~= 'zset' then
+  return redis.error_reply('WRONGTYPE ' .. KEYS[2] .. ' holds a ' .. index_type .. ', not a zset')
+end
+if ARGV[2] == '1' then
+  redis.call('DEL', KEYS[1])
+end
+local last = #ARGV
+local first = 4
+while first <= last do
+  local chunk_end = math.min(first + 999, last)
+  redis.call('RPUSH', KEYS[1], unpack(ARGV, first, chunk_end))
+  first = chunk_end + 1
+end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+else
+  redis.call('ZREM', KEYS[2], ARGV[1])
+end
+return last - 3
+"""
+
 
 class RedisStore(SessionStore):
     """The keys of `RedisSession` under one prefix."""
@@ -49,6 +79,7 @@ class RedisStore(SessionStore):
         self._prefix = key_prefix
         self._index = index_key(key_prefix)
         self._prune = self._redis.register_script(_PRUNE_SCRIPT)
+        self._write = self._redis.register_script(_WRITE_SCRIPT)
 
     def _items_key(self, session_id: str) -> str:
         from .session import items_key
@@ -151,20 +182,22 @@ class RedisStore(SessionStore):
         result: list[SessionRecord] = await self._call(work)
         return result
 
-    async def write_records(self, session_id: str, records: list[SessionRecord]) -> None:
-        """Append records to a session in one transaction, keeping their `created_at`."""
+    async def write_records(
+        self, session_id: str, records: list[SessionRecord], *, replace: bool = False
+    ) -> None:
+        """Write records to a session in one Lua script (atomic), keeping their `created_at`."""
         encoded = encode_items([record.item for record in records])
-        if not encoded:
+        if not encoded and not replace:
             return
         now = _to_ms(datetime.now(UTC))
         stamps = [now if r.created_at is None else _to_ms(r.created_at) for r in records]
         elements = [f"{stamp}|{data}" for stamp, data in zip(stamps, encoded, strict=True)]
 
         async def work() -> None:
-            async with self._redis.pipeline(transaction=True) as pipe:
-                pipe.rpush(self._items_key(session_id), *elements)
-                pipe.zadd(self._index, {session_id: now})
-                await pipe.execute()
+            await self._write(
+                keys=[self._items_key(session_id), self._index],
+                args=[session_id, "1" if replace else "0", now, *elements],
+            )
 
         await self._call(work)
 
@@ -188,7 +221,8 @@ def _text(value: bytes | str) -> str:
 
 
 def _first_stamp(element: bytes | str | None) -> datetime | None:
+    from .session import split_stamp
+
     if element is None:
         return None
-    stamp = _text(element).partition("|")[0]
-    return _from_ms(int(stamp)) if stamp.isdigit() else None
+    return _from_ms(split_stamp(_text(element))[0])
