@@ -259,6 +259,9 @@ class TestRedisConformance(SessionConformanceTests):
     async def corrupt_latest_row(self, session: Session) -> None:
         await self.client.lset(f"{self.prefix}:items:{session.session_id}", -1, "not json{")
 
+    async def stored_row_count(self, session: Session) -> int:
+        return int(await self.client.llen(f"{self.prefix}:items:{session.session_id}"))
+
 
 def test_missing_extra_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys

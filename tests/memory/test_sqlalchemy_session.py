@@ -420,6 +420,12 @@ class TestPostgresConformance(SessionConformanceTests):
             ).scalar_one()
             await conn.execute(update(m).where(m.c.id == newest).values(message_data="not json{"))
 
+    async def stored_row_count(self, session: Session) -> int:
+        m = _tables(*self.tables)[2]
+        async with self.engine.connect() as conn:
+            query = select(func.count()).where(m.c.session_id == session.session_id)
+            return int((await conn.execute(query)).scalar_one())
+
 
 class TestMariaDBConformance(TestPostgresConformance):
     """The shared session contract on MariaDB/MySQL through aiomysql (when one is running)."""

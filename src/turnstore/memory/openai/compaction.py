@@ -16,7 +16,7 @@ from typing_extensions import TypedDict
 
 from ...agent import default_model_name
 from ...conversion import clean_input_item
-from ...exceptions import SessionError, SessionStorageError, UserError
+from ...exceptions import SessionClosedError, SessionError, SessionStorageError, UserError
 from ...items import TResponseInputItem
 from ..closing import AsyncCloseable
 from ..mutation import await_session_mutation
@@ -200,6 +200,7 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
         self._response_stored: bool | None = None
         self._compaction_lock = asyncio.Lock()
         self._mutation_lock = asyncio.Lock()
+        self._closed = False
 
     # -- delegation ------------------------------------------------------------------------
 
@@ -222,6 +223,7 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
         Returns:
             The stored items; after a compaction, the compacted items come first.
         """
+        self._check_open()
         return await self.underlying_session.get_items(limit)
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
@@ -230,6 +232,7 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
         Args:
             items: The items to append, in order.
         """
+        self._check_open()
         async with self._mutation_lock:
             await self.underlying_session.add_items(items)
 
@@ -239,11 +242,13 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
         Returns:
             The removed item, or `None` when the history is empty.
         """
+        self._check_open()
         async with self._mutation_lock:
             return await self.underlying_session.pop_item()
 
     async def clear_session(self) -> None:
         """Remove every item of the wrapped session and forget the latest response id."""
+        self._check_open()
         async with self._mutation_lock:
             await self.underlying_session.clear_session()
             self._response_id = None
@@ -257,13 +262,22 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
     # -- lifecycle -------------------------------------------------------------------------
 
     async def close(self) -> None:
-        """Close the client this session built from the environment.
+        """Close the session, and the client it built from the environment.
 
         A client passed in and the wrapped session are left open (close the wrapped session
-        yourself). The session remains usable: a later compaction builds a new client.
-        `async with` calls `close()` at the end of the block.
+        yourself). Like every session of this package, a closed session raises
+        [`SessionClosedError`][turnstore.SessionClosedError] on any further operation; closing
+        twice is harmless. `async with` calls `close()` at the end of the block.
         """
+        self._closed = True
         await self._client.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SessionClosedError(
+                f"OpenAIResponsesCompactionSession {self.session_id!r} is closed; "
+                "create a new session object"
+            )
 
     def _note_args(self, args: OpenAIResponsesCompactionArgs | None) -> tuple[str, bool, bool]:
         """Validate `args`, remember what they say about the latest response, resolve the mode.
@@ -343,6 +357,7 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
                 changed nothing; elsewhere the previous history was restored (or, if even that
                 failed, the message says so and the items are logged).
         """
+        self._check_open()
         mode, automatic, force = self._note_args(args)
         async with self._compaction_lock:
             atomic = _atomic_replacement(self.underlying_session)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -97,15 +98,32 @@ return last - 3
 """
 )
 
-# Pop the newest element, refresh the TTL and record the write; an emptied session leaves the
-# index.
+# Pop the newest VALID element ("<ms>|<JSON object>"), refresh the TTL and record the write; an
+# emptied session leaves the index. Corrupt elements are skipped and left in place, as on every
+# backend: the valid one is swapped for the unique marker ARGV[4], which LREM then removes.
 _POP_SCRIPT = (
     _CHECK_TYPES
     + """
-local element = redis.call('RPOP', KEYS[1])
-if not element then
+local length = redis.call('LLEN', KEYS[1])
+local index = -1
+local found = false
+while -index <= length do
+  local element = redis.call('LINDEX', KEYS[1], index)
+  local bar = string.find(element, '|', 1, true)
+  if bar and string.match(string.sub(element, 1, bar - 1), '^%-?%d+$') then
+    local body = string.sub(element, bar + 1)
+    if string.match(body, '^%s*{') and pcall(cjson.decode, body) then
+      found = element
+      break
+    end
+  end
+  index = index - 1
+end
+if not found then
   return false
 end
+redis.call('LSET', KEYS[1], index, ARGV[4])
+redis.call('LREM', KEYS[1], -1, ARGV[4])
 if redis.call('EXISTS', KEYS[1]) == 1 then
   if tonumber(ARGV[2]) > 0 then
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -114,7 +132,7 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
 else
   redis.call('ZREM', KEYS[2], ARGV[1])
 end
-return element
+return found
 """
 )
 
@@ -389,8 +407,8 @@ class RedisSession(SessionABC, AsyncCloseable):
         """Remove and return the newest item, atomically.
 
         Returns:
-            The removed item, or `None` when the history is empty. A corrupt newest element is
-            removed with a logged warning and the next one is popped.
+            The removed item, or `None` when the session has no valid item. Corrupt elements
+            are skipped (and left in place).
 
         Raises:
             SessionClosedError: The session was closed.
@@ -463,17 +481,16 @@ class RedisSession(SessionABC, AsyncCloseable):
         )
 
     async def _pop_valid(self) -> TResponseInputItem | None:
-        while True:
-            stamp = time.time_ns() // 1_000_000
-            raw = await self._pop(
-                keys=[self._items_key, self._index_key],
-                args=[self.session_id, self._ttl_ms, stamp],
-            )
-            if raw is None:
-                return None
-            _, item = decode_element(raw, where=f"session {self.session_id!r}, newest element")
-            if item is not None:
-                return item
+        stamp = time.time_ns() // 1_000_000
+        marker = f"turnstore-pop-{uuid.uuid4().hex}"
+        raw = await self._pop(
+            keys=[self._items_key, self._index_key],
+            args=[self.session_id, self._ttl_ms, stamp, marker],
+        )
+        if raw is None:
+            return None
+        _, item = decode_element(raw, where=f"session {self.session_id!r}, newest element")
+        return item
 
     async def _clear(self) -> None:
         async with self._redis.pipeline(transaction=True) as pipe:

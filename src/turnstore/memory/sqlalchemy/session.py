@@ -363,8 +363,8 @@ class SQLAlchemySession(SessionABC, AsyncCloseable):
         """Remove and return the newest item, atomically.
 
         Returns:
-            The removed item, or `None` when the history is empty. A corrupt newest row is
-            removed with a logged warning and the next one is popped.
+            The removed item, or `None` when the session has no valid item. Corrupt rows are
+            skipped (and left in place) with a logged warning.
 
         Raises:
             SessionClosedError: The session was closed.
@@ -560,35 +560,33 @@ class SQLAlchemySession(SessionABC, AsyncCloseable):
         async with self._engine.begin() as conn:
             if not await self._lock_session_row(conn, create=False):
                 return None
+            # Newest first; a corrupt row is skipped and left in place (never deleted), as on
+            # every backend. The session row's lock keeps other writers out meanwhile.
+            before: int | None = None
             while True:
-                newest = select(func.max(m.c.id)).where(m.c.session_id == sid).scalar_subquery()
-                if conn.dialect.name == "postgresql":
-                    found = (
-                        await conn.execute(
-                            delete(m).where(m.c.id == newest).returning(m.c.id, m.c.message_data)
-                        )
-                    ).first()
-                else:
-                    found = (
-                        await conn.execute(
-                            select(m.c.id, m.c.message_data)
-                            .where(m.c.session_id == sid)
-                            .order_by(m.c.id.desc())
-                            .limit(1)
-                        )
-                    ).first()
-                    if found is not None:
-                        await conn.execute(delete(m).where(m.c.id == found[0]))
-                if found is None:
+                stmt = (
+                    select(m.c.id, m.c.message_data)
+                    .where(m.c.session_id == sid)
+                    .order_by(m.c.id.desc())
+                    .limit(20)
+                )
+                if before is not None:
+                    stmt = stmt.where(m.c.id < before)
+                rows = (await conn.execute(stmt)).all()
+                if not rows:
                     return None
-                item = decode_item(found[1], where=f"session {sid!r} row {found[0]}")
-                if item is not None:
+                for row_id, data in rows:
+                    item = decode_item(data, where=f"session {sid!r} row {row_id}")
+                    if item is None:
+                        continue
+                    await conn.execute(delete(m).where(m.c.id == row_id))
                     await conn.execute(
                         update(self._sessions)
                         .where(self._sessions.c.session_id == sid)
                         .values(updated_at=func.now())
                     )
                     return item
+                before = rows[-1][0]
 
     async def _clear(self) -> None:
         sid = self.session_id
