@@ -198,6 +198,17 @@ class TestConversationsSession(SessionConformanceTests):
         # The API gives each stored item an id and a status.
         return {key: value for key, value in item.items() if key not in ("id", "status")}
 
+    async def test_same_id_shares_history_across_objects(self, new_session: Any) -> None:
+        pytest.skip(
+            "the Conversations API has no atomic pop (a read, then a delete): two objects on one "
+            "conversation popping at once can race"
+        )
+
+    async def corrupt_latest_row(self, session: Session) -> None:
+        pytest.skip(
+            "the Conversations API stores only items it accepted: no corrupt item can be read"
+        )
+
     @pytest.mark.parametrize("hostile", ["x'; DROP TABLE agent_messages; --"])
     async def test_ids_that_look_like_sql_injection(self, new_session: Any, hostile: str) -> None:
         pytest.skip(
