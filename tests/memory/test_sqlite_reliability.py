@@ -357,3 +357,36 @@ async def test_a_file_written_by_the_previous_release_still_opens(db_path: str) 
     async with SQLiteSession("a", db_path) as session:
         assert [item["content"] for item in await session.get_items()] == ["kept"]
         assert [item["content"] for item in await session.get_archived_items()] == ["archived"]
+
+
+# --- 9: a cancelled write waiting for another process's lock gives up, nothing written ---------
+
+
+@pytest.mark.parametrize("through", ["direct", "runner-style shield"])
+async def test_a_cancelled_add_waiting_for_a_lock_gives_up_without_writing(
+    db_path: str, through: str
+) -> None:
+    from turnstore import await_session_mutation
+
+    async with SQLiteSession("s", db_path) as session:
+        await session.add_items([msg("before")])
+        other = sqlite3.connect(db_path, isolation_level=None)  # another writer, as a process
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            call = session.add_items([msg("cancelled")])
+            if through != "direct":  # the runner shields its own add_items the same way
+                call = await_session_mutation(call)
+            task = asyncio.ensure_future(call)
+            await asyncio.sleep(0.3)  # the writer is now retrying against the lock
+            task.cancel()
+            # While the other writer still holds its lock, the cancellation completes (it
+            # would otherwise wait for the lock for up to 60 s of retries).
+            done, _ = await asyncio.wait({task}, timeout=30)
+            assert done
+            assert task.cancelled()
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        assert [item["content"] for item in await session.get_items()] == ["before"]
+        await session.add_items([msg("after")])
+        assert [item["content"] for item in await session.get_items()] == ["before", "after"]

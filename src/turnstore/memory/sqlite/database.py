@@ -83,6 +83,8 @@ class Job:
     write: bool
     schema_key: Hashable | None = None
     prepare: Prepare | None = None
+    abandon: bool = False
+    """Set when the caller was cancelled: the writer gives the job up if it has not committed."""
 
 
 @dataclass(eq=False, slots=True)
@@ -395,13 +397,29 @@ class SQLiteDatabase:
     def _retrying(self, conn: sqlite3.Connection, jobs: list[Job]) -> list[tuple[bool, Any]]:
         deadline = time.monotonic() + BUSY_RETRY_SECONDS
         delay = 0.001
+        outcomes: dict[int, tuple[bool, Any]] = {}
+        pending = jobs
         while True:
             try:
-                return self._transaction(conn, jobs)
+                for job, outcome in zip(pending, self._transaction(conn, pending), strict=True):
+                    outcomes[id(job)] = outcome
+                return [outcomes[id(job)] for job in jobs]
             except Exception as exc:
                 _rollback(conn)
                 if is_busy(exc) and time.monotonic() < deadline:
                     # Another process holds the write lock beyond the busy timeout: wait, redo.
+                    # A job whose caller was cancelled meanwhile is given up (nothing of it was
+                    # written), so a cancellation waits one busy timeout at most, not the whole
+                    # retry time.
+                    still = []
+                    for job in pending:
+                        if job.abandon:
+                            outcomes[id(job)] = (False, _abandoned(self.path))
+                        else:
+                            still.append(job)
+                    pending = still
+                    if not pending:
+                        return [outcomes[id(job)] for job in jobs]
                     time.sleep(delay)
                     delay = min(delay * 2, 0.05)
                     continue
@@ -445,6 +463,13 @@ class SQLiteDatabase:
         self.commits += 1
         self.prepared.update(prepared)
         return outcomes
+
+
+def _abandoned(path: str) -> SessionStorageError:
+    return SessionStorageError(
+        f"the write to {path!r} was given up: its caller was cancelled while another connection "
+        "held the database's write lock; nothing was written"
+    )
 
 
 class _JobFailed(Exception):

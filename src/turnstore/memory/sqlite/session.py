@@ -37,7 +37,7 @@ from ...exceptions import SessionClosedError
 from ...items import TResponseInputItem
 from ..closing import AsyncCloseable
 from ..codec import check_session_id
-from ..mutation import await_session_mutation
+from ..mutation import await_session_mutation, on_mutation_cancelled
 from ..session import SessionABC
 from ..settings import (
     SessionSettings,
@@ -261,6 +261,9 @@ class SQLiteSession(SessionABC, AsyncCloseable):
     # --- plumbing ---------------------------------------------------------------------------
 
     def _enqueue(self, work: Work, *, write: bool) -> asyncio.Future[Any]:
+        return self._enqueue_job(work, write=write).future
+
+    def _enqueue_job(self, work: Work, *, write: bool) -> Job:
         # Queued synchronously, so calls reach the writer in the order they were made and a
         # call made before close() is never refused by it.
         self._check_open()
@@ -270,7 +273,7 @@ class SQLiteSession(SessionABC, AsyncCloseable):
             self._db.submit_write(job)
         else:
             self._db.submit_read(job)
-        return future
+        return job
 
     async def _read(self, work: Work) -> Any:
         if self._schema not in self._db.prepared:
@@ -279,7 +282,13 @@ class SQLiteSession(SessionABC, AsyncCloseable):
         return await self._enqueue(work, write=False)
 
     async def _write(self, work: Work) -> Any:
-        return await await_session_mutation(self._enqueue(work, write=True))
+        job = self._enqueue_job(work, write=True)
+
+        def abandon() -> None:
+            job.abandon = True  # the writer gives it up if it is still waiting for a lock
+
+        on_mutation_cancelled(abandon)  # an enclosing shield (a runner's) was cancelled
+        return await await_session_mutation(_Watched(job.future, abandon))
 
     # --- the Session protocol -----------------------------------------------------------------
 
@@ -493,6 +502,20 @@ class SQLiteSession(SessionABC, AsyncCloseable):
 
         replaced: bool = await self._write(replace)
         return replaced
+
+
+class _Watched:
+    """A job's future that, awaited through `await_session_mutation`, hears of cancellation."""
+
+    __slots__ = ("abandon", "future")
+
+    def __init__(self, future: asyncio.Future[Any], abandon: Any) -> None:
+        self.future = future
+        self.abandon = abandon
+
+    def __await__(self) -> Any:
+        on_mutation_cancelled(self.abandon)
+        return self.future.__await__()
 
 
 class _Insert:
