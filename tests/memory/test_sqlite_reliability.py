@@ -115,7 +115,7 @@ def test_a_call_that_passed_the_open_check_when_close_ran_raises_closed(
     async def use() -> None:
         try:
             # The job queue of add_items / pop_item (write) or of get_items (read).
-            await asyncio.wait_for(session._enqueue(lambda conn: None, write=write), 10)
+            await asyncio.wait_for(session._enqueue(lambda conn: None, write=write).future, 10)
             outcome.append("ran")
         except SessionClosedError:
             outcome.append("closed")

@@ -7,31 +7,19 @@ from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import TypeVar
 
-__all__ = ["await_session_mutation", "on_mutation_cancelled"]
+__all__ = ["await_session_mutation"]
 
 _T = TypeVar("_T")
 
-_cancel_hooks: ContextVar[list[Callable[[], None]] | None] = ContextVar(
-    "turnstore_mutation_cancel_hooks", default=None
+_enclosing: ContextVar[list[Callable[[], None]] | None] = ContextVar(
+    "turnstore_enclosing_mutation", default=None
 )
+"""The cancel callbacks of the `await_session_mutation` whose task runs this code, if any."""
 
 
-def on_mutation_cancelled(callback: Callable[[], None]) -> None:
-    """Ask to be told when the caller of the enclosing `await_session_mutation` is cancelled.
-
-    A storage mutation that has not committed yet may use it to give up early (nothing written)
-    instead of holding the cancelled caller: SQLite stops retrying a write that waits for
-    another process's lock. Outside any `await_session_mutation` this does nothing.
-
-    Args:
-        callback: Called once, on the event loop thread, at the first cancellation request.
-    """
-    hooks = _cancel_hooks.get()
-    if hooks is not None:
-        hooks.append(callback)
-
-
-async def await_session_mutation(awaitable: Awaitable[_T]) -> _T:
+async def await_session_mutation(
+    awaitable: Awaitable[_T], *, on_cancel: Callable[[], None] | None = None
+) -> _T:
     """Run a mutation to its end even when the caller is cancelled.
 
     A write that is abandoned halfway would leave a history the caller cannot reason about. Once
@@ -44,6 +32,10 @@ async def await_session_mutation(awaitable: Awaitable[_T]) -> _T:
 
     Args:
         awaitable: The mutation, for example `self._write(batch)`.
+        on_cancel: Called once, at the caller's first cancellation, so that a mutation that has
+            not taken effect yet can give up early (for example a write still waiting for a
+            busy database). The caller still waits for the mutation's outcome: it either took
+            effect whole or not at all.
 
     Returns:
         The mutation's result, when the caller was not cancelled.
@@ -59,14 +51,17 @@ async def await_session_mutation(awaitable: Awaitable[_T]) -> _T:
             await await_session_mutation(self._insert(items))
         ```
     """
-    hooks: list[Callable[[], None]] = []
-    # A nested mutation (a session's own, inside a runner's) hears of this caller's cancellation.
-    on_mutation_cancelled(lambda: _fire(hooks))
-    token = _cancel_hooks.set(hooks)
+    # Nested mutations (a session's own shield inside the runner's) are told of this caller's
+    # cancellation too: the runner's shield hides it from the session otherwise.
+    callbacks: list[Callable[[], None]] = [] if on_cancel is None else [on_cancel]
+    enclosing = _enclosing.get()
+    if enclosing is not None:
+        enclosing.append(lambda: _call_all(callbacks))
+    token = _enclosing.set(callbacks)
     try:
-        task = asyncio.ensure_future(awaitable)  # a new task copies the context, hooks included
+        task = asyncio.ensure_future(awaitable)  # a new task copies this context
     finally:
-        _cancel_hooks.reset(token)
+        _enclosing.reset(token)
     held: asyncio.CancelledError | None = None
     while not task.done():
         try:
@@ -74,7 +69,7 @@ async def await_session_mutation(awaitable: Awaitable[_T]) -> _T:
             await asyncio.wait((task,))
         except asyncio.CancelledError as exc:
             if held is None:
-                _fire(hooks)
+                _call_all(callbacks)
             held = held or exc
     if held is not None:
         if not task.cancelled():
@@ -83,6 +78,6 @@ async def await_session_mutation(awaitable: Awaitable[_T]) -> _T:
     return task.result()
 
 
-def _fire(hooks: list[Callable[[], None]]) -> None:
-    while hooks:
-        hooks.pop(0)()
+def _call_all(callbacks: list[Callable[[], None]]) -> None:
+    while callbacks:
+        callbacks.pop(0)()

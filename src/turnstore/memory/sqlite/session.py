@@ -37,7 +37,7 @@ from ...exceptions import SessionClosedError
 from ...items import TResponseInputItem
 from ..closing import AsyncCloseable
 from ..codec import check_session_id
-from ..mutation import await_session_mutation, on_mutation_cancelled
+from ..mutation import await_session_mutation
 from ..session import SessionABC
 from ..settings import (
     SessionSettings,
@@ -260,10 +260,7 @@ class SQLiteSession(SessionABC, AsyncCloseable):
 
     # --- plumbing ---------------------------------------------------------------------------
 
-    def _enqueue(self, work: Work, *, write: bool) -> asyncio.Future[Any]:
-        return self._enqueue_job(work, write=write).future
-
-    def _enqueue_job(self, work: Work, *, write: bool) -> Job:
+    def _enqueue(self, work: Work, *, write: bool) -> Job:
         # Queued synchronously, so calls reach the writer in the order they were made and a
         # call made before close() is never refused by it.
         self._check_open()
@@ -278,17 +275,14 @@ class SQLiteSession(SessionABC, AsyncCloseable):
     async def _read(self, work: Work) -> Any:
         if self._schema not in self._db.prepared:
             # The writer creates (or checks) the schema on first use; reads wait for it.
-            await self._enqueue(_nothing, write=True)
-        return await self._enqueue(work, write=False)
+            await self._enqueue(_nothing, write=True).future
+        return await self._enqueue(work, write=False).future
 
     async def _write(self, work: Work) -> Any:
-        job = self._enqueue_job(work, write=True)
-
-        def abandon() -> None:
-            job.abandon = True  # the writer gives it up if it is still waiting for a lock
-
-        on_mutation_cancelled(abandon)  # an enclosing shield (a runner's) was cancelled
-        return await await_session_mutation(_Watched(job.future, abandon))
+        job = self._enqueue(work, write=True)
+        # A cancelled caller waits for the write to commit, unless the write is still waiting
+        # for a busy database: the writer then drops it (nothing written) within a busy slice.
+        return await await_session_mutation(job.future, on_cancel=job.abandon)
 
     # --- the Session protocol -----------------------------------------------------------------
 
@@ -502,20 +496,6 @@ class SQLiteSession(SessionABC, AsyncCloseable):
 
         replaced: bool = await self._write(replace)
         return replaced
-
-
-class _Watched:
-    """A job's future that, awaited through `await_session_mutation`, hears of cancellation."""
-
-    __slots__ = ("abandon", "future")
-
-    def __init__(self, future: asyncio.Future[Any], abandon: Any) -> None:
-        self.future = future
-        self.abandon = abandon
-
-    def __await__(self) -> Any:
-        on_mutation_cancelled(self.abandon)
-        return self.future.__await__()
 
 
 class _Insert:
