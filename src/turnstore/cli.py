@@ -19,20 +19,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import IO, Any
 
 from .exceptions import TurnstoreError
+from .memory.codec import encode_items
 from .memory.store import SessionInfo, SessionRecord, SessionStore, open_session_store
 
 __all__ = ["build_parser", "main"]
 
 _ENV_TARGET = "TURNSTORE_DB"
-_IMPORT_CHUNK = 1000
 
 
 class CommandError(Exception):
@@ -77,9 +79,21 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--all", action="store_true", help="every session")
     export.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
 
-    imports = commands.add_parser("import", help="append the items of a JSON Lines export")
+    imports = commands.add_parser(
+        "import",
+        help="write the sessions of a JSON Lines export (refuses sessions that hold items, "
+        "unless --append or --replace)",
+    )
     imports.add_argument("file", metavar="FILE", help="the export to read ('-' for stdin)")
-    imports.add_argument("--replace", action="store_true", help="clear each imported session first")
+    mode = imports.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--append", action="store_true", help="add to sessions that already hold items"
+    )
+    mode.add_argument(
+        "--replace",
+        action="store_true",
+        help="replace the items of each imported session (in the same transaction)",
+    )
 
     clear = commands.add_parser("clear", help="remove every item of a session")
     clear.add_argument("session_id", metavar="ID")
@@ -139,11 +153,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         asyncio.run(_run(store, args))
-    except (CommandError, TurnstoreError, ValueError, TypeError, OSError) as exc:
+    except CommandError as exc:
         print(f"turnstore: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        # Any other failure is an error of this storage, never an empty result: name it (the
+        # target shows no password).
+        text = str(exc) or type(exc).__name__
+        if store.target not in text:
+            text = f"{store.target}: {text}"
+        print(f"turnstore: error: {text}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -239,17 +261,32 @@ async def _export(store: SessionStore, args: argparse.Namespace) -> None:
             await _require(store, session_id)
         session_ids = list(args.session_ids)
     if args.output:
-        out = await asyncio.to_thread(open, args.output, "w", encoding="utf-8")
-        try:
-            count = await _write_records(store, session_ids, out)
-        finally:
-            out.close()
+        count = await _export_to_file(store, session_ids, args.output)
         print(
             f"exported {count} items of {len(session_ids)} sessions to {args.output}",
             file=sys.stderr,
         )
     else:
         await _write_records(store, session_ids, sys.stdout)
+
+
+async def _export_to_file(store: SessionStore, session_ids: list[str], path: str) -> int:
+    # Written to a temporary file beside the target and renamed over it only once complete: an
+    # error never leaves an empty or partial backup (and never clobbers an older one).
+    directory = os.path.dirname(await asyncio.to_thread(os.path.abspath, path))
+    fd, temp = await asyncio.to_thread(
+        tempfile.mkstemp, prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory
+    )
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            count = await _write_records(store, session_ids, out)
+            await asyncio.to_thread(os.fsync, out.fileno())
+        await asyncio.to_thread(os.replace, temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    return count
 
 
 async def _all_sessions(store: SessionStore) -> Any:
@@ -276,8 +313,12 @@ async def _write_records(store: SessionStore, session_ids: list[str], out: IO[st
     return count
 
 
-def _read_export(lines: Iterator[str], source: str) -> dict[str, list[SessionRecord]]:
-    by_session: dict[str, list[SessionRecord]] = {}
+_Entries = dict[str, list[tuple[str, SessionRecord]]]
+"""An export read into memory: per session id, its records with where each came from."""
+
+
+def _read_export(lines: Iterator[str], source: str) -> _Entries:
+    by_session: _Entries = {}
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -290,11 +331,11 @@ def _read_export(lines: Iterator[str], source: str) -> dict[str, list[SessionRec
             record = SessionRecord.from_json(data, where=where)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
-        by_session.setdefault(record.session_id, []).append(record)
+        by_session.setdefault(record.session_id, []).append((where, record))
     return by_session
 
 
-def _load_export(path: str) -> dict[str, list[SessionRecord]]:
+def _load_export(path: str) -> _Entries:
     if path == "-":
         return _read_export(iter(sys.stdin), "stdin")
     with open(path, encoding="utf-8") as source:
@@ -302,18 +343,54 @@ def _load_export(path: str) -> dict[str, list[SessionRecord]]:
 
 
 async def _import(store: SessionStore, args: argparse.Namespace) -> None:
-    # The whole file is read and checked before anything is written.
-    by_session: dict[str, list[SessionRecord]] = args.records
-    total = 0
-    for session_id, records in by_session.items():
-        if args.replace:
-            session = store.session(session_id)
+    by_session: _Entries = args.records
+    # 1. Everything is known storable before the first write: each session id (by the same
+    #    checks the backend's session applies) and each item (by the codec every write uses).
+    for session_id, entries in by_session.items():
+        where = entries[0][0]
+        try:
+            await _close(store.session(session_id))
+        except (TypeError, ValueError) as exc:
+            raise CommandError(
+                f"{where}: session id {session_id!r} cannot be stored: {exc}"
+            ) from exc
+        for line, record in entries:
             try:
-                await session.clear_session()
-            finally:
-                await _close(session)
-        for start in range(0, len(records), _IMPORT_CHUNK):
-            await store.write_records(session_id, records[start : start + _IMPORT_CHUNK])
+                encode_items([record.item])
+            except TypeError as exc:
+                reason = str(exc).removeprefix("item 0 ")
+                raise CommandError(f"{line}: the item cannot be stored: it {reason}") from exc
+    # 2. A plain import never mixes a file into sessions that already hold items.
+    occupied = []
+    for session_id in by_session:
+        info = await store.get_info(session_id)
+        if info is not None and info.item_count:
+            occupied.append(f"{session_id!r} ({info.item_count} items)")
+    if occupied and not (args.append or args.replace):
+        raise CommandError(
+            f"nothing imported: {len(occupied)} of the file's sessions already hold items in "
+            f"{store.target}: {', '.join(occupied)}. Pass --append to add to them, or "
+            "--replace to replace their items"
+        )
+    # 3. One transaction per session (one script on Redis): a session is written whole or not.
+    done: list[str] = []
+    total = 0
+    for session_id, entries in by_session.items():
+        records = [record for _, record in entries]
+        try:
+            await store.write_records(session_id, records, replace=args.replace)
+        except (TurnstoreError, TypeError, ValueError, OSError) as exc:
+            written = (
+                f"{len(done)} sessions were imported before it ({', '.join(map(repr, done))}); "
+                "rerun with --replace to import the file again without duplicates"
+                if done
+                else "nothing was imported"
+            )
+            raise CommandError(
+                f"importing session {session_id!r} failed, nothing of it was written: {exc}. "
+                f"{written}"
+            ) from exc
+        done.append(session_id)
         total += len(records)
     print(f"imported {total} items into {len(by_session)} sessions", file=sys.stderr)
 

@@ -21,6 +21,7 @@ from ..store import (
     _records,
     _utc,
 )
+from .schema import quote_identifier
 
 if TYPE_CHECKING:
     pass
@@ -152,10 +153,12 @@ class SQLiteStore(SessionStore):
         result: list[SessionRecord] = await self._call(work)
         return result
 
-    async def write_records(self, session_id: str, records: list[SessionRecord]) -> None:
-        """Append records to a session in one transaction, keeping their `created_at`."""
+    async def write_records(
+        self, session_id: str, records: list[SessionRecord], *, replace: bool = False
+    ) -> None:
+        """Write records to a session in one transaction, keeping their `created_at`."""
         encoded = encode_items([record.item for record in records])
-        if not encoded:
+        if not encoded and not replace:
             return
         now = datetime.now(UTC)
         stamps = [_sqlite_time(record.created_at or now) for record in records]
@@ -164,6 +167,12 @@ class SQLiteStore(SessionStore):
             conn.execute("BEGIN IMMEDIATE")
             try:
                 self._schema.create(conn)
+                if replace:
+                    for table in (self._schema.messages_table, self._schema.archive_table):
+                        conn.execute(
+                            f"DELETE FROM {quote_identifier(table)} WHERE session_id = ?",
+                            (session_id,),
+                        )
                 conn.execute(self._schema.touch_session, (session_id,))
                 conn.executemany(
                     self._schema.insert_with_time,
