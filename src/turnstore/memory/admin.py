@@ -252,7 +252,9 @@ def open_session_store(
 
     Raises:
         ValueError: The target is not a path or a supported URL.
-        FileNotFoundError: The SQLite file does not exist and `create` is false.
+        FileNotFoundError: The SQLite file does not exist and `create` is false, or its
+            directory does not exist.
+        IsADirectoryError: The SQLite path is a directory.
         ImportError: The extra the backend needs is not installed.
 
     Example:
@@ -302,7 +304,14 @@ class _SQLiteStore(SessionStore):
         validate_identifier(messages_table, "messages_table")
         if path in ("", ":memory:"):
             raise ValueError("an in-memory SQLite database cannot be opened from another process")
-        if not create and not Path(path).is_file():
+        file = Path(path)
+        if file.is_dir():
+            raise IsADirectoryError(f"{path!r} is a directory: give the path of a SQLite file")
+        if not file.parent.is_dir():
+            raise FileNotFoundError(
+                f"the directory {str(file.parent)!r} of the SQLite database {path!r} does not exist"
+            )
+        if not create and not file.is_file():
             raise FileNotFoundError(f"no SQLite database at {path!r}")
         self.target = path
         self._path = path
