@@ -124,7 +124,7 @@ def test_undecodable_import_names_the_file_and_line(tmp_path: Path) -> None:
         + b"\n"
         + good.encode()
         + b"\n"
-        + '{"session_id": "caf\xe9"}'.encode("latin-1")
+        + '{"session_id": "na\xefve"}'.encode("latin-1")
     )
     done = turnstore_cli("--db", "new.db", "import", "latin1.jsonl", cwd=tmp_path)
     assert done.returncode == 1
