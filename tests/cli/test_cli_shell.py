@@ -94,7 +94,11 @@ def test_list_piped_into_head_exits_quietly(tmp_path: Path) -> None:
     shell = shutil.which("bash")
     assert shell is not None
     done = subprocess.run(
-        [shell, "-c", f'set -o pipefail; "{SCRIPT}" --db many.db list --json | head -1'],
+        [
+            shell,
+            "-c",
+            f'set -o pipefail; "{SCRIPT}" --db many.db list --page-size 5000 --json | head -1',
+        ],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -106,7 +110,7 @@ def test_list_piped_into_head_exits_quietly(tmp_path: Path) -> None:
     assert json.loads(done.stdout)["items"] == 1
     # The table form too.
     done = subprocess.run(
-        [shell, "-c", f'set -o pipefail; "{SCRIPT}" --db many.db list | head -2'],
+        [shell, "-c", f'set -o pipefail; "{SCRIPT}" --db many.db list --page-size 5000 | head -2'],
         cwd=tmp_path,
         capture_output=True,
         text=True,

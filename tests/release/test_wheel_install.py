@@ -51,6 +51,7 @@ def readme_first_example() -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # builds or installs into a fresh environment
 def test_build_check_and_install_the_wheel_into_a_fresh_venv(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
     run(sys.executable, "-m", "build", "--outdir", dist, ROOT, cwd=tmp_path)
@@ -64,12 +65,14 @@ def test_build_check_and_install_the_wheel_into_a_fresh_venv(tmp_path: Path) -> 
         names = archive.namelist()
         metadata = archive.read(f"turnstore-{version}.dist-info/METADATA").decode("utf-8")
     assert "turnstore/py.typed" in names
+    assert f"turnstore-{version}.dist-info/licenses/LICENSE" in names
     assert "turnstore/testing/fake_openai/__main__.py" in names
     top = {name.split("/")[0] for name in names}
     assert top == {"turnstore", f"turnstore-{version}.dist-info"}, top
     assert not [n for n in names if re.search(r"(^|/)(tests|docs|scripts|bench|examples)/", n)]
     assert f"Version: {version}" in metadata
     assert "Requires-Dist: openai" in metadata
+    assert "License-Expression: MIT" in metadata
     print(f"\n{wheel.name}: {wheel.stat().st_size} bytes, {len(names)} files")
     print("\n".join(names))
 
