@@ -29,7 +29,7 @@ from typing import IO, Any
 
 from . import __version__
 from .exceptions import TurnstoreError
-from .memory.admin import SessionInfo, SessionRecord, SessionStore, open_session_store
+from .memory.store import SessionInfo, SessionRecord, SessionStore, open_session_store
 
 __all__ = ["build_parser", "main"]
 
