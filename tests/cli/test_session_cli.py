@@ -285,7 +285,7 @@ def test_import_replace_and_bad_files(
     [
         ("ftp://example", "cannot use 'ftp://example'"),
         ("sqlite://nope", "a SQLite URL looks like sqlite:///"),
-        ("/nonexistent/dir/file.db", "no SQLite database at"),
+        ("/nonexistent/dir/file.db", "the directory '/nonexistent/dir' of the SQLite database"),
         ("postgresql://postgres@127.0.0.1:1/test", "turnstore: error:"),
         ("redis://127.0.0.1:1/0", "turnstore: error:"),
     ],

@@ -253,7 +253,9 @@ def open_session_store(
 
     Raises:
         ValueError: The target is not a path or a supported URL.
-        FileNotFoundError: The SQLite file does not exist and `create` is false.
+        FileNotFoundError: The SQLite file does not exist and `create` is false, or its
+            directory does not exist.
+        IsADirectoryError: The SQLite path is a directory.
         ImportError: The extra the backend needs is not installed.
 
     Example:

@@ -39,7 +39,14 @@ class SQLiteStore(SessionStore):
         validate_identifier(messages_table, "messages_table")
         if path in ("", ":memory:"):
             raise ValueError("an in-memory SQLite database cannot be opened from another process")
-        if not create and not Path(path).is_file():
+        file = Path(path)
+        if file.is_dir():
+            raise IsADirectoryError(f"{path!r} is a directory: give the path of a SQLite file")
+        if not file.parent.is_dir():
+            raise FileNotFoundError(
+                f"the directory {str(file.parent)!r} of the SQLite database {path!r} does not exist"
+            )
+        if not create and not file.is_file():
             raise FileNotFoundError(f"no SQLite database at {path!r}")
         self.target = path
         self._path = path
