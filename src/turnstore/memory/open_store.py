@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from .redis.layout import REDIS_URL_SCHEMES
+from .redis.urls import is_redis_url
 from .store import SessionStore
 
 __all__ = ["open_session_store"]
@@ -27,7 +27,7 @@ def open_session_store(
     Args:
         target: A SQLite file path (or `sqlite:///path`), a SQLAlchemy URL such as
             `postgresql+asyncpg://user@host/db` (`postgresql://` works too), or a Redis URL
-            (`redis://host:6379/0`).
+            (`redis://host:6379/0`, or `redis+cluster://host:7000` for a Redis Cluster).
         sessions_table: The sessions table (SQLite and SQLAlchemy).
         messages_table: The messages table (SQLite and SQLAlchemy).
         key_prefix: The key prefix (Redis).
@@ -39,7 +39,9 @@ def open_session_store(
 
     Raises:
         ValueError: The target is not a path or a supported URL.
-        FileNotFoundError: The SQLite file does not exist and `create` is false.
+        FileNotFoundError: The SQLite file does not exist and `create` is false, or its
+            directory does not exist.
+        IsADirectoryError: The SQLite path is a directory.
         ImportError: The extra the backend needs is not installed.
 
     Example:
@@ -56,7 +58,7 @@ def open_session_store(
     text = os.fspath(target)
     if not isinstance(text, str) or not text:
         raise ValueError("the storage target must be a file path or a URL, got an empty value")
-    if text.startswith(REDIS_URL_SCHEMES):
+    if is_redis_url(text):
         from .redis.store import RedisStore
 
         return RedisStore(text, key_prefix)

@@ -11,7 +11,9 @@ holds the plumbing both backends need, so each backend only says how to read and
 - the open check and the mapping of the client's errors to
   [`SessionStorageError`][turnstore.SessionStorageError];
 - the shape of the four operations and of the atomic replacement: argument checks and encoding
-  first (nothing is sent for a bad batch), mutations shielded from the caller's cancellation.
+  first (nothing is sent for a bad batch), mutations shielded from the caller's cancellation,
+  and an optional bound on the time one operation may take (`_command_timeout`), inside that
+  shield so that it cancels the storage work itself.
 
 The public methods stay on each backend with their own docstrings (they are its API reference)
 and call the `_get_items`, `_add_items`, ... templates here.
@@ -19,6 +21,7 @@ and call the `_get_items`, `_add_items`, ... templates here.
 
 from __future__ import annotations
 
+import asyncio
 from abc import abstractmethod
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, Self, TypeVar
@@ -61,6 +64,9 @@ class PooledSession(SessionABC, AsyncCloseable):
 
     _storage_errors: ClassVar[tuple[type[BaseException], ...]] = ()
     """The client's exception types that `_storage_error` maps."""
+
+    _command_timeout: float | None = None
+    """The most seconds one operation may take (`None`: no bound); see `_timeout_error`."""
 
     def __init__(
         self,
@@ -119,6 +125,13 @@ class PooledSession(SessionABC, AsyncCloseable):
     async def _prepare(self) -> None:
         """Run before each operation (for example, create missing tables)."""
 
+    def _timeout_error(self, operation: str, *, mutation: bool) -> SessionStorageError:
+        """The error to raise when `operation` took longer than `_command_timeout`."""
+        return SessionStorageError(
+            f"{operation} on session {self.session_id!r} failed: no answer within "
+            f"{self._command_timeout} s"
+        )
+
     # -- the templates the public methods call -------------------------------------------------
 
     async def _get_items(self, limit: int | None) -> list[TResponseInputItem]:
@@ -133,15 +146,15 @@ class PooledSession(SessionABC, AsyncCloseable):
         self._check_open()
         if not encoded:
             return
-        await self._run("add_items", lambda: await_session_mutation(self._append(encoded)))
+        await self._run("add_items", lambda: self._append(encoded), mutation=True)
 
     async def _pop_item(self) -> TResponseInputItem | None:
         self._check_open()
-        return await self._run("pop_item", lambda: await_session_mutation(self._pop_newest()))
+        return await self._run("pop_item", self._pop_newest, mutation=True)
 
     async def _clear_session(self) -> None:
         self._check_open()
-        await self._run("clear_session", lambda: await_session_mutation(self._clear()))
+        await self._run("clear_session", self._clear, mutation=True)
 
     async def _snapshot_history(self) -> HistorySnapshot:
         self._check_open()
@@ -154,7 +167,7 @@ class PooledSession(SessionABC, AsyncCloseable):
         encoded = encode_items(new_items)
         self._check_open()
         return await self._run(
-            "replace_history", lambda: await_session_mutation(self._replace(snapshot, encoded))
+            "replace_history", lambda: self._replace(snapshot, encoded), mutation=True
         )
 
     async def _close(self) -> None:
@@ -173,9 +186,25 @@ class PooledSession(SessionABC, AsyncCloseable):
             )
         self._loop_binding.check()
 
-    async def _run(self, operation: str, call: Callable[[], Awaitable[_T]]) -> _T:
+    async def _run(
+        self, operation: str, call: Callable[[], Awaitable[_T]], *, mutation: bool = False
+    ) -> _T:
+        async def bounded() -> _T:
+            # The bound is inside the shield of a mutation: it cancels the storage work itself
+            # (SQLAlchemy then drops that connection), not only the caller's wait for it.
+            async with asyncio.timeout(self._command_timeout):
+                await self._prepare()
+                return await call()
+
         try:
-            await self._prepare()
-            return await call()
+            if mutation:
+                return await await_session_mutation(bounded())
+            return await bounded()
+        except TimeoutError as exc:
+            if self._command_timeout is not None:
+                raise self._timeout_error(operation, mutation=mutation) from exc
+            if isinstance(exc, self._storage_errors):
+                raise self._storage_error(operation, exc) from exc
+            raise
         except self._storage_errors as exc:
             raise self._storage_error(operation, exc) from exc

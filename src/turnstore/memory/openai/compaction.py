@@ -14,7 +14,7 @@ from openai import AsyncOpenAI
 from openai.types.responses import CompactedResponse, ResponseUsage
 
 from ...defaults import default_model_name
-from ...exceptions import SessionError, UserError
+from ...exceptions import SessionClosedError, SessionError, UserError
 from ...items import TResponseInputItem, clean_input_item
 from ..closing import AsyncCloseable
 from ..session import (
@@ -166,6 +166,7 @@ class OpenAIResponsesCompactionSession(ReplaceAndRestore, SessionABC, AsyncClose
         self._response_stored: bool | None = None
         self._compaction_lock = asyncio.Lock()
         self._mutation_lock = asyncio.Lock()
+        self._closed = False
         # The stored history as this object wrote and read it, or None when unknown. Kept up to
         # date by every write through this object, so that deciding whether to compact reads
         # nothing: the history is read only when compaction is due (or still unknown).
@@ -192,6 +193,7 @@ class OpenAIResponsesCompactionSession(ReplaceAndRestore, SessionABC, AsyncClose
         Returns:
             The stored items; after a compaction, the compacted items come first.
         """
+        self._check_open()
         try:
             whole = resolve_session_limit(limit, self.session_settings) is None
         except (TypeError, ValueError):
@@ -211,6 +213,7 @@ class OpenAIResponsesCompactionSession(ReplaceAndRestore, SessionABC, AsyncClose
         Args:
             items: The items to append, in order.
         """
+        self._check_open()
         async with self._mutation_lock:
             try:
                 await self.underlying_session.add_items(items)
@@ -226,6 +229,7 @@ class OpenAIResponsesCompactionSession(ReplaceAndRestore, SessionABC, AsyncClose
         Returns:
             The removed item, or `None` when the history is empty.
         """
+        self._check_open()
         async with self._mutation_lock:
             try:
                 item = await self.underlying_session.pop_item()
@@ -241,6 +245,7 @@ class OpenAIResponsesCompactionSession(ReplaceAndRestore, SessionABC, AsyncClose
 
     async def clear_session(self) -> None:
         """Remove every item of the wrapped session and forget the latest response id."""
+        self._check_open()
         async with self._mutation_lock:
             self._known = None
             await self.underlying_session.clear_session()
@@ -256,13 +261,22 @@ class OpenAIResponsesCompactionSession(ReplaceAndRestore, SessionABC, AsyncClose
     # -- lifecycle -------------------------------------------------------------------------
 
     async def close(self) -> None:
-        """Close the client this session built from the environment.
+        """Close the session, and the client it built from the environment.
 
         A client passed in and the wrapped session are left open (close the wrapped session
-        yourself). The session remains usable: a later compaction builds a new client.
-        `async with` calls `close()` at the end of the block.
+        yourself). Like every session of this package, a closed session raises
+        [`SessionClosedError`][turnstore.SessionClosedError] on any further operation; closing
+        twice is harmless. `async with` calls `close()` at the end of the block.
         """
+        self._closed = True
         await self._client.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SessionClosedError(
+                f"OpenAIResponsesCompactionSession {self.session_id!r} is closed; "
+                "create a new session object"
+            )
 
     def _note_response(self, args: OpenAIResponsesCompactionArgs) -> None:
         """Remember what checked `args` say about the latest response (its id, whether stored)."""
@@ -329,6 +343,7 @@ class OpenAIResponsesCompactionSession(ReplaceAndRestore, SessionABC, AsyncClose
                 changed nothing; elsewhere the previous history was restored (or, if even that
                 failed, the message says so and the items are logged).
         """
+        self._check_open()
         checked = check_args(args, self.compaction_mode)
         self._note_response(checked)
         mode, automatic = self._resolve_auto(checked.get("compaction_mode", self.compaction_mode))

@@ -10,7 +10,7 @@ from typing import Any, cast
 import openai
 from openai import AsyncOpenAI
 
-from ...exceptions import SessionStorageError
+from ...exceptions import SessionClosedError, SessionStorageError
 from ...items import TResponseInputItem
 from ..closing import AsyncCloseable
 from ..codec import check_limit, encode_items
@@ -102,6 +102,7 @@ class OpenAIConversationsSession(SessionABC, AsyncCloseable):
         self._client = OwnedOpenAIClient(client, what="OpenAIConversationsSession")
         self.session_settings: SessionSettings | None = coerce_session_settings(session_settings)
         self._lock = asyncio.Lock()
+        self._closed = False
 
     # -- identity --------------------------------------------------------------------------
 
@@ -128,6 +129,7 @@ class OpenAIConversationsSession(SessionABC, AsyncCloseable):
         Raises:
             SessionStorageError: The API call failed.
         """
+        self._check_open()
         async with self._lock:
             if self._conversation_id is None:
                 await await_session_mutation(self._create_conversation([]))
@@ -140,13 +142,23 @@ class OpenAIConversationsSession(SessionABC, AsyncCloseable):
     # -- lifecycle -------------------------------------------------------------------------
 
     async def close(self) -> None:
-        """Close the client this session built from the environment.
+        """Close the session, and the client it built from the environment.
 
-        A client passed in is left open, and the conversation stays on the server. The session
-        remains usable: a later call builds a new client. `async with` calls `close()` at the
-        end of the block.
+        A client passed in is left open, and the conversation stays on the server. Like every
+        session of this package, a closed session raises
+        [`SessionClosedError`][turnstore.SessionClosedError] on any further operation (make a
+        new one with the same `conversation_id` to go on); closing twice is harmless.
+        `async with` calls `close()` at the end of the block.
         """
+        self._closed = True
         await self._client.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SessionClosedError(
+                f"OpenAIConversationsSession {self.session_id!r} is closed; "
+                "create a new session object"
+            )
 
     async def _create_conversation(self, items: list[TResponseInputItem]) -> str:
         client = await self._get_client()
@@ -179,6 +191,7 @@ class OpenAIConversationsSession(SessionABC, AsyncCloseable):
             ValueError: `limit` is negative.
             SessionStorageError: The API call failed.
         """
+        self._check_open()
         resolved = check_limit(resolve_session_limit(limit, self.session_settings))
         if resolved == 0 or self._conversation_id is None:
             return []
@@ -228,6 +241,7 @@ class OpenAIConversationsSession(SessionABC, AsyncCloseable):
             SessionStorageError: An API call failed; the items of this call that had been
                 created were removed again.
         """
+        self._check_open()
         encode_items(items)  # validates every item before anything is sent
         if not items:
             return
@@ -297,6 +311,7 @@ class OpenAIConversationsSession(SessionABC, AsyncCloseable):
         Raises:
             SessionStorageError: An API call failed.
         """
+        self._check_open()
         async with self._lock:
             conversation_id = self._conversation_id
             if conversation_id is None:
@@ -330,6 +345,7 @@ class OpenAIConversationsSession(SessionABC, AsyncCloseable):
         Raises:
             SessionStorageError: The API call failed.
         """
+        self._check_open()
         async with self._lock:
             conversation_id = self._conversation_id
             if conversation_id is None:

@@ -1,14 +1,29 @@
-"""The Lua scripts of `RedisSession`: each write is one script, which Redis runs atomically.
+"""The Lua scripts of `RedisSession` and its store: each one write, atomic in Redis.
 
-Every script checks the key types first, so that no command can fail after a write: a script is
-all or nothing. KEYS[1] is the session's item list, KEYS[2] the index; ARGV[1] the session id,
-ARGV[2] the TTL in milliseconds (0: none), ARGV[3] the time in milliseconds.
+Every script touches one session's list and the index that lists it, which the key layout puts
+in one hash slot on a Redis Cluster (see keys.py). The scripts check key types (and the TTL)
+first, so that no command can fail after a write: each script is all or nothing.
+
+For the session's scripts KEYS[1] is the session's item list, KEYS[2] its index; ARGV[1] the
+session id, ARGV[2] the TTL in milliseconds (0: none), ARGV[3] the time in milliseconds.
 """
 
 from __future__ import annotations
 
-__all__ = ["ADD_SCRIPT", "POP_SCRIPT", "REPLACE_SCRIPT"]
+__all__ = ["ADD", "CLEAR", "IMPORT", "MAX_TTL_SECONDS", "POP", "PRUNE", "REPLACE"]
 
+MAX_TTL_SECONDS = 1000 * 365 * 24 * 3600
+"""The longest `ttl` accepted: 1,000 years (Redis refuses expiry times past a 64-bit limit)."""
+
+# ARGV[2] is the TTL in milliseconds (0: none), checked before anything is written.
+_CHECK_TTL = f"""
+local ttl = tonumber(ARGV[2])
+if not ttl or ttl < 0 or ttl > {MAX_TTL_SECONDS * 1000} or ttl ~= math.floor(ttl) then
+  return redis.error_reply('ERR invalid ttl ' .. tostring(ARGV[2]) .. ' ms: nothing was written')
+end
+"""
+
+# KEYS[1] is the item list, KEYS[2] the index.
 _CHECK_TYPES = """
 local list_type = redis.call('TYPE', KEYS[1]).ok
 if list_type ~= 'none' and list_type ~= 'list' then
@@ -45,10 +60,10 @@ else
 end
 """
 
-ADD_SCRIPT = (
-    _CHECK_TYPES
+ADD = (
+    _CHECK_TTL
+    + _CHECK_TYPES
     + """
--- Append ARGV[4..].
 local first = 4
 """
     + _push_from_first("RPUSH")
@@ -57,25 +72,55 @@ local first = 4
 return #ARGV - 3
 """
 )
-"""Append the elements ARGV[4..]; returns how many."""
+"""Append ARGV[4..], refresh the TTL, record the write; returns how many."""
 
-POP_SCRIPT = (
-    _CHECK_TYPES
+POP = (
+    _CHECK_TTL
+    + _CHECK_TYPES
     + """
-local element = redis.call('RPOP', KEYS[1])
-if not element then
+local length = redis.call('LLEN', KEYS[1])
+local index = -1
+local found = false
+while -index <= length do
+  local element = redis.call('LINDEX', KEYS[1], index)
+  local bar = string.find(element, '|', 1, true)
+  if bar and string.match(string.sub(element, 1, bar - 1), '^%-?%d+$') then
+    local body = string.sub(element, bar + 1)
+    if string.match(body, '^%s*{') and pcall(cjson.decode, body) then
+      found = element
+      break
+    end
+  end
+  index = index - 1
+end
+if not found then
   return false
 end
+redis.call('LSET', KEYS[1], index, ARGV[4])
+redis.call('LREM', KEYS[1], -1, ARGV[4])
 """
     + _RECORD_WRITE
     + """
-return element
+return found
 """
 )
-"""Remove and return the newest element (nil when the list is empty)."""
+"""Pop the newest VALID element ("<ms>|<JSON object>"), refresh the TTL and record the write; an
+emptied session leaves the index. Corrupt elements are skipped and left in place, as on every
+backend: the valid one is swapped for the unique marker ARGV[4], which LREM then removes."""
 
-REPLACE_SCRIPT = (
+CLEAR = (
     _CHECK_TYPES
+    + """
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return 1
+"""
+)
+"""Delete the session's list and its index entry. ARGV[1] is the session id."""
+
+REPLACE = (
+    _CHECK_TTL
+    + _CHECK_TYPES
     + """
 -- ARGV[4] = n, ARGV[5..4+n] the snapshot's elements, ARGV[5+n..] the new elements in REVERSE
 -- order (LPUSH puts each one before the previous).
@@ -100,4 +145,42 @@ local first = 5 + n
 return 1
 """
 )
-"""Replace the first n elements, if they are still the snapshot's, by the new ones; 1 or 0."""
+"""Replace the first n elements, if they are still the snapshot's, by the new ones; 1 or 0.
+
+The atomic replacement of `RedisSession.replace_history`: like every script here it touches one
+session's list and its index, so on a Redis Cluster it runs in one hash slot."""
+
+IMPORT = (
+    _CHECK_TYPES
+    + """
+if ARGV[2] == '1' then
+  redis.call('DEL', KEYS[1])
+end
+local first = 4
+"""
+    + _push_from_first("RPUSH")
+    + """
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+else
+  redis.call('ZREM', KEYS[2], ARGV[1])
+end
+return #ARGV - 3
+"""
+)
+"""The CLI import's write of one session: with ARGV[2] == '1' the list is cleared first, in the
+same script (`--replace`); then ARGV[4..] are appended, keeping any expiry. ARGV[1] is the session
+id, ARGV[3] the index score."""
+
+PRUNE = """
+local removed = 0
+for i, sid in ipairs(ARGV) do
+  if redis.call('EXISTS', KEYS[i]) == 0 then
+    removed = removed + redis.call('ZREM', KEYS[#KEYS], sid)
+  end
+end
+return removed
+"""
+"""Drop index entries whose list no longer exists (expired or emptied).
+
+KEYS are the lists of ARGV's session ids, then the one index that lists them all."""

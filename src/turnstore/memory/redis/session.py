@@ -1,20 +1,31 @@
 """RedisSession: fast, optionally expiring history in Redis through redis-py's asyncio client.
 
-Needs the `redis` extra: `pip install 'turnstore[redis]'`. The key layout and element format are
-in `layout.py`, the Lua scripts in `scripts.py`; what it shares with `SQLAlchemySession`
-(ownership of the client, the event loop binding, the open check) in `memory/pooled.py`.
+Needs the `redis` extra: `pip install 'turnstore[redis]'`.
+
+Works on one Redis (`redis.asyncio.Redis`) and on a Redis Cluster
+(`redis.asyncio.cluster.RedisCluster`, or a `redis+cluster://` URL). The key layouts and the
+element format are in `keys.py`: for a key prefix `P`, a session's items are one list,
+`P:items:<session_id>` (`P:items:{<session_id>}` on a cluster), whose elements are
+`<milliseconds since the epoch>|<item JSON>`, so each item records when it was added; a sorted
+set scored by each session's last write (`P:index`, or one per hash slot on a cluster) lets
+[`open_session_store`][turnstore.open_session_store] and the `turnstore` CLI list sessions. An
+id whose list has expired is dropped from it when sessions are listed. The Lua scripts are in
+`scripts.py`, the URL schemes in `urls.py`; what it shares with `SQLAlchemySession` (ownership
+of the client, the event loop binding, the open check) in `memory/pooled.py`.
 """
 
 from __future__ import annotations
 
 import time
+import uuid
 from datetime import timedelta
 from typing import Any, cast
 
 try:
     from redis.asyncio import Redis
+    from redis.asyncio.cluster import RedisCluster
     from redis.backoff import NoBackoff
-    from redis.exceptions import RedisError
+    from redis.exceptions import RedisClusterException, RedisError
     from redis.retry import Retry
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("RedisSession needs redis-py: pip install 'turnstore[redis]'") from exc
@@ -24,25 +35,30 @@ from ...items import TResponseInputItem
 from ..pooled import PooledSession
 from ..session import HistorySnapshot
 from ..settings import SessionSettingsLike
-from .layout import (
+from . import scripts
+from .keys import (
     DEFAULT_KEY_PREFIX,
-    REDIS_URL_SCHEMES,
+    KeyLayout,
     decode_element,
     decode_elements,
     encode_element,
-    index_key,
-    items_key,
+    layout_for,
 )
-from .scripts import ADD_SCRIPT, POP_SCRIPT, REPLACE_SCRIPT
+from .scripts import MAX_TTL_SECONDS
+from .urls import CLUSTER_SCHEMES, SCHEMES
 
 __all__ = [
+    "CLIENT_ERRORS",
     "DEFAULT_KEY_PREFIX",
+    "MAX_TTL_SECONDS",
     "RedisSession",
     "create_client_for_url",
     "decode_element",
-    "index_key",
-    "items_key",
+    "ready",
 ]
+
+CLIENT_ERRORS = (RedisError, RedisClusterException)
+"""What the client raises when Redis fails (a cluster that cannot be reached raises the second)."""
 
 
 def _now_ms() -> int:
@@ -55,8 +71,11 @@ def _ttl_ms(ttl: float | timedelta | None) -> int:
     seconds = ttl.total_seconds() if isinstance(ttl, timedelta) else ttl
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
         raise TypeError(f"ttl must be seconds (int or float), a timedelta or None, not {ttl!r}")
-    if seconds <= 0:
-        raise ValueError(f"ttl must be positive, got {ttl!r}")
+    if not (0 < seconds <= MAX_TTL_SECONDS):  # also refuses NaN and infinity
+        raise ValueError(
+            f"ttl must be more than 0 and at most {MAX_TTL_SECONDS} seconds (1,000 years); "
+            f"pass None for a session that never expires. Got {ttl!r}"
+        )
     return max(1, round(seconds * 1000))
 
 
@@ -73,22 +92,30 @@ class RedisSession(PooledSession):
     Errors of the client are raised as [`SessionStorageError`][turnstore.SessionStorageError]
     with the original exception chained; the client reconnects on the next call. A client made by
     [`from_url`][turnstore.RedisSession.from_url] does not retry commands by itself (a retried
-    write could be applied twice); a client you pass in keeps its own retry policy.
+    write could be applied twice; a cluster client still follows `MOVED` and `ASK` redirects,
+    which are safe); a client you pass in keeps its own retry policy.
+
+    On a Redis Cluster the session's list and the index entry that lists it share one hash slot
+    (the session id is the hash tag), so every write, the atomic replacement included, is still
+    one atomic script; sessions spread over the slots of every primary. The cluster uses its own
+    key layout; data written on one Redis moves to a cluster with `turnstore export` and
+    `turnstore import`.
 
     Args:
         session_id: Identifies the conversation.
-        redis_client: A `redis.asyncio.Redis` client. The caller keeps ownership: `close()` does
-            not close it.
+        redis_client: A `redis.asyncio.Redis` client, or a `redis.asyncio.cluster.RedisCluster`
+            for a Redis Cluster. The caller keeps ownership: `close()` does not close it.
         key_prefix: Prefix of every key this session uses, so that several applications (or
-            tests) can share one database.
+            tests) can share one database. On a cluster it must not contain `{` or `}`.
         ttl: Expire the session after this many seconds (or this `timedelta`) without a write;
             `None` keeps it until it is cleared.
         session_settings: Default settings for runs that use this session (or a dict of them).
 
     Raises:
         TypeError: An argument has the wrong type.
-        ValueError: `key_prefix` is empty, `ttl` is not positive, or `session_id` holds a lone
-            surrogate (it cannot be stored as UTF-8).
+        ValueError: `key_prefix` is empty (or holds braces on a cluster), `ttl` is not
+            positive or is over `MAX_TTL_SECONDS`, or `session_id` holds a lone surrogate (it
+            cannot be stored as UTF-8).
 
     Example:
         ```python
@@ -101,33 +128,33 @@ class RedisSession(PooledSession):
         ```
     """
 
-    _storage_errors = (RedisError,)
+    _storage_errors = CLIENT_ERRORS
 
     def __init__(
         self,
         session_id: str,
         *,
-        redis_client: Redis,
+        redis_client: Redis | RedisCluster,
         key_prefix: str = DEFAULT_KEY_PREFIX,
         ttl: float | timedelta | None = None,
         session_settings: SessionSettingsLike | None = None,
     ) -> None:
         super().__init__(session_id, session_settings)
-        if not isinstance(key_prefix, str) or not key_prefix:
-            raise ValueError(f"key_prefix must be a non-empty string, got {key_prefix!r}")
-        if not isinstance(redis_client, Redis):
+        if not isinstance(redis_client, (Redis, RedisCluster)):
             raise UserError(
-                "redis_client must be a redis.asyncio.Redis client, "
-                f"not {type(redis_client).__name__}"
+                "redis_client must be a redis.asyncio.Redis or redis.asyncio.cluster.RedisCluster "
+                f"client, not {type(redis_client).__name__}"
             )
+        layout: KeyLayout = layout_for(redis_client, key_prefix)  # checks the prefix
         self._redis = redis_client
         self._prefix = key_prefix
         self._ttl_ms = _ttl_ms(ttl)
-        self._items_key = items_key(key_prefix, session_id)
-        self._index_key = index_key(key_prefix)
-        self._pop_script = self._redis.register_script(POP_SCRIPT)
-        self._add_script = self._redis.register_script(ADD_SCRIPT)
-        self._replace_script = self._redis.register_script(REPLACE_SCRIPT)
+        self._items_key = layout.items_key(session_id)
+        self._index_key = layout.index_key(session_id)
+        self._pop = self._redis.register_script(scripts.POP)
+        self._add = self._redis.register_script(scripts.ADD)
+        self._clear_script = self._redis.register_script(scripts.CLEAR)
+        self._replace_script = self._redis.register_script(scripts.REPLACE)
 
     @classmethod
     def from_url(
@@ -144,13 +171,16 @@ class RedisSession(PooledSession):
 
         Args:
             session_id: Identifies the conversation.
-            url: `redis://[user:password@]host:port/db`, `rediss://...` (TLS) or
-                `unix:///path/to/socket`.
+            url: `redis://[user:password@]host:port/db`, `rediss://...` (TLS),
+                `unix:///path/to/socket`, or for a Redis Cluster
+                `redis+cluster://[user:password@]host:port` (`rediss+cluster://` with TLS), naming
+                any node: the client discovers the others.
             key_prefix: Prefix of every key this session uses.
             ttl: Expire the session after this long without a write; `None` never expires it.
             session_settings: Default settings for runs that use this session.
-            **redis_kwargs: Passed to `redis.asyncio.Redis.from_url` as they are
-                (`max_connections`, `socket_timeout`, `retry`, ...).
+            **redis_kwargs: Passed to `redis.asyncio.Redis.from_url` (or
+                `redis.asyncio.cluster.RedisCluster.from_url`) as they are (`max_connections`,
+                `socket_timeout`, `retry`, ...).
 
         Returns:
             A session that owns its client.
@@ -168,8 +198,8 @@ class RedisSession(PooledSession):
         )
 
     @property
-    def client(self) -> Redis:
-        """The Redis client this session uses."""
+    def client(self) -> Redis | RedisCluster:
+        """The Redis (or Redis Cluster) client this session uses."""
         return self._redis
 
     @property
@@ -217,8 +247,8 @@ class RedisSession(PooledSession):
         """Remove and return the newest item, atomically.
 
         Returns:
-            The removed item, or `None` when the history is empty. A corrupt newest element is
-            removed with a logged warning and the next one is popped.
+            The removed item, or `None` when the session has no valid item. Corrupt elements
+            are skipped (and left in place).
 
         Raises:
             SessionClosedError: The session was closed.
@@ -289,6 +319,9 @@ class RedisSession(PooledSession):
 
     # -- the storage steps (PooledSession) -----------------------------------------------------
 
+    async def _prepare(self) -> None:
+        await ready(self._redis)
+
     async def _release_client(self) -> None:
         await self._redis.aclose()
 
@@ -315,27 +348,19 @@ class RedisSession(PooledSession):
     async def _append(self, encoded: list[str]) -> None:
         stamp = _now_ms()
         keys, args = self._keys_and_args(stamp)
-        await self._add_script(
-            keys=keys, args=[*args, *(encode_element(stamp, text) for text in encoded)]
-        )
+        await self._add(keys=keys, args=[*args, *(encode_element(stamp, text) for text in encoded)])
 
     async def _pop_newest(self) -> TResponseInputItem | None:
-        while True:
-            keys, args = self._keys_and_args(_now_ms())
-            raw = await self._pop_script(keys=keys, args=args)
-            if raw is None:
-                return None
-            _, item = decode_element(
-                raw, where=f"the newest element of session {self.session_id!r}"
-            )
-            if item is not None:
-                return item
+        keys, args = self._keys_and_args(_now_ms())
+        marker = f"turnstore-pop-{uuid.uuid4().hex}"
+        raw = await self._pop(keys=keys, args=[*args, marker])
+        if raw is None:
+            return None
+        _, item = decode_element(raw, where=f"the newest element of session {self.session_id!r}")
+        return item
 
     async def _clear(self) -> None:
-        async with self._redis.pipeline(transaction=True) as pipe:
-            pipe.delete(self._items_key)
-            pipe.zrem(self._index_key, self.session_id)
-            await pipe.execute()
+        await self._clear_script(keys=[self._items_key, self._index_key], args=[self.session_id])
 
     async def _snapshot(self) -> HistorySnapshot:
         raw: list[bytes | str] = await self._redis.lrange(self._items_key, 0, -1)
@@ -358,12 +383,29 @@ class RedisSession(PooledSession):
         return bool(replaced)
 
 
-def create_client_for_url(url: str, **redis_kwargs: Any) -> Redis:
-    """Create a `redis.asyncio.Redis` client for a URL, without retries unless asked.
+async def ready(client: Redis | RedisCluster) -> None:
+    """Let a cluster client learn the cluster's slots before it sends a command.
+
+    redis-py's cluster client does this inside the first command (and again after a connection
+    error); several first commands at once then close connections under each other (seen with
+    redis-py 8.1: "Connection closed by server" mid-command, and a client with retries applied
+    such a write twice). `initialize()` runs under the client's lock and returns at once when
+    the client is ready.
 
     Args:
-        url: A `redis://`, `rediss://` or `unix://` URL.
-        **redis_kwargs: Passed to `Redis.from_url`.
+        client: The client; a single-node client needs nothing.
+    """
+    if isinstance(client, RedisCluster):
+        await client.initialize()
+
+
+def create_client_for_url(url: str, **redis_kwargs: Any) -> Redis | RedisCluster:
+    """Create a Redis or Redis Cluster client for a URL, without retries unless asked.
+
+    Args:
+        url: A `redis://`, `rediss://` or `unix://` URL, or `redis+cluster://` /
+            `rediss+cluster://` for a Redis Cluster.
+        **redis_kwargs: Passed to `Redis.from_url` (`RedisCluster.from_url` for a cluster).
 
     Returns:
         The client (no connection is opened yet).
@@ -371,12 +413,18 @@ def create_client_for_url(url: str, **redis_kwargs: Any) -> Redis:
     Raises:
         ValueError: The URL is not a Redis URL.
     """
-    if not isinstance(url, str) or not url.startswith(REDIS_URL_SCHEMES):
+    if not isinstance(url, str) or not url.startswith(SCHEMES):
         raise ValueError(
-            f"not a Redis URL: {url!r}; expected redis://host:port/db, rediss://... or unix://..."
+            f"not a Redis URL: {url!r}; expected redis://host:port/db, rediss://..., unix://... "
+            "or redis+cluster://host:port"
         )
     redis_kwargs.setdefault("retry", Retry(NoBackoff(), 0))
     try:
+        if url.startswith(CLUSTER_SCHEMES):
+            scheme, rest = url.split("://", 1)
+            return RedisCluster.from_url(
+                f"{scheme.removesuffix('+cluster')}://{rest}", **redis_kwargs
+            )
         return Redis.from_url(url, **redis_kwargs)
-    except ValueError as exc:
+    except (ValueError, *CLIENT_ERRORS) as exc:
         raise ValueError(f"not a usable Redis URL: {url!r} ({exc})") from exc

@@ -41,6 +41,19 @@ __all__ = ["SQLAlchemySession", "create_engine_for_url"]
 _CREATE_ATTEMPTS = 3
 """How often creating the tables is tried when another process creates them at the same time."""
 
+DEFAULT_COMMAND_TIMEOUT = 60.0
+"""Seconds one `SQLAlchemySession` operation may spend in the database, unless set otherwise."""
+
+
+def _check_command_timeout(value: float | None) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"command_timeout must be seconds or None, not {type(value).__name__}")
+    if not (0 < value < float("inf")):
+        raise ValueError(f"command_timeout must be a positive number of seconds, got {value!r}")
+    return float(value)
+
 
 class SQLAlchemySession(PooledSession):
     """A session stored in PostgreSQL (or MySQL/MariaDB) through async SQLAlchemy 2.
@@ -66,11 +79,18 @@ class SQLAlchemySession(PooledSession):
         sessions_table: Name of the table with one row per session.
         messages_table: Name of the table with one row per item.
         session_settings: Default settings for runs that use this session (or a dict of them).
+        command_timeout: The most seconds one operation (`get_items`, `add_items`, `pop_item`,
+            `clear_session`: each one transaction) may spend in the database, 60 by default;
+            `None` for no bound. Past it the connection is dropped (a database that stops
+            answering, or a connection killed mid-write, can otherwise leave the driver waiting
+            forever) and the call raises [`SessionStorageError`][turnstore.SessionStorageError];
+            the session stays usable.
 
     Raises:
         TypeError: `session_id` is not a string, or the settings are invalid.
-        ValueError: A table name is not a plain identifier, or `session_id` is too long, holds
-            a lone surrogate, or (on PostgreSQL) a NUL character.
+        ValueError: A table name is not a plain identifier, `session_id` is too long, holds
+            a lone surrogate, or (on PostgreSQL) a NUL character, or `command_timeout` is not a
+            positive number.
 
     Example:
         ```python
@@ -101,6 +121,7 @@ class SQLAlchemySession(PooledSession):
         sessions_table: str = "agent_sessions",
         messages_table: str = "agent_messages",
         session_settings: SessionSettingsLike | None = None,
+        command_timeout: float | None = DEFAULT_COMMAND_TIMEOUT,
     ) -> None:
         if not isinstance(engine, AsyncEngine):
             raise UserError(
@@ -115,6 +136,7 @@ class SQLAlchemySession(PooledSession):
                 f"session_id must be at most {MAX_SESSION_ID_LENGTH} characters, "
                 f"got {len(session_id)}"
             )
+        self._command_timeout = _check_command_timeout(command_timeout)
         validate_table_names(sessions_table, messages_table)
         self._engine = engine
         self._create_tables = create_tables
@@ -133,6 +155,7 @@ class SQLAlchemySession(PooledSession):
         sessions_table: str = "agent_sessions",
         messages_table: str = "agent_messages",
         session_settings: SessionSettingsLike | None = None,
+        command_timeout: float | None = DEFAULT_COMMAND_TIMEOUT,
         **engine_kwargs: Any,
     ) -> SQLAlchemySession:
         """Create a session with its own engine; `close()` disposes of that engine.
@@ -140,11 +163,15 @@ class SQLAlchemySession(PooledSession):
         Args:
             session_id: Identifies the conversation.
             url: A SQLAlchemy URL with an async driver. `postgresql://` and `postgres://` mean
-                `postgresql+asyncpg://`.
+                `postgresql+asyncpg://`. Through PgBouncer in transaction mode, add
+                `?pgbouncer=true` (or let the session find out by itself; `?pgbouncer=false`
+                skips the check): see the backends guide's "Scaling out" section.
             create_tables: Create the tables on first use, if missing.
             sessions_table: Name of the table with one row per session.
             messages_table: Name of the table with one row per item.
             session_settings: Default settings for runs that use this session.
+            command_timeout: The most seconds one operation may spend in the database (see the
+                class); `None` for no bound.
             **engine_kwargs: Passed to `sqlalchemy.ext.asyncio.create_async_engine` as they are:
                 pool settings (`pool_size`, `max_overflow`, `pool_timeout`, `pool_recycle`,
                 `pool_pre_ping`, `poolclass`), `connect_args`, `echo`, and so on.
@@ -163,12 +190,18 @@ class SQLAlchemySession(PooledSession):
             sessions_table=sessions_table,
             messages_table=messages_table,
             session_settings=session_settings,
+            command_timeout=command_timeout,
         )
 
     @property
     def engine(self) -> AsyncEngine:
         """The SQLAlchemy engine this session uses."""
         return self._engine
+
+    @property
+    def command_timeout(self) -> float | None:
+        """The most seconds one operation may spend in the database, or `None` for no bound."""
+        return self._command_timeout
 
     # -- the four operations -------------------------------------------------------------------
 
@@ -209,8 +242,8 @@ class SQLAlchemySession(PooledSession):
         """Remove and return the newest item, atomically.
 
         Returns:
-            The removed item, or `None` when the history is empty. A corrupt newest row is
-            removed with a logged warning and the next one is popped.
+            The removed item, or `None` when the session has no valid item. Corrupt rows are
+            skipped (and left in place) with a logged warning.
 
         Raises:
             SessionClosedError: The session was closed.
@@ -287,6 +320,18 @@ class SQLAlchemySession(PooledSession):
 
     def _storage_error(self, operation: str, exc: BaseException) -> SessionStorageError:
         return storage_error(operation, self.session_id, exc)
+
+    def _timeout_error(self, operation: str, *, mutation: bool) -> SessionStorageError:
+        outcome = (
+            "it was rolled back, unless the database had already committed it"
+            if mutation
+            else "nothing was read"
+        )
+        return SessionStorageError(
+            f"{operation} on session {self.session_id!r} failed: the database did not answer "
+            f"within command_timeout={self._command_timeout} s; the connection was dropped "
+            f"and {outcome}. The next call uses a new connection."
+        )
 
     async def _prepare(self) -> None:
         await self._ensure_tables()
@@ -368,31 +413,29 @@ class SQLAlchemySession(PooledSession):
         async with self._engine.begin() as conn:
             if not await self._lock_session_row(conn, create=False):
                 return None
+            # Newest first; a corrupt row is skipped and left in place (never deleted), as on
+            # every backend. The session row's lock keeps other writers out meanwhile.
+            before: int | None = None
             while True:
-                newest = select(func.max(m.c.id)).where(m.c.session_id == sid).scalar_subquery()
-                if conn.dialect.name == "postgresql":
-                    found = (
-                        await conn.execute(
-                            delete(m).where(m.c.id == newest).returning(m.c.id, m.c.message_data)
-                        )
-                    ).first()
-                else:
-                    found = (
-                        await conn.execute(
-                            select(m.c.id, m.c.message_data)
-                            .where(m.c.session_id == sid)
-                            .order_by(m.c.id.desc())
-                            .limit(1)
-                        )
-                    ).first()
-                    if found is not None:
-                        await conn.execute(delete(m).where(m.c.id == found[0]))
-                if found is None:
+                stmt = (
+                    select(m.c.id, m.c.message_data)
+                    .where(m.c.session_id == sid)
+                    .order_by(m.c.id.desc())
+                    .limit(20)
+                )
+                if before is not None:
+                    stmt = stmt.where(m.c.id < before)
+                rows = (await conn.execute(stmt)).all()
+                if not rows:
                     return None
-                item = decode_item(found[1], where=f"row {found[0]} of session {sid!r}")
-                if item is not None:
+                for row_id, data in rows:
+                    item = decode_item(data, where=f"row {row_id} of session {sid!r}")
+                    if item is None:
+                        continue
+                    await conn.execute(delete(m).where(m.c.id == row_id))
                     await self._touch(conn)
                     return item
+                before = rows[-1][0]
 
     async def _touch(self, conn: AsyncConnection) -> None:
         s = self._sessions

@@ -40,7 +40,14 @@ from ..settings import (
     coerce_session_settings,
     resolve_session_limit,
 )
-from .database import Job, SQLiteDatabase, Work, acquire_database, release_database
+from .database import (
+    Job,
+    SQLiteDatabase,
+    Work,
+    acquire_database,
+    release_database,
+    release_later,
+)
 from .reads import read_all, read_latest
 from .schema import SQLiteSchema
 
@@ -105,8 +112,10 @@ class SQLiteSession(SessionABC, AsyncCloseable):
         self._db: SQLiteDatabase = acquire_database(path)
         self._closed = False
         self._close_lock = threading.Lock()
-        # A forgotten close() must not keep a :memory: database's thread alive forever.
-        self._finalizer = weakref.finalize(self, release_database, self._db)
+        # A forgotten close() must not keep a :memory: database's thread alive forever. The
+        # finalizer takes no lock (it may run inside any allocation, even one made while this
+        # thread holds the registry lock): it only queues the release.
+        self._finalizer = weakref.finalize(self, release_later, self._db)
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -120,9 +129,9 @@ class SQLiteSession(SessionABC, AsyncCloseable):
             if self._closed:
                 return
             self._closed = True
-        if not self._finalizer.alive:
+        if self._finalizer.detach() is None:
             return
-        threads = self._finalizer()
+        threads = release_database(self._db)
         if threads:
             await asyncio.to_thread(_join_all, threads)
 
