@@ -18,7 +18,7 @@ from ...agent import default_model_name
 from ...conversion import clean_input_item
 from ...exceptions import SessionError, SessionStorageError, UserError
 from ...items import TResponseInputItem
-from ..closing import AsyncCloseable
+from ..closing import AsyncCloseable, Release
 from ..mutation import await_session_mutation
 from ..session import OpenAIResponsesCompactionArgs, Session, SessionABC
 from ..settings import SessionSettings
@@ -256,14 +256,14 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    async def close(self) -> None:
+    def _close_now(self) -> Release | None:
         """Close the client this session built from the environment.
 
         A client passed in and the wrapped session are left open (close the wrapped session
         yourself). The session remains usable: a later compaction builds a new client.
         `async with` calls `close()` at the end of the block.
         """
-        await self._client.close()
+        return self._client.release()
 
     def _note_args(self, args: OpenAIResponsesCompactionArgs | None) -> tuple[str, bool, bool]:
         """Validate `args`, remember what they say about the latest response, resolve the mode.

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ...exceptions import SessionStorageError
+from ..closing import Release
 from ..codec import encode_items
 from ..session import Session
 from ..store import (
@@ -14,8 +15,10 @@ from ..store import (
     SessionStats,
     SessionStore,
     _check_page,
+    _check_prefix,
     _from_ms,
     _hide_password,
+    _idle_cutoff,
     _to_ms,
 )
 
@@ -34,6 +37,27 @@ return removed
 """
 
 
+# Delete the sessions in ARGV[2..] whose index score is still at most ARGV[1] (a session
+# written to since it was read is kept), atomically. KEYS: their item lists, then the index.
+_DELETE_IDLE_SCRIPT = """
+local cutoff = tonumber(ARGV[1])
+local index = KEYS[#KEYS]
+local deleted = 0
+for i = 2, #ARGV do
+  local score = redis.call('ZSCORE', index, ARGV[i])
+  if score and tonumber(score) <= cutoff then
+    redis.call('DEL', KEYS[i - 1])
+    redis.call('ZREM', index, ARGV[i])
+    deleted = deleted + 1
+  end
+end
+return deleted
+"""
+
+_PAGE = 500
+"""Index entries read (or deleted) per round trip."""
+
+
 class RedisStore(SessionStore):
     """The keys of `RedisSession` under one prefix."""
 
@@ -49,6 +73,7 @@ class RedisStore(SessionStore):
         self._prefix = key_prefix
         self._index = index_key(key_prefix)
         self._prune = self._redis.register_script(_PRUNE_SCRIPT)
+        self._delete_idle = self._redis.register_script(_DELETE_IDLE_SCRIPT)
 
     def _items_key(self, session_id: str) -> str:
         from .session import items_key
@@ -83,17 +108,64 @@ class RedisStore(SessionStore):
             await self._prune(keys=[*(self._items_key(g) for g in gone), self._index], args=gone)
         return infos
 
-    async def list_sessions(self, *, offset: int = 0, limit: int = 50) -> list[SessionInfo]:
-        """Return sessions, the most recently active first; expired ones are dropped."""
+    async def list_sessions(
+        self, *, offset: int = 0, limit: int = 50, prefix: str = ""
+    ) -> list[SessionInfo]:
+        """Return sessions, the most recently active first; expired ones are dropped.
+
+        Without a prefix a page is one range read of the index; with one, the index is read in
+        order until the page is full.
+        """
         _check_page(offset, limit)
+        _check_prefix(prefix)
 
         async def work() -> list[SessionInfo]:
-            raw = await self._redis.zrevrange(
-                self._index, offset, offset + limit - 1, withscores=True
-            )
-            return await self._describe(_scored(raw))
+            if not prefix:
+                raw = await self._redis.zrevrange(
+                    self._index, offset, offset + limit - 1, withscores=True
+                )
+                return await self._describe(_scored(raw))
+            found: list[SessionInfo] = []
+            skip, start = offset, 0
+            while len(found) < limit:
+                page = _scored(
+                    await self._redis.zrevrange(
+                        self._index, start, start + _PAGE - 1, withscores=True
+                    )
+                )
+                start += _PAGE
+                matching = [entry for entry in page if entry[0].startswith(prefix)]
+                infos = await self._describe(matching)
+                start -= len(matching) - len(infos)  # pruned entries shifted the index
+                taken = infos[skip:]
+                skip = max(0, skip - len(infos))
+                found += taken[: limit - len(found)]
+                if len(page) < _PAGE:
+                    break
+            return found
 
         result: list[SessionInfo] = await self._call(work)
+        return result
+
+    async def delete_idle_sessions(self, older_than: timedelta | float) -> int:
+        """Delete every session idle for longer than `older_than`, 500 per atomic script."""
+        cutoff = _to_ms(_idle_cutoff(older_than))
+
+        async def work() -> int:
+            deleted = 0
+            while True:
+                raw = await self._redis.zrangebyscore(
+                    self._index, "-inf", cutoff, start=0, num=_PAGE
+                )
+                ids = [_text(member) for member in raw if isinstance(member, bytes | str)]
+                if not ids:
+                    return deleted
+                keys = [*(self._items_key(sid) for sid in ids), self._index]
+                deleted += int(await self._delete_idle(keys=keys, args=[cutoff, *ids]))
+                if len(ids) < _PAGE:
+                    return deleted
+
+        result: int = await self._call(work)
         return result
 
     async def get_info(self, session_id: str) -> SessionInfo | None:
@@ -174,9 +246,9 @@ class RedisStore(SessionStore):
 
         return RedisSession(session_id, redis_client=self._redis, key_prefix=self._prefix)
 
-    async def close(self) -> None:
+    def _close_now(self) -> Release | None:
         """Close the store's client."""
-        await self._redis.aclose()
+        return self._redis.aclose
 
 
 def _scored(raw: Any) -> list[tuple[str, float]]:
