@@ -4,13 +4,15 @@ The OpenAI Agents SDK's `SQLiteSession.close()` is a plain method; ours used to 
 Code written for either works here: `close()` closes the object at once (later calls raise
 `SessionClosedError` or do nothing) and returns a [`Closing`][turnstore.Closing], which the
 caller may await to wait until the released resources (threads, pooled connections) are gone,
-or drop. Dropping it never warns and never leaves the release half done.
+or drop. Dropping it never warns.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Generator
+import contextlib
+import inspect
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from types import TracebackType
 from typing import Any, Self
 
@@ -24,10 +26,15 @@ Release = Callable[[], Awaitable[None]]
 _pending: set[asyncio.Future[None]] = set()
 
 
-class Closing:
+class Closing(Coroutine[Any, Any, None]):
     """What `close()` returns: the object is already closed; awaiting this waits for the rest.
 
-    Awaiting it more than once, or after the release finished, returns at once.
+    It is a coroutine object, so `await obj.close()`, `asyncio.run(obj.close())` and
+    `loop.run_until_complete(obj.close())` all work, and unlike a coroutine function's result,
+    dropping it without awaiting never warns. What remains to release (pooled connections, an
+    HTTP client) runs on the event loop that called `close()`; called with no loop running, it
+    runs on the loop that awaits the result, or, when the result is dropped, at once on a loop
+    of its own. Awaiting it more than once returns at once.
 
     Example:
         ```python
@@ -36,14 +43,18 @@ class Closing:
         ```
     """
 
-    __slots__ = ("_task",)
+    __slots__ = ("_coroutine", "_release", "_task")
 
-    def __init__(self, task: asyncio.Future[None] | None) -> None:
+    def __init__(
+        self, task: asyncio.Future[None] | None = None, release: Release | None = None
+    ) -> None:
         self._task = task
+        self._release = release
+        self._coroutine: Coroutine[Any, Any, None] | None = None
 
     @classmethod
     def start(cls, release: Release | None) -> Closing:
-        """Run `release` now: as a task of the running loop, or to its end when none runs.
+        """Start `release` as a task of the running loop, or keep it for whoever awaits.
 
         Args:
             release: The asynchronous part of the close, or `None` when there is none.
@@ -52,23 +63,52 @@ class Closing:
             A `Closing` that waits for `release` when awaited.
         """
         if release is None:
-            return cls(None)
+            return cls()
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            # Synchronous code with no loop: finish the release here, on a loop of its own.
-            asyncio.run(_run(release))
-            return cls(None)
+            return cls(release=release)
         task = loop.create_task(_run(release))
         _pending.add(task)
         task.add_done_callback(_pending.discard)
         return cls(task)
 
+    async def _wait(self) -> None:
+        release, self._release = self._release, None
+        if release is not None:
+            await release()
+        elif self._task is not None:
+            await asyncio.shield(self._task)
+
+    def _inner(self) -> Coroutine[Any, Any, None]:
+        if self._coroutine is None or inspect.getcoroutinestate(self._coroutine) == "CORO_CLOSED":
+            self._coroutine = self._wait()
+        return self._coroutine
+
+    def send(self, value: Any) -> Any:
+        """Advance the wait (the coroutine protocol)."""
+        return self._inner().send(value)
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
+        """Raise inside the wait (the coroutine protocol)."""
+        if val is None and tb is None:
+            return self._inner().throw(typ)
+        return self._inner().throw(val if val is not None else typ)
+
+    def close(self) -> None:
+        """Stop the wait (the coroutine protocol); the object stays closed."""
+        if self._coroutine is not None:
+            self._coroutine.close()
+
     def __await__(self) -> Generator[Any, None, None]:
-        task = self._task
-        if task is None:
-            return
-        yield from asyncio.shield(task).__await__()
+        return self._wait().__await__()
+
+    def __del__(self) -> None:
+        # Dropped without being awaited, after a close() with no loop running: finish now.
+        release, self._release = self._release, None
+        if release is not None:
+            with contextlib.suppress(Exception):
+                asyncio.run(_run(release))
 
 
 async def _run(release: Release) -> None:

@@ -156,6 +156,7 @@ class EncryptedSession(SessionABC, AsyncCloseable):
         encryption_key: str | bytes | Sequence[str | bytes],
         ttl: float | None = 600,
     ) -> None:
+        fernet = _fernet_module()  # first: a missing extra is the error to report
         if not isinstance(session_id, str):
             raise TypeError(f"session_id must be a str, not {type(session_id).__name__}")
         if not isinstance(underlying_session, Session):
@@ -176,7 +177,7 @@ class EncryptedSession(SessionABC, AsyncCloseable):
         self.underlying_session = underlying_session
         self.ttl = ttl
         self._fernets = [_session_fernet(master, session_id) for master in masters]
-        self._invalid_token: type[Exception] = _fernet_module().InvalidToken
+        self._invalid_token: type[Exception] = fernet.InvalidToken
         self._last_prune: float | None = None
 
     # -- settings pass through ---------------------------------------------------------------
