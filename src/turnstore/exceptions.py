@@ -47,8 +47,11 @@ class SessionError(TurnstoreError):
     """A session could not carry out the requested operation."""
 
 
-class SessionClosedError(SessionError):
-    """The session, or the database it uses, was closed before the operation."""
+class SessionClosedError(SessionError, RuntimeError):
+    """The session, or the database it uses, was closed before the operation.
+
+    Also a `RuntimeError`, which is what the OpenAI Agents SDK's sessions raise then.
+    """
 
 
 class SessionStorageError(SessionError):

@@ -180,6 +180,23 @@ class EncryptedSession(SessionABC, AsyncCloseable):
         self._invalid_token: type[Exception] = fernet.InvalidToken
         self._last_prune: float | None = None
 
+    @property
+    def cipher(self) -> Fernet:
+        """The `Fernet` of this session's key derived from the first master key (it encrypts)."""
+        return self._fernets[0]
+
+    def __getattr__(self, name: str) -> Any:
+        # Other public methods of the wrapped session (for example `get_archived_items`) pass
+        # through, as in the OpenAI Agents SDK. Compaction does not: it would send ciphertext
+        # to the model.
+        if (
+            name.startswith("_")
+            or name == "run_compaction"
+            or "underlying_session" not in vars(self)
+        ):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return getattr(self.underlying_session, name)
+
     # -- settings pass through ---------------------------------------------------------------
 
     @property

@@ -106,11 +106,12 @@ def coerce_session_settings(value: SessionSettingsLike | None) -> SessionSetting
             )
         value = as_dict
     known = {field.name for field in dataclasses.fields(SessionSettings)}
-    for key in value:
-        if key not in known:
-            raise TypeError(
-                f"unknown session setting {key!r}; known settings: {', '.join(sorted(known))}"
-            )
+    unknown = [str(key) for key in value if key not in known]
+    if unknown:
+        raise TypeError(
+            f"Unknown session settings: {', '.join(unknown)} "
+            f"(known settings: {', '.join(sorted(known))})"
+        )
     return SessionSettings(**dict(value))
 
 

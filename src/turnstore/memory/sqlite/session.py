@@ -253,7 +253,7 @@ class SQLiteSession(SessionABC, AsyncCloseable):
     def _check_open(self) -> None:
         if self._closed:
             raise SessionClosedError(
-                f"SQLiteSession {self.session_id!r} on {self.db_path!r} is closed"
+                f"SQLiteSession is closed (session {self.session_id!r} on {self.db_path!r})"
             )
 
     # --- plumbing ---------------------------------------------------------------------------
