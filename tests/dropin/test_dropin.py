@@ -81,8 +81,8 @@ def test_session_settings_default_to_empty_settings(tmp_path: Path) -> None:
 
 
 def test_unknown_settings_keys_raise_type_error() -> None:
-    with pytest.raises(TypeError, match="Unknown session settings: limt"):
-        SQLiteSession("s", session_settings={"limt": 3})
+    with pytest.raises(TypeError, match="Unknown session settings: limitt"):
+        SQLiteSession("s", session_settings={"limitt": 3})
 
 
 @pytest.mark.services
