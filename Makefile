@@ -36,6 +36,7 @@ test: lint
 bench: venv
 	$(BIN)/python bench/bench_sqlite.py
 	$(BIN)/python bench/bench_translate.py
+	$(BIN)/python bench/bench_extensions.py
 
 clean:
 	rm -rf $(VENV) site .pytest_cache .mypy_cache .ruff_cache

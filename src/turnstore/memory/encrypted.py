@@ -13,13 +13,14 @@ with the same key, and the other way round.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import json
 import logging
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..exceptions import SessionDecryptionError, UserError
 from ..items import TResponseInputItem
@@ -96,6 +97,19 @@ def _is_envelope(item: object) -> bool:
         and "kid" in item
         and "v" in item
     )
+
+
+_OFF_LOOP_ITEMS = 64
+"""Batches at least this long are encrypted or decrypted on a worker thread, so that the event
+loop is not held up for the length of the batch."""
+
+_T = TypeVar("_T")
+
+
+async def _off_loop_if_large(work: Callable[[list[Any]], _T], batch: list[Any]) -> _T:
+    if len(batch) >= _OFF_LOOP_ITEMS:
+        return await asyncio.to_thread(work, batch)
+    return work(batch)
 
 
 class EncryptedSession(SessionABC, AsyncCloseable):
@@ -221,6 +235,9 @@ class EncryptedSession(SessionABC, AsyncCloseable):
         token = self._fernets[0].encrypt(data).decode("ascii")
         return {"__enc__": 1, "v": _VERSION, "kid": _KEY_ID, "payload": token}
 
+    def _seal_all(self, items: list[TResponseInputItem]) -> list[dict[str, Any]]:
+        return [self._seal(item, index) for index, item in enumerate(items)]
+
     def _open(self, stored: Any, where: str) -> tuple[dict[str, Any], int, int] | None:
         """Authenticate and decrypt one stored item.
 
@@ -296,10 +313,9 @@ class EncryptedSession(SessionABC, AsyncCloseable):
         window = _ALL_ITEMS if wanted is None else wanted
         while True:
             stored = await self.underlying_session.get_items(window)
+            opened = await _off_loop_if_large(self._open_all, stored)
             now = time.time()
-            items = [
-                item for item, stamp, _ in self._open_all(stored) if not self._expired(stamp, now)
-            ]
+            items = [item for item, stamp, _ in opened if not self._expired(stamp, now)]
             if wanted is None or len(items) >= wanted or len(stored) < window:
                 return cast(list[TResponseInputItem], items if wanted is None else items[-wanted:])
             window = min(window * 2, _ALL_ITEMS)
@@ -316,7 +332,7 @@ class EncryptedSession(SessionABC, AsyncCloseable):
         """
         if not isinstance(items, list):
             raise TypeError(f"items must be a list of item dicts, not {type(items).__name__}")
-        sealed = [self._seal(item, index) for index, item in enumerate(items)]
+        sealed = await _off_loop_if_large(self._seal_all, items)
         await self.underlying_session.add_items(cast(list[TResponseInputItem], sealed))
         if self._prune_due():
             await self.prune_expired()
