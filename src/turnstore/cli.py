@@ -360,7 +360,10 @@ async def _clear(store: SessionStore, args: argparse.Namespace) -> None:
 
 async def _prune(store: SessionStore, args: argparse.Namespace) -> None:
     deleted = await store.delete_idle_sessions(args.idle)
-    print(f"deleted {deleted} session{'' if deleted == 1 else 's'} idle for more than {args.idle}")
+    seconds = int(args.idle.total_seconds())
+    unit = next(u for u in "dhms" if seconds % _UNITS[u] == 0)
+    age = f"{seconds // _UNITS[unit]}{unit}"
+    print(f"deleted {deleted} session{'' if deleted == 1 else 's'} idle for more than {age}")
 
 
 async def _stats(store: SessionStore, args: argparse.Namespace) -> None:

@@ -39,7 +39,7 @@ def test_prune_deletes_idle_sessions(tmp_path: Path, capsys: pytest.CaptureFixtu
         )
     conn.close()
     assert main(["--db", str(path), "prune", "--idle", "30d"]) == 0
-    assert "deleted 1 session idle for more than 30 days" in capsys.readouterr().out
+    assert "deleted 1 session idle for more than 30d" in capsys.readouterr().out
     assert main(["--db", str(path), "list", "--json"]) == 0
     assert [json.loads(line)["session_id"] for line in capsys.readouterr().out.splitlines()] == [
         "new"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+from abc import ABC
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from types import TracebackType
 from typing import Any, Self
@@ -106,16 +107,24 @@ class Closing(Coroutine[Any, Any, None]):
     def __del__(self) -> None:
         # Dropped without being awaited, after a close() with no loop running: finish now.
         release, self._release = self._release, None
-        if release is not None:
-            with contextlib.suppress(Exception):
+        if release is None:
+            return
+        with contextlib.suppress(Exception):
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
                 asyncio.run(_run(release))
+            else:  # dropped inside a loop that started after close(): release there
+                task = loop.create_task(_run(release))
+                _pending.add(task)
+                task.add_done_callback(_pending.discard)
 
 
 async def _run(release: Release) -> None:
     await release()
 
 
-class AsyncCloseable:
+class AsyncCloseable(ABC):  # noqa: B024 - subclasses add abstract methods (SessionStore)
     """A base class for objects released by `close()`, from sync code, async code or `async with`.
 
     Subclasses implement `_close_now()`: it marks the object closed (synchronously) and returns
