@@ -13,7 +13,9 @@ import pytest
 TOP_LEVEL = [
     "Agent",
     "AgentsError",
+    "Closing",
     "CompactionTriggerContext",
+    "EncryptedSession",
     "FunctionTool",
     "MaxTurnsExceeded",
     "Model",
@@ -39,6 +41,7 @@ TOP_LEVEL = [
     "Session",
     "SessionABC",
     "SessionClosedError",
+    "SessionDecryptionError",
     "SessionError",
     "SessionInfo",
     "SessionInputCallback",
@@ -64,7 +67,9 @@ TOP_LEVEL = [
 
 
 MEMORY = [
+    "Closing",
     "CompactionTriggerContext",
+    "EncryptedSession",
     "OpenAIConversationsSession",
     "OpenAIResponsesCompactionArgs",
     "OpenAIResponsesCompactionAwareSession",

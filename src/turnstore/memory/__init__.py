@@ -1,13 +1,15 @@
 """Session memory: the protocol, its settings, and the built-in backends.
 
 Everything here is also exported from the top-level `turnstore` package. The PostgreSQL
-(`SQLAlchemySession`) and Redis (`RedisSession`) backends need extras and are imported lazily.
+(`SQLAlchemySession`) and Redis (`RedisSession`) backends and `EncryptedSession` need extras and
+are imported lazily.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .closing import Closing
 from .mutation import await_session_mutation
 from .openai.compaction import CompactionTriggerContext, OpenAIResponsesCompactionSession
 from .openai.conversations import OpenAIConversationsSession
@@ -23,11 +25,14 @@ from .sqlite.session import SQLiteSession
 from .store import SessionInfo, SessionRecord, SessionStats, SessionStore, open_session_store
 
 if TYPE_CHECKING:
+    from .encrypted import EncryptedSession
     from .redis.session import RedisSession
     from .sqlalchemy.session import SQLAlchemySession
 
 __all__ = [
+    "Closing",
     "CompactionTriggerContext",
+    "EncryptedSession",
     "OpenAIConversationsSession",
     "OpenAIResponsesCompactionArgs",
     "OpenAIResponsesCompactionAwareSession",
@@ -52,10 +57,15 @@ __all__ = [
 _LAZY: dict[str, tuple[str, str]] = {
     "SQLAlchemySession": (".sqlalchemy.session", "postgres"),
     "RedisSession": (".redis.session", "redis"),
+    "EncryptedSession": (".encrypted", "encryption"),
 }
 
 # The third-party package each lazy backend imports first.
-_EXTRA_PACKAGE = {"SQLAlchemySession": "sqlalchemy", "RedisSession": "redis"}
+_EXTRA_PACKAGE = {
+    "SQLAlchemySession": "sqlalchemy",
+    "RedisSession": "redis",
+    "EncryptedSession": "cryptography",
+}
 
 
 def _extra_missing(name: str) -> bool:

@@ -19,7 +19,7 @@ from ...agent import default_model_name
 from ...conversion import clean_input_item
 from ...exceptions import SessionClosedError, SessionError, SessionStorageError, UserError
 from ...items import TResponseInputItem
-from ..closing import AsyncCloseable
+from ..closing import AsyncCloseable, Release
 from ..mutation import await_session_mutation
 from ..session import OpenAIResponsesCompactionArgs, Session, SessionABC
 from ..settings import SessionSettings, resolve_session_limit
@@ -299,8 +299,8 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    async def close(self) -> None:
-        """Close the session, and the client it built from the environment.
+    def _close_now(self) -> Release | None:
+        """Close the client this session built from the environment.
 
         A client passed in and the wrapped session are left open (close the wrapped session
         yourself). Like every session of this package, a closed session raises
@@ -308,7 +308,7 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
         twice is harmless. `async with` calls `close()` at the end of the block.
         """
         self._closed = True
-        await self._client.close()
+        return self._client.release()
 
     def _check_open(self) -> None:
         if self._closed:

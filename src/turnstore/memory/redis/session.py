@@ -18,7 +18,7 @@ import json
 import re
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -33,7 +33,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from ...exceptions import SessionClosedError, SessionStorageError, UserError
 from ...items import TResponseInputItem
-from ..closing import AsyncCloseable
+from ..closing import AsyncCloseable, Release
 from ..codec import check_limit, check_session_id, decode_item, encode_items
 from ..loop_binding import LoopBinding
 from ..mutation import await_session_mutation
@@ -41,7 +41,8 @@ from ..session import SessionABC
 from ..settings import (
     SessionSettings,
     SessionSettingsLike,
-    coerce_session_settings,
+    default_session_settings,
+    merge_kwargs,
     resolve_session_limit,
 )
 from . import scripts
@@ -204,7 +205,7 @@ class RedisSession(SessionABC, AsyncCloseable):
             )
         layout: KeyLayout = layout_for(redis_client, key_prefix)
         self.session_id = session_id
-        self.session_settings: SessionSettings | None = coerce_session_settings(session_settings)
+        self.session_settings: SessionSettings | None = default_session_settings(session_settings)
         self._redis = redis_client
         self._owns_client = False
         self._prefix = key_prefix
@@ -226,7 +227,8 @@ class RedisSession(SessionABC, AsyncCloseable):
         key_prefix: str = DEFAULT_KEY_PREFIX,
         ttl: float | timedelta | None = None,
         session_settings: SessionSettingsLike | None = None,
-        **redis_kwargs: Any,
+        redis_kwargs: Mapping[str, Any] | None = None,
+        **more_redis_kwargs: Any,
     ) -> RedisSession:
         """Create a session with its own client; `close()` closes that client.
 
@@ -239,7 +241,9 @@ class RedisSession(SessionABC, AsyncCloseable):
             key_prefix: Prefix of every key this session uses.
             ttl: Expire the session after this long without a write; `None` never expires it.
             session_settings: Default settings for runs that use this session.
-            **redis_kwargs: Passed to `redis.asyncio.Redis.from_url` (or
+            redis_kwargs: Keyword arguments for the client as one dict (the OpenAI Agents SDK's
+                form); merged with `**more_redis_kwargs`.
+            **more_redis_kwargs: Passed to `redis.asyncio.Redis.from_url` (or
                 `redis.asyncio.cluster.RedisCluster.from_url`) as they are (`max_connections`,
                 `socket_timeout`, `retry`, ...).
 
@@ -248,8 +252,9 @@ class RedisSession(SessionABC, AsyncCloseable):
 
         Raises:
             ValueError: The URL is not a Redis URL.
+            TypeError: `redis_kwargs` is not a dict, or repeats a keyword given directly.
         """
-        client = create_client_for_url(url, **redis_kwargs)
+        client = create_client_for_url(url, **merge_kwargs(redis_kwargs, more_redis_kwargs))
         # An invalid argument raises before any connection exists: nothing to close then.
         session = cls(
             session_id,
@@ -339,7 +344,7 @@ class RedisSession(SessionABC, AsyncCloseable):
         self._check_open()
         await self._run("clear_session", lambda: await_session_mutation(self._clear()))
 
-    async def close(self) -> None:
+    def _close_now(self) -> Release | None:
         """Close the session; close the client too if `from_url` created it.
 
         Further operations raise [`SessionClosedError`][turnstore.SessionClosedError].
@@ -348,10 +353,16 @@ class RedisSession(SessionABC, AsyncCloseable):
         and `close()` there cannot release those connections, so close it on its own loop.
         """
         if self._closed:
-            return
+            return None
         self._closed = True
-        if not self._loop_binding.is_foreign() and self._owns_client:
-            await self._redis.aclose()
+        if not self._owns_client:
+            return None
+
+        async def release() -> None:
+            if not self._loop_binding.is_foreign():
+                await self._redis.aclose()
+
+        return release
 
     def __repr__(self) -> str:
         return f"RedisSession({self.session_id!r}, key={self._items_key!r})"

@@ -10,7 +10,7 @@ import random
 import re
 import weakref
 import zlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from functools import lru_cache
 from typing import Any, ClassVar, TypeVar
 
@@ -47,7 +47,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from ...exceptions import SessionClosedError, SessionStorageError, UserError
 from ...items import TResponseInputItem
-from ..closing import AsyncCloseable
+from ..closing import AsyncCloseable, Release
 from ..codec import check_limit, check_session_id, decode_item, decode_rows, encode_items
 from ..loop_binding import LoopBinding
 from ..mutation import await_session_mutation
@@ -55,7 +55,8 @@ from ..session import SessionABC
 from ..settings import (
     SessionSettings,
     SessionSettingsLike,
-    coerce_session_settings,
+    default_session_settings,
+    merge_kwargs,
     resolve_session_limit,
 )
 from .pgbouncer import split_pgbouncer_flag, watch_for_pooler
@@ -250,7 +251,7 @@ class SQLAlchemySession(SessionABC, AsyncCloseable):
         if sessions_table == messages_table:
             raise ValueError("sessions_table and messages_table must differ")
         self.session_id = session_id
-        self.session_settings: SessionSettings | None = coerce_session_settings(session_settings)
+        self.session_settings: SessionSettings | None = default_session_settings(session_settings)
         self._engine = engine
         self._owns_engine = False
         self._create_tables = create_tables
@@ -272,7 +273,8 @@ class SQLAlchemySession(SessionABC, AsyncCloseable):
         messages_table: str = "agent_messages",
         session_settings: SessionSettingsLike | None = None,
         command_timeout: float | None = DEFAULT_COMMAND_TIMEOUT,
-        **engine_kwargs: Any,
+        engine_kwargs: Mapping[str, Any] | None = None,
+        **more_engine_kwargs: Any,
     ) -> SQLAlchemySession:
         """Create a session with its own engine; `close()` disposes of that engine.
 
@@ -288,8 +290,10 @@ class SQLAlchemySession(SessionABC, AsyncCloseable):
             session_settings: Default settings for runs that use this session.
             command_timeout: The most seconds one operation may spend in the database (see the
                 class); `None` for no bound.
-            **engine_kwargs: Passed to `sqlalchemy.ext.asyncio.create_async_engine` as they are:
-                pool settings (`pool_size`, `max_overflow`, `pool_timeout`, `pool_recycle`,
+            engine_kwargs: Keyword arguments for the engine as one dict (the OpenAI Agents SDK's
+                form); merged with `**more_engine_kwargs`.
+            **more_engine_kwargs: Passed to `sqlalchemy.ext.asyncio.create_async_engine` as they
+                are: pool settings (`pool_size`, `max_overflow`, `pool_timeout`, `pool_recycle`,
                 `pool_pre_ping`, `poolclass`), `connect_args`, `echo`, and so on.
 
         Returns:
@@ -297,9 +301,10 @@ class SQLAlchemySession(SessionABC, AsyncCloseable):
 
         Raises:
             ValueError: The URL cannot be parsed or names a driver that is not async.
+            TypeError: `engine_kwargs` is not a dict, or repeats a keyword given directly.
             ImportError: The driver the URL names is not installed.
         """
-        engine = create_engine_for_url(url, **engine_kwargs)
+        engine = create_engine_for_url(url, **merge_kwargs(engine_kwargs, more_engine_kwargs))
         session = cls(
             session_id,
             engine=engine,
@@ -386,7 +391,7 @@ class SQLAlchemySession(SessionABC, AsyncCloseable):
         self._check_open()
         await self._run("clear_session", lambda: _retry_deadlocks(self._clear), mutation=True)
 
-    async def close(self) -> None:
+    def _close_now(self) -> Release | None:
         """Close the session; dispose of the engine if `from_url` created it.
 
         Further operations raise [`SessionClosedError`][turnstore.SessionClosedError].
@@ -395,10 +400,16 @@ class SQLAlchemySession(SessionABC, AsyncCloseable):
         and `close()` there cannot release those connections, so close it on its own loop.
         """
         if self._closed:
-            return
+            return None
         self._closed = True
-        if not self._loop_binding.is_foreign() and self._owns_engine:
-            await self._engine.dispose()
+        if not self._owns_engine:
+            return None
+
+        async def dispose() -> None:
+            if not self._loop_binding.is_foreign():
+                await self._engine.dispose()
+
+        return dispose
 
     def __repr__(self) -> str:
         url = self._engine.url.render_as_string(hide_password=True)

@@ -35,14 +35,14 @@ from typing import Any, TypeVar
 
 from ...exceptions import SessionClosedError
 from ...items import TResponseInputItem
-from ..closing import AsyncCloseable
+from ..closing import AsyncCloseable, Release
 from ..codec import check_session_id
 from ..mutation import await_session_mutation
 from ..session import SessionABC
 from ..settings import (
     SessionSettings,
     SessionSettingsLike,
-    coerce_session_settings,
+    default_session_settings,
     resolve_session_limit,
 )
 from .database import (
@@ -221,7 +221,7 @@ class SQLiteSession(SessionABC, AsyncCloseable):
                 f"db_path must be a str or a PathLike of str, not {type(path).__name__}"
             )
         self.session_id = session_id
-        self.session_settings: SessionSettings | None = coerce_session_settings(session_settings)
+        self.session_settings: SessionSettings | None = default_session_settings(session_settings)
         self.db_path = path
         self.sessions_table = sessions_table
         self.messages_table = messages_table
@@ -236,26 +236,31 @@ class SQLiteSession(SessionABC, AsyncCloseable):
 
     # --- lifecycle --------------------------------------------------------------------------
 
-    async def close(self) -> None:
+    def _close_now(self) -> Release | None:
         """Close the session; the last session on a database stops its threads.
 
         Operations already started finish first. Closing twice is harmless; any other operation
-        after `close()` raises `SessionClosedError`.
+        after `close()` raises `SessionClosedError`. `close()` works from synchronous code (as
+        the OpenAI Agents SDK's does) and can be awaited, which also waits for the threads.
         """
         with self._close_lock:
             if self._closed:
-                return
+                return None
             self._closed = True
         if self._finalizer.detach() is None:
-            return
+            return None
         threads = release_database(self._db)
-        if threads:
-            await asyncio.to_thread(_join_all, threads)
+        if not threads:
+            return None
+        if not _loop_running():
+            _join_all(threads)
+            return None
+        return lambda: asyncio.to_thread(_join_all, threads)
 
     def _check_open(self) -> None:
         if self._closed:
             raise SessionClosedError(
-                f"SQLiteSession {self.session_id!r} on {self.db_path!r} is closed"
+                f"SQLiteSession is closed (session {self.session_id!r} on {self.db_path!r})"
             )
 
     # --- plumbing ---------------------------------------------------------------------------
@@ -442,7 +447,11 @@ class SQLiteSession(SessionABC, AsyncCloseable):
         return snapshot
 
     async def _replace_compacted(
-        self, snapshot: CompactionSnapshot, new_items: list[TResponseInputItem]
+        self,
+        snapshot: CompactionSnapshot,
+        new_items: list[TResponseInputItem],
+        *,
+        archive: bool = True,
     ) -> bool:
         """Replace the snapshot's rows by `new_items`, atomically, keeping later additions last.
 
@@ -453,6 +462,8 @@ class SQLiteSession(SessionABC, AsyncCloseable):
         Args:
             snapshot: What `_compaction_snapshot` returned.
             new_items: The compacted history that replaces the snapshot's items.
+            archive: Move the replaced rows to the archive table (`False` deletes them, as
+                `EncryptedSession.rotate` needs: old ciphertext must not stay behind).
 
         Returns:
             `True` when replaced; `False` (nothing changed) when some row of the snapshot was
@@ -475,12 +486,13 @@ class SQLiteSession(SessionABC, AsyncCloseable):
             ).fetchone()
             if count != snapshot.row_count:
                 return False
-            conn.execute(
-                f"INSERT INTO {a} (session_id, message_data, created_at) "
-                f"SELECT session_id, message_data, created_at FROM {m} "
-                "WHERE session_id = ? AND id <= ? ORDER BY id",
-                (session_id, through),
-            )
+            if archive:
+                conn.execute(
+                    f"INSERT INTO {a} (session_id, message_data, created_at) "
+                    f"SELECT session_id, message_data, created_at FROM {m} "
+                    "WHERE session_id = ? AND id <= ? ORDER BY id",
+                    (session_id, through),
+                )
             later = conn.execute(
                 f"SELECT message_data, created_at FROM {m} WHERE session_id = ? AND id > ? "
                 "ORDER BY id",
@@ -522,6 +534,14 @@ class _Insert:
 
 def _nothing(conn: sqlite3.Connection) -> None:
     """A write job that only makes the writer prepare the schema."""
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _join_all(threads: list[threading.Thread]) -> None:
