@@ -7,9 +7,14 @@
 // field:, +, -, *, ~, ^) is left as typed. Chinese queries pass unchanged (Material splits their
 // Han runs against the index's words itself).
 //
+// Words readers type that the pages say differently (the glossary's `search_synonyms`, put in
+// the index's config by docs_hooks/i18n_search.py) are searched together with the pages' word:
+// "圧縮" also looks for "コンパクション".
+//
 // It then runs Material's own worker, imported below (docs_hooks/search_cjk.py fills in the
 // name: Material's worker with its Han-run splitting corrected, see that hook).
 
+const SETUP = 0; // Material's message type for the index
 const QUERY = 2; // Material's message type for a search query
 const JAPANESE = /[\p{sc=Han}\p{sc=Hiragana}\p{sc=Katakana}]/u;
 const PLAIN_WORD = /^[^\s"*~^:+\-]+$/u;
@@ -32,11 +37,27 @@ function segmentQuery(query) {
     .join("");
 }
 
+let synonyms = {};
+
+function addSynonyms(query) {
+  return query
+    .split(/(\s+)/)
+    .map((word) => {
+      const extra = Object.prototype.hasOwnProperty.call(synonyms, word) ? synonyms[word] : null;
+      return Array.isArray(extra) && extra.length ? [word, ...extra].join(" ") : word;
+    })
+    .join("");
+}
+
 // Registered before Material's listener, so it rewrites the query that Material then reads.
 addEventListener("message", (event) => {
   const message = event.data;
+  if (message && message.type === SETUP && message.data && message.data.config) {
+    synonyms = message.data.config.synonyms || {};
+  }
   if (message && message.type === QUERY && typeof message.data === "string") {
-    message.data = segmentQuery(message.data);
+    // Before and after segmentation: "圧縮" typed alone, or as a word of "履歴の圧縮".
+    message.data = addSynonyms(segmentQuery(addSynonyms(message.data)));
   }
 });
 
