@@ -125,13 +125,25 @@ def shared_api_entries(english: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def name_api_objects(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Title API object entries with their qualified name and boost them."""
-    named = []
+    """Title API object entries with their qualified name and boost them.
+
+    Among objects that share a short name (`Session.pop_item`, `SQLiteSession.pop_item`, ...),
+    the one with the shortest qualified name (the protocol's, usually) gets a little more, so a
+    search for the bare name starts with it.
+    """
+    named: list[dict[str, Any]] = []
+    shortest: dict[str, tuple[int, int]] = {}
     for entry in entries:
         match = _OBJECT.search(entry["location"])
         if match:
-            entry = {**entry, "title": match["name"], "boost": OBJECT_BOOST}
+            name = match["name"]
+            entry = {**entry, "title": name, "boost": OBJECT_BOOST}
+            short = name.rsplit(".", 1)[-1]
+            if short not in shortest or len(name) < shortest[short][0]:
+                shortest[short] = (len(name), len(named))
         named.append(entry)
+    for _, index in shortest.values():
+        named[index]["boost"] = OBJECT_BOOST + 1
     return named
 
 

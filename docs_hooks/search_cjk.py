@@ -1,4 +1,4 @@
-"""Japanese and Chinese search find their words: query and index are split alike.
+"""Search finds its words: query and index split alike, synonyms, Python names ranked.
 
 Three gaps in Material's search for these languages, seen in the browser:
 
@@ -17,9 +17,9 @@ This hook
    loop bound corrected (`<` to `<=`; if a Material release changes the code, its worker is used
    unchanged), and `search_cjk.js` (from `search_cjk_worker.js` beside this file), which segments
    Japanese queries and then runs it;
-3. points the Japanese, Korean and Chinese pages' search at `search_cjk.js` (the `search` entry
-   of Material's config in each page), which also adds the glossary's search synonyms to a query
-   (Korean needs only that). English keeps Material's worker as it is.
+3. points every page's search at `search_cjk.js` (the `search` entry of Material's config in each
+   page), which also adds the glossary's search synonyms to a query and asks for the parts of a
+   Python name (`Session.pop_item`) as exact words, so the object's own entry ranks first.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from mkdocs.utils import write_file
 
 log = logging.getLogger(f"mkdocs.hooks.{__name__}")
 
-LANGUAGES = frozenset({"ja", "ko", "zh"})
+LANGUAGES = frozenset({"en", "ja", "ko", "zh"})
 WORKERS = "assets/javascripts/workers"
 WORKER = "search_cjk.js"
 PATCHED = "search_cjk_material.js"
