@@ -216,7 +216,8 @@ def test_tables_fit_at_desktop_width(page: Any, site_url: str, path: str) -> Non
     assert not wide, wide
     # Code in a cell never breaks inside a word (source listings are tables of another kind).
     broken = page.evaluate(
-        """() => [...document.querySelectorAll('article table:not([class]) td code')].filter(code => {
+        """() => [...document.querySelectorAll('article table:not([class]) td code')]
+            .filter(code => {
               const style = getComputedStyle(code);
               return style.wordBreak === 'break-all' || style.overflowWrap === 'anywhere'
                 || style.overflowWrap === 'break-word' || style.wordBreak === 'break-word';
