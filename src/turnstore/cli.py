@@ -27,7 +27,7 @@ from datetime import datetime
 from typing import IO, Any
 
 from .exceptions import TurnstoreError
-from .memory.admin import SessionInfo, SessionRecord, SessionStore, open_session_store
+from .memory.store import SessionInfo, SessionRecord, SessionStore, open_session_store
 
 __all__ = ["build_parser", "main"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from turnstore.memory.compaction_items import (
+from turnstore.memory.openai.compaction_items import (
     compactable_prefix_length,
     ends_with_model_output,
     normalize_compacted_output,

@@ -224,7 +224,7 @@ def test_missing_extra_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) ->
 
     for name in [m for m in sys.modules if m == "redis" or m.startswith("redis.")]:
         monkeypatch.setitem(sys.modules, name, None)  # as if the extra were not installed
-    monkeypatch.delitem(sys.modules, "turnstore.memory.redis_session")
+    monkeypatch.delitem(sys.modules, "turnstore.memory.redis.session")
     with pytest.raises(ImportError, match=r"pip install 'turnstore\[redis\]'"):
         turnstore.memory.RedisSession  # noqa: B018
     with pytest.raises(ImportError, match=r"pip install 'turnstore\[redis\]'"):

@@ -23,7 +23,7 @@ from turnstore import (
     SQLAlchemySession,
     UserError,
 )
-from turnstore.memory.sqlalchemy_session import _tables
+from turnstore.memory.sqlalchemy.session import _tables
 from turnstore.testing import SessionConformanceTests
 
 pytestmark = pytest.mark.services
@@ -342,7 +342,7 @@ def test_missing_extra_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) ->
 
     for name in [m for m in sys.modules if m == "sqlalchemy" or m.startswith("sqlalchemy.")]:
         monkeypatch.setitem(sys.modules, name, None)  # as if the extra were not installed
-    monkeypatch.delitem(sys.modules, "turnstore.memory.sqlalchemy_session")
+    monkeypatch.delitem(sys.modules, "turnstore.memory.sqlalchemy.session")
     with pytest.raises(ImportError, match=r"pip install 'turnstore\[postgres\]'"):
         turnstore.memory.SQLAlchemySession  # noqa: B018
     with pytest.raises(ImportError, match=r"pip install 'turnstore\[postgres\]'"):

@@ -22,7 +22,7 @@ from turnstore import (
     SessionStorageError,
     SQLiteSession,
 )
-from turnstore.memory.sqlite_schema import SCHEMA_VERSION
+from turnstore.memory.sqlite.schema import SCHEMA_VERSION
 
 
 def msg(text: str) -> Any:
@@ -145,7 +145,7 @@ def test_limited_read_uses_the_index(db_path: str) -> None:
             await session.get_items()
 
     asyncio.run(create())
-    from turnstore.memory.sqlite_schema import SQLiteSchema
+    from turnstore.memory.sqlite.schema import SQLiteSchema
 
     schema = SQLiteSchema("agent_sessions", "agent_messages")
     plan = " | ".join(
@@ -373,7 +373,7 @@ async def test_merged_adds_fall_back_to_one_transaction_each_on_failure(
 async def test_a_busy_database_is_retried_not_reported(
     db_path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from turnstore.memory import sqlite_database
+    from turnstore.memory.sqlite import database as sqlite_database
 
     monkeypatch.setattr(sqlite_database, "BUSY_TIMEOUT_MS", 20)  # SQLite gives up quickly...
     async with SQLiteSession("s", db_path) as session:

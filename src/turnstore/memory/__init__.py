@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .admin import SessionInfo, SessionRecord, SessionStats, SessionStore, open_session_store
-from .compaction import CompactionTriggerContext, OpenAIResponsesCompactionSession
-from .conversations import OpenAIConversationsSession
 from .mutation import await_session_mutation
+from .openai.compaction import CompactionTriggerContext, OpenAIResponsesCompactionSession
+from .openai.conversations import OpenAIConversationsSession
 from .session import (
     OpenAIResponsesCompactionArgs,
     OpenAIResponsesCompactionAwareSession,
@@ -20,11 +19,12 @@ from .session import (
     is_openai_responses_compaction_aware_session,
 )
 from .settings import SessionSettings, resolve_session_limit
-from .sqlite_session import SQLiteSession
+from .sqlite.session import SQLiteSession
+from .store import SessionInfo, SessionRecord, SessionStats, SessionStore, open_session_store
 
 if TYPE_CHECKING:
-    from .redis_session import RedisSession
-    from .sqlalchemy_session import SQLAlchemySession
+    from .redis.session import RedisSession
+    from .sqlalchemy.session import SQLAlchemySession
 
 __all__ = [
     "CompactionTriggerContext",
@@ -50,8 +50,8 @@ __all__ = [
 
 # Backends that need an extra: name -> (module, pip extra).
 _LAZY: dict[str, tuple[str, str]] = {
-    "SQLAlchemySession": (".sqlalchemy_session", "postgres"),
-    "RedisSession": (".redis_session", "redis"),
+    "SQLAlchemySession": (".sqlalchemy.session", "postgres"),
+    "RedisSession": (".redis.session", "redis"),
 }
 
 # The third-party package each lazy backend imports first.

@@ -45,14 +45,14 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "SQLAlchemySession needs SQLAlchemy and asyncpg: pip install 'turnstore[postgres]'"
     ) from exc
 
-from ..exceptions import SessionClosedError, SessionStorageError, UserError
-from ..items import TResponseInputItem
-from .closing import AsyncCloseable
-from .item_codec import check_limit, check_session_id, decode_item, decode_rows, encode_items
-from .loop_binding import LoopBinding
-from .mutation import await_session_mutation
-from .session import SessionABC
-from .settings import (
+from ...exceptions import SessionClosedError, SessionStorageError, UserError
+from ...items import TResponseInputItem
+from ..closing import AsyncCloseable
+from ..codec import check_limit, check_session_id, decode_item, decode_rows, encode_items
+from ..loop_binding import LoopBinding
+from ..mutation import await_session_mutation
+from ..session import SessionABC
+from ..settings import (
     SessionSettings,
     SessionSettingsLike,
     coerce_session_settings,

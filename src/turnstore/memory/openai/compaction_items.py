@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from ..items import OUTPUT_TYPE_OF_CALL, TResponseInputItem
+from ...items import OUTPUT_TYPE_OF_CALL, TResponseInputItem
 
 __all__ = [
     "compactable_prefix_length",

@@ -37,7 +37,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..exceptions import SessionClosedError, SessionStorageError
+from ...exceptions import SessionClosedError, SessionStorageError
 
 __all__ = ["Job", "SQLiteDatabase", "acquire_database", "release_database"]
 

@@ -27,14 +27,14 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("RedisSession needs redis-py: pip install 'turnstore[redis]'") from exc
 
-from ..exceptions import SessionClosedError, SessionStorageError, UserError
-from ..items import TResponseInputItem
-from .closing import AsyncCloseable
-from .item_codec import check_limit, check_session_id, decode_item, encode_items
-from .loop_binding import LoopBinding
-from .mutation import await_session_mutation
-from .session import SessionABC
-from .settings import (
+from ...exceptions import SessionClosedError, SessionStorageError, UserError
+from ...items import TResponseInputItem
+from ..closing import AsyncCloseable
+from ..codec import check_limit, check_session_id, decode_item, encode_items
+from ..loop_binding import LoopBinding
+from ..mutation import await_session_mutation
+from ..session import SessionABC
+from ..settings import (
     SessionSettings,
     SessionSettingsLike,
     coerce_session_settings,

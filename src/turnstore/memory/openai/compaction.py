@@ -14,11 +14,15 @@ from openai import AsyncOpenAI
 from openai.types.responses import CompactedResponse, ResponseUsage
 from typing_extensions import TypedDict
 
-from ..agent import default_model_name
-from ..conversion import clean_input_item
-from ..exceptions import SessionError, SessionStorageError, UserError
-from ..items import TResponseInputItem
-from .closing import AsyncCloseable
+from ...agent import default_model_name
+from ...conversion import clean_input_item
+from ...exceptions import SessionError, SessionStorageError, UserError
+from ...items import TResponseInputItem
+from ..closing import AsyncCloseable
+from ..mutation import await_session_mutation
+from ..session import OpenAIResponsesCompactionArgs, Session, SessionABC
+from ..settings import SessionSettings
+from .client import OwnedOpenAIClient
 from .compaction_items import (
     compactable_prefix_length,
     ends_with_model_output,
@@ -26,10 +30,6 @@ from .compaction_items import (
     select_compaction_candidate_items,
 )
 from .conversations import OpenAIConversationsSession
-from .mutation import await_session_mutation
-from .openai_client import OwnedOpenAIClient
-from .session import OpenAIResponsesCompactionArgs, Session, SessionABC
-from .settings import SessionSettings
 
 __all__ = [
     "DEFAULT_COMPACTION_THRESHOLD",

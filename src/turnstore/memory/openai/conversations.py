@@ -11,18 +11,18 @@ from typing import Any, cast
 import openai
 from openai import AsyncOpenAI
 
-from ..exceptions import SessionStorageError
-from ..items import TResponseInputItem
-from .closing import AsyncCloseable
-from .mutation import await_session_mutation
-from .openai_client import OwnedOpenAIClient
-from .session import SessionABC
-from .settings import (
+from ...exceptions import SessionStorageError
+from ...items import TResponseInputItem
+from ..closing import AsyncCloseable
+from ..mutation import await_session_mutation
+from ..session import SessionABC
+from ..settings import (
     SessionSettings,
     SessionSettingsLike,
     coerce_session_settings,
     resolve_session_limit,
 )
+from .client import OwnedOpenAIClient
 
 __all__ = ["OpenAIConversationsSession"]
 

@@ -35,20 +35,20 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..exceptions import SessionClosedError
-from ..items import TResponseInputItem
-from .closing import AsyncCloseable
-from .item_codec import check_session_id
-from .mutation import await_session_mutation
-from .session import SessionABC
-from .settings import (
+from ...exceptions import SessionClosedError
+from ...items import TResponseInputItem
+from ..closing import AsyncCloseable
+from ..codec import check_session_id
+from ..mutation import await_session_mutation
+from ..session import SessionABC
+from ..settings import (
     SessionSettings,
     SessionSettingsLike,
     coerce_session_settings,
     resolve_session_limit,
 )
-from .sqlite_database import Job, SQLiteDatabase, Work, acquire_database, release_database
-from .sqlite_schema import SQLiteSchema, validate_identifier
+from .database import Job, SQLiteDatabase, Work, acquire_database, release_database
+from .schema import SQLiteSchema, validate_identifier
 
 __all__ = ["CompactionSnapshot", "SQLiteSession", "encode_items"]
 

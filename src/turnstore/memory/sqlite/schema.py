@@ -24,7 +24,7 @@ import re
 import sqlite3
 from dataclasses import dataclass
 
-from ..exceptions import SessionSchemaError
+from ...exceptions import SessionSchemaError
 
 __all__ = ["SCHEMA_VERSION", "SQLiteSchema", "quote_identifier", "validate_identifier"]
 

@@ -6,7 +6,7 @@ import asyncio
 
 from openai import AsyncOpenAI
 
-from .loop_binding import LoopBinding
+from ..loop_binding import LoopBinding
 
 __all__ = ["OwnedOpenAIClient", "default_openai_client"]
 

@@ -1,0 +1,179 @@
+"""The CLI's store for the tables of `SQLAlchemySession`."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from ...exceptions import SessionStorageError
+from ..codec import encode_items
+from ..session import Session
+from ..store import (
+    SessionInfo,
+    SessionRecord,
+    SessionStats,
+    SessionStore,
+    _check_page,
+    _parse_sqlite_time,
+    _records,
+    _utc,
+)
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
+
+class SQLAlchemyStore(SessionStore):
+    """The tables of `SQLAlchemySession` on any SQLAlchemy URL."""
+
+    def __init__(self, url: str, sessions_table: str, messages_table: str, create: bool) -> None:
+        from .session import _tables, create_engine_for_url, validate_table_name
+
+        validate_table_name(sessions_table, argument="sessions_table")
+        validate_table_name(messages_table, argument="messages_table")
+        self._engine: AsyncEngine = create_engine_for_url(url)
+        self.target = self._engine.url.render_as_string(hide_password=True)
+        self.backend = self._engine.dialect.name
+        self._sessions_table = sessions_table
+        self._messages_table = messages_table
+        self._create = create
+        _, self._s, self._m = _tables(sessions_table, messages_table)
+
+    async def _call(self, work: Any) -> Any:
+        from sqlalchemy.exc import SQLAlchemyError
+
+        try:
+            async with self._engine.connect() as conn:
+                return await work(conn)
+        except SQLAlchemyError as exc:
+            if _missing_table(exc):
+                return None
+            raise SessionStorageError(f"{self.target}: {_first_line(exc)}") from exc
+        except OSError as exc:
+            raise SessionStorageError(f"cannot reach {self.target}: {exc}") from exc
+
+    def _info_query(self) -> Any:
+        from sqlalchemy import func, select
+
+        s, m = self._s, self._m
+        count = select(func.count(m.c.id)).where(m.c.session_id == s.c.session_id).scalar_subquery()
+        return select(s.c.session_id, s.c.created_at, s.c.updated_at, count)
+
+    @staticmethod
+    def _info(row: Any) -> SessionInfo:
+        return SessionInfo(row[0], int(row[3]), _maybe_utc(row[1]), _maybe_utc(row[2]))
+
+    async def list_sessions(self, *, offset: int = 0, limit: int = 50) -> list[SessionInfo]:
+        """Return sessions, the most recently active first."""
+        _check_page(offset, limit)
+        query = (
+            self._info_query()
+            .order_by(self._s.c.updated_at.desc(), self._s.c.session_id)
+            .offset(offset)
+            .limit(limit)
+        )
+
+        async def work(conn: Any) -> list[SessionInfo]:
+            return [self._info(row) for row in await conn.execute(query)]
+
+        return list(await self._call(work) or [])
+
+    async def get_info(self, session_id: str) -> SessionInfo | None:
+        """Return one session's entry, or `None` when it does not exist."""
+        query = self._info_query().where(self._s.c.session_id == session_id)
+
+        async def work(conn: Any) -> SessionInfo | None:
+            row = (await conn.execute(query)).first()
+            return None if row is None else self._info(row)
+
+        result: SessionInfo | None = await self._call(work)
+        return result
+
+    async def stats(self) -> SessionStats:
+        """Return the number of sessions and items, and the last activity."""
+        from sqlalchemy import func, select
+
+        async def work(conn: Any) -> SessionStats:
+            sessions, last = (
+                await conn.execute(select(func.count(), func.max(self._s.c.updated_at)))
+            ).one()
+            items = (await conn.execute(select(func.count()).select_from(self._m))).scalar_one()
+            return SessionStats(self.backend, sessions, items, _maybe_utc(last))
+
+        result: SessionStats | None = await self._call(work)
+        return result or SessionStats(self.backend, 0, 0, None)
+
+    async def read_records(self, session_id: str) -> list[SessionRecord]:
+        """Return a session's items with the time each was added, oldest first."""
+        from sqlalchemy import select
+
+        m = self._m
+        query = (
+            select(m.c.id, m.c.message_data, m.c.created_at)
+            .where(m.c.session_id == session_id)
+            .order_by(m.c.id)
+        )
+
+        async def work(conn: Any) -> list[SessionRecord]:
+            return _records(
+                session_id, (tuple(row) for row in await conn.execute(query)), _maybe_utc
+            )
+
+        return list(await self._call(work) or [])
+
+    async def write_records(self, session_id: str, records: list[SessionRecord]) -> None:
+        """Append records to a session in one transaction, keeping their `created_at`."""
+        from sqlalchemy import insert
+        from sqlalchemy.exc import SQLAlchemyError
+
+        encoded = encode_items([record.item for record in records])
+        if not encoded:
+            return
+        now = datetime.now(UTC)
+        rows = [
+            {"session_id": session_id, "message_data": data, "created_at": record.created_at or now}
+            for data, record in zip(encoded, records, strict=True)
+        ]
+        session = self.session(session_id)
+        try:
+            await session._ensure_tables()  # type: ignore[attr-defined]
+            async with self._engine.begin() as conn:
+                await session._lock_session_row(conn, create=True)  # type: ignore[attr-defined]
+                await conn.execute(insert(self._m), rows)
+        except SQLAlchemyError as exc:
+            raise SessionStorageError(f"{self.target}: {_first_line(exc)}") from exc
+
+    def session(self, session_id: str) -> Session:
+        """Return a `SQLAlchemySession` that shares the store's engine."""
+        from .session import SQLAlchemySession
+
+        return SQLAlchemySession(
+            session_id,
+            engine=self._engine,
+            create_tables=self._create,
+            sessions_table=self._sessions_table,
+            messages_table=self._messages_table,
+        )
+
+    async def close(self) -> None:
+        """Dispose of the store's engine."""
+        await self._engine.dispose()
+
+
+def _maybe_utc(value: Any) -> datetime | None:
+    if isinstance(value, datetime):
+        return _utc(value)
+    if isinstance(value, str):
+        return _parse_sqlite_time(value)
+    return None
+
+
+def _missing_table(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "does not exist" in text or "doesn't exist" in text or "no such table" in text
+
+
+def _first_line(exc: BaseException) -> str:
+    orig = getattr(exc, "orig", None)
+    text = str(orig if orig is not None else exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,9 @@
+"""The SQLite backend.
+
+`SQLiteSession` (session.py), its writer and reader threads (database.py), its tables and SQL
+(schema.py) and the CLI's store for SQLite files (store.py).
+"""
+
+from .session import SQLiteSession
+
+__all__ = ["SQLiteSession"]

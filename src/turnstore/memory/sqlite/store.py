@@ -1,0 +1,199 @@
+"""The CLI's store for SQLite files written by `SQLiteSession`."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...exceptions import SessionStorageError
+from ..codec import encode_items
+from ..session import Session
+from ..store import (
+    SessionInfo,
+    SessionRecord,
+    SessionStats,
+    SessionStore,
+    _check_page,
+    _parse_sqlite_time,
+    _records,
+    _utc,
+)
+
+if TYPE_CHECKING:
+    pass
+
+
+class SQLiteStore(SessionStore):
+    """A SQLite file written by `SQLiteSession`, read with the standard library off the loop."""
+
+    backend = "sqlite"
+
+    def __init__(self, path: str, sessions_table: str, messages_table: str, create: bool) -> None:
+        from .schema import SQLiteSchema, quote_identifier, validate_identifier
+
+        validate_identifier(sessions_table, "sessions_table")
+        validate_identifier(messages_table, "messages_table")
+        if path in ("", ":memory:"):
+            raise ValueError("an in-memory SQLite database cannot be opened from another process")
+        if not create and not Path(path).is_file():
+            raise FileNotFoundError(f"no SQLite database at {path!r}")
+        self.target = path
+        self._path = path
+        self._schema = SQLiteSchema(sessions_table, messages_table)
+        self._s = quote_identifier(sessions_table)
+        self._m = quote_identifier(messages_table)
+        self._sessions_table = sessions_table
+        self._messages_table = messages_table
+        self._lock = asyncio.Lock()
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self._path, timeout=30, isolation_level=None)
+        conn.execute("PRAGMA busy_timeout = 30000")
+        return conn
+
+    def _has_tables(self, conn: sqlite3.Connection) -> bool:
+        names = {
+            row[0]
+            for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)",
+                (self._sessions_table, self._messages_table),
+            )
+        }
+        return len(names) == 2
+
+    async def _call(self, work: Any) -> Any:
+        def run() -> Any:
+            conn = self._connect()
+            try:
+                return work(conn)
+            finally:
+                conn.close()
+
+        try:
+            async with self._lock:
+                return await asyncio.to_thread(run)
+        except sqlite3.Error as exc:
+            raise SessionStorageError(f"SQLite file {self._path!r}: {exc}") from exc
+
+    def _info_sql(self) -> str:
+        return (
+            f"SELECT s.session_id, s.created_at, s.updated_at, "
+            f"(SELECT count(*) FROM {self._m} m WHERE m.session_id = s.session_id) "
+            f"FROM {self._s} s"
+        )
+
+    @staticmethod
+    def _info(row: tuple[Any, ...]) -> SessionInfo:
+        return SessionInfo(
+            row[0], int(row[3]), _parse_sqlite_time(row[1]), _parse_sqlite_time(row[2])
+        )
+
+    async def list_sessions(self, *, offset: int = 0, limit: int = 50) -> list[SessionInfo]:
+        """Return sessions, the most recently active first."""
+        _check_page(offset, limit)
+
+        def work(conn: sqlite3.Connection) -> list[SessionInfo]:
+            if not self._has_tables(conn):
+                return []
+            rows = conn.execute(
+                f"{self._info_sql()} ORDER BY s.updated_at DESC, s.session_id LIMIT ? OFFSET ?",
+                (limit, offset),
+            ).fetchall()
+            return [self._info(row) for row in rows]
+
+        result: list[SessionInfo] = await self._call(work)
+        return result
+
+    async def get_info(self, session_id: str) -> SessionInfo | None:
+        """Return one session's entry, or `None` when it does not exist."""
+
+        def work(conn: sqlite3.Connection) -> SessionInfo | None:
+            if not self._has_tables(conn):
+                return None
+            row = conn.execute(
+                f"{self._info_sql()} WHERE s.session_id = ?", (session_id,)
+            ).fetchone()
+            return None if row is None else self._info(row)
+
+        result: SessionInfo | None = await self._call(work)
+        return result
+
+    async def stats(self) -> SessionStats:
+        """Return the number of sessions and items, and the last activity."""
+
+        def work(conn: sqlite3.Connection) -> SessionStats:
+            if not self._has_tables(conn):
+                return SessionStats("sqlite", 0, 0, None)
+            sessions, last = conn.execute(
+                f"SELECT count(*), max(updated_at) FROM {self._s}"
+            ).fetchone()
+            (items,) = conn.execute(f"SELECT count(*) FROM {self._m}").fetchone()
+            return SessionStats("sqlite", sessions, items, _parse_sqlite_time(last))
+
+        result: SessionStats = await self._call(work)
+        return result
+
+    async def read_records(self, session_id: str) -> list[SessionRecord]:
+        """Return a session's items with the time each was added, oldest first."""
+
+        def work(conn: sqlite3.Connection) -> list[SessionRecord]:
+            if not self._has_tables(conn):
+                return []
+            rows = conn.execute(
+                f"SELECT id, message_data, created_at FROM {self._m} "
+                "WHERE session_id = ? ORDER BY id",
+                (session_id,),
+            ).fetchall()
+            return _records(session_id, rows, _parse_sqlite_time)
+
+        result: list[SessionRecord] = await self._call(work)
+        return result
+
+    async def write_records(self, session_id: str, records: list[SessionRecord]) -> None:
+        """Append records to a session in one transaction, keeping their `created_at`."""
+        encoded = encode_items([record.item for record in records])
+        if not encoded:
+            return
+        now = datetime.now(UTC)
+        stamps = [_sqlite_time(record.created_at or now) for record in records]
+
+        def work(conn: sqlite3.Connection) -> None:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._schema.create(conn)
+                conn.execute(self._schema.touch_session, (session_id,))
+                conn.executemany(
+                    self._schema.insert_with_time,
+                    [
+                        (session_id, data, stamp)
+                        for data, stamp in zip(encoded, stamps, strict=True)
+                    ],
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+        await self._call(work)
+
+    def session(self, session_id: str) -> Session:
+        """Return a `SQLiteSession` on the same file."""
+        from .session import SQLiteSession
+
+        return SQLiteSession(
+            session_id,
+            self._path,
+            sessions_table=self._sessions_table,
+            messages_table=self._messages_table,
+        )
+
+    async def close(self) -> None:
+        """Nothing to release: each call opens and closes its own connection."""
+
+
+def _sqlite_time(value: datetime) -> str:
+    value = _utc(value)
+    return value.strftime("%Y-%m-%d %H:%M:%S.") + f"{value.microsecond // 1000:03d}"
