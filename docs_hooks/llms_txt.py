@@ -55,6 +55,8 @@ class LanguageSite:
 
 
 _sites: dict[str, LanguageSite] = {}
+# The text of each API page, by source path: the same English text in every language.
+_api_text: dict[str, str] = {}
 
 
 def _language(config: MkDocsConfig) -> str:
@@ -106,6 +108,13 @@ def summary_of(markdown: str) -> str:
     return ""
 
 
+def on_pre_build(config: MkDocsConfig) -> None:
+    """The English build (the first) reads the API pages afresh (`mkdocs serve` rebuilds)."""
+    i18n = config.plugins["i18n"]
+    if i18n.current_language == i18n.default_language:
+        _api_text.clear()
+
+
 @event_priority(-150)  # after mkdocs-static-i18n (-100) has translated the nav titles
 def on_nav(nav: Navigation, config: MkDocsConfig, files: Any) -> Navigation:
     """Record the sections and the order of this language's pages."""
@@ -143,7 +152,8 @@ def on_page_context(
     root = Path(config.config_file_path or ".").resolve().parent
     is_api = "doc doc-object" in (page.content or "")
     if is_api:
-        text = html_to_text(page.content or "")
+        key = str(getattr(page.file, "norm_src_uri", page.file.src_uri))
+        text = _api_text.get(key) or _api_text.setdefault(key, html_to_text(page.content or ""))
         summary = summary_of(text.split("\n", 1)[1] if "\n" in text else "")
     else:
         markdown = expand_snippets(FRONT_MATTER.sub("", page.markdown or ""), root)
