@@ -24,7 +24,7 @@ from docs_i18n.prompt import LANGUAGES
 from docs_i18n.report import Reporter
 from docs_i18n.runner import translate
 from docs_i18n.status import adopt, check, dry_run
-from docs_i18n.translator import RetryPolicy
+from docs_i18n.translator import EndpointUnreachable, RetryPolicy
 
 ROOT = Path(__file__).resolve().parent.parent
 EFFORTS = ("minimal", "low", "medium", "high")
@@ -79,7 +79,25 @@ def build_parser() -> argparse.ArgumentParser:
         help="requests in flight at most (default: 32; 429 answers are retried)",
     )
     parser.add_argument(
-        "--force", action="store_true", help="retranslate the selected pages even if current"
+        "--review-model",
+        default="o3",
+        help="the model of the review pass (default: o3)",
+    )
+    parser.add_argument(
+        "--no-review",
+        action="store_true",
+        help="skip the review pass (drafts are then checked by code only)",
+    )
+    parser.add_argument(
+        "--report",
+        type=Path,
+        metavar="FILE",
+        help="write the run's report (outcomes, review findings, tokens) to FILE as JSON",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="retranslate the selected pages even if current (never used by --adopt)",
     )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
@@ -99,9 +117,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--adopt",
         action="store_true",
         help=(
-            "record existing translations that are not in the manifest yet (with --force, "
-            "also those already in it), after checking their structure; exit 1 listing those "
-            "that fail"
+            "record hand-edited translations after the checks, only for sections whose English "
+            "is unchanged since the manifest recorded them; a section whose English changed is "
+            "refused with the English diff unless named with --section; exit 1 on any refusal"
+        ),
+    )
+    parser.add_argument(
+        "--section",
+        action="append",
+        metavar="ID",
+        help=(
+            "with --adopt: vouch for this changed section (its heading id, e.g. quick-start, "
+            "or its number; repeatable)"
         ),
     )
     parser.add_argument(
@@ -165,7 +192,12 @@ def main(argv: list[str] | None = None) -> int:
         force=args.force,
         timeout=args.timeout,
         retry=RetryPolicy(max_retries=args.max_retries, base_delay=args.retry_base_delay),
+        review=not args.no_review,
+        review_model=args.review_model,
+        report=args.report.resolve() if args.report else None,
     )
+    if args.section and not args.adopt:
+        return _fail("--section only goes with --adopt")
     try:
         if args.check:
             code, lines = check(options)
@@ -178,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             return code
         if args.adopt:
-            code, lines = adopt(options)
+            code, lines = adopt(options, args.section)
             for line in lines:
                 print(line)
             if not lines:
@@ -191,12 +223,16 @@ def main(argv: list[str] | None = None) -> int:
         if not os.environ.get("OPENAI_API_KEY"):
             return _fail("OPENAI_API_KEY is not set (use --check or --dry-run to run without it)")
         reporter = Reporter()
+        review_model = options.review_model if options.review else None
         try:
             code = asyncio.run(_translate(options, reporter))
         except KeyboardInterrupt:
-            print(reporter.summary(options.model))
+            print(reporter.summary(options.model, review_model))
             raise
-        print(reporter.summary(options.model))
+        except EndpointUnreachable as exc:
+            print(reporter.summary(options.model, review_model))
+            return _fail(f"{exc}; stopped")
+        print(reporter.summary(options.model, review_model))
         return code
     except (ValueError, OSError) as exc:
         return _fail(str(exc))

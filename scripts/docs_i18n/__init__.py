@@ -3,18 +3,22 @@
 Each stage is a small module:
 
 - `front_matter`: split YAML front matter from the body; build the translated front matter.
-- `markdown_mask`: replace fenced code blocks and inline code by placeholders, and restore them.
+- `markdown_mask`: replace fenced code blocks and inline code by placeholders, and restore them;
+  list Mermaid labels for translation and rebuild the diagram from the English code.
 - `sections`: split a page at `## ` headings and hash each section.
 - `headings`: the English heading ids (MkDocs' default slugify) and pinning them on translations.
-- `glossary` / `prompt`: the maintainers' data files turned into the model's instructions.
-- `checks`: structure checks of a draft (or of a whole translated page) against the English.
-- `manifest`: the committed record of which English section hashes each translation came from.
+- `prompt`: the maintainers' data files (prompts, glossary) turned into the model's messages.
+- `checks`: structure and meaning checks (numbers, paragraphs, untranslated text, glossary) of a
+  draft (or of a whole translated page) against the English.
+- `review`: the review pass's schema, its reply and the check that its quotes occur.
+- `manifest`: the committed record of which English sections each translation came from
+  (two-phase writes, the English text kept for `--adopt`'s diffs).
 - `atomic`: atomic file writes.
 - `pages`: which English pages exist and where their translations live.
 - `translator`: one model call with retries (exponential backoff, jitter, Retry-After).
 - `planning`: what a run must do (which pages, languages and sections need the model).
-- `runner`: running a plan with bounded concurrency: model, checks, repairs, writes.
-- `status`: the commands without a model: `--check`, `--adopt`, `--dry-run`.
+- `runner`: running a plan with bounded concurrency: model, checks, review, repairs, writes.
+- `status`: the commands without a model: `--check`, `--adopt` (by section), `--dry-run`.
 - `report`: progress lines or a progress bar, and the closing summary.
 - `tokens`: token estimates and cost for `--dry-run` and the summary.
 """

@@ -7,7 +7,7 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_write_text", "remove_file"]
+__all__ = ["atomic_write_text", "remove_file", "sweep_temp_files"]
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -42,3 +42,19 @@ def remove_file(path: Path, *, stop_at: Path) -> None:
         except OSError:
             break
         parent = parent.parent
+
+
+def sweep_temp_files(folder: Path) -> list[Path]:
+    """Remove the temporary files `atomic_write_text` left under `folder` (a killed process).
+
+    Only files named like ours (`.<name>.<random>.tmp`) are removed; returns them.
+    """
+    if not folder.is_dir():
+        return []
+    removed = []
+    for path in folder.rglob(".*.tmp"):
+        if path.is_file():
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            removed.append(path)
+    return removed

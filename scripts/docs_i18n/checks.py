@@ -14,10 +14,23 @@ from dataclasses import dataclass
 
 from .front_matter import split_front_matter
 from .headings import english_heading_ids, find_headings
-from .markdown_mask import PLACEHOLDER_RE, Masked, mask
+from .markdown_mask import MERMAID_LABELS_RE, PLACEHOLDER_RE, Masked, mask, mermaid_skeleton
+from .prompt import Glossary, mentions
 from .sections import split_sections
 
-__all__ = ["Structure", "align_code", "check_section", "structure", "verify_page"]
+__all__ = [
+    "LATIN_RUN_WORDS",
+    "Structure",
+    "align_code",
+    "check_meaning",
+    "check_section",
+    "numbers",
+    "paragraph_count",
+    "prose",
+    "structure",
+    "untranslated_runs",
+    "verify_page",
+]
 
 _LINK_TARGET = re.compile(
     r"\]\(\s*<?(?P<url>[^)\s>]*)>?(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^)]*\)))?\s*\)"
@@ -199,12 +212,28 @@ def check_section(english: str, draft: str) -> list[str]:
             f"({_list_items(src.list_items)}); the translation has {len(out.list_items)} "
             f"({_list_items(out.list_items)})"
         )
+    src_labels, out_labels = _mermaid_label_lists(english), _mermaid_label_lists(draft)
+    if src_labels != out_labels:
+        findings.append(
+            "Mermaid label lists differ: the English has "
+            + (", ".join(f"block {n}: {c} label(s)" for n, c in src_labels) or "none")
+            + "; the translation has "
+            + (", ".join(f"block {n}: {c} label(s)" for n, c in out_labels) or "none")
+            + " (translate each numbered label, keep the numbers and the comment lines)"
+        )
     if src.html_tags != out.html_tags:
         findings.append(
             f"HTML tags differ: the English has {_tags(src.html_tags)}; "
             f"the translation has {_tags(out.html_tags)}"
         )
     return findings
+
+
+def _mermaid_label_lists(masked: str) -> list[tuple[str, int]]:
+    return [
+        (m["n"], len(re.findall(r"(?m)^[ \t]*\d+: ", m["labels"])))
+        for m in MERMAID_LABELS_RE.finditer(masked)
+    ]
 
 
 def _headings(levels: list[int], texts: list[str]) -> str:
@@ -244,6 +273,9 @@ def align_code(english: Masked, translated: Masked) -> tuple[str, dict[str, str]
     findings: list[str] = []
 
     def _key(code: str) -> str:
+        first = code.lstrip().split("\n", 1)[0].lstrip("`~").strip()
+        if first.startswith("mermaid"):
+            code = mermaid_skeleton(code)  # translated labels are expected
         return "\n".join(line.strip() for line in code.splitlines())
 
     free: dict[str, list[str]] = {}
@@ -262,18 +294,30 @@ def align_code(english: Masked, translated: Masked) -> tuple[str, dict[str, str]
         renames[name] = name.replace("@@", "@@X", 1)
         leftovers[renames[name]] = code
     text = PLACEHOLDER_RE.sub(lambda m: renames.get(m.group(0), m.group(0)), translated.text)
+
+    def _relabel(match: re.Match[str]) -> str:
+        renamed = renames.get(f"@@BLOCK_{match[1]}@@", "")
+        number = re.fullmatch(r"@@X?BLOCK_(\d+)@@", renamed)
+        return f"<!-- i18n:mermaid {number[1] if number else match[1]}"
+
+    text = re.sub(r"<!-- i18n:mermaid (\d+)", _relabel, text)
     return text, leftovers, findings
 
 
-def verify_page(english: str, translated: str) -> list[str]:
+def verify_page(
+    english: str, translated: str, lang: str | None = None, glossary: Glossary | None = None
+) -> list[str]:
     """Check a whole translated page against its English page.
 
     Checks everything `check_section` checks, section by section, plus: the code is the English
     code, the headings carry the English ids (`{#id}`), the English front matter keys are kept.
+    With `lang` and `glossary`, also what `check_meaning` checks.
 
     Args:
         english: The English page, front matter included.
         translated: The translated page, front matter included.
+        lang: The translation's language code (for the meaning checks).
+        glossary: The glossary (for the meaning checks).
 
     Returns:
         Findings; empty when the translation is sound.
@@ -301,7 +345,10 @@ def verify_page(english: str, translated: str) -> list[str]:
         )
     else:
         for number, (en, tr) in enumerate(zip(en_sections, tr_sections, strict=True)):
-            findings += [f"section {number}: {f}" for f in check_section(en, tr)]
+            found = check_section(en, tr)
+            if lang is not None and glossary is not None:
+                found += check_meaning(en, tr, lang, glossary)
+            findings += [f"section {number}: {f}" for f in found]
     ids = english_heading_ids(en_masked.text, en_masked.code)
     pinned = [h.explicit_id for h in find_headings(tr_text)]
     if len(pinned) == len(ids):
@@ -313,4 +360,128 @@ def verify_page(english: str, translated: str) -> list[str]:
                     if got
                     else f"a heading lacks the English id: add `{{#{english_id}}}`"
                 )
+    return findings
+
+
+# -- meaning-bearing tokens: numbers, paragraphs, untranslated text, glossary -------------------
+
+LATIN_RUN_WORDS = 8
+"""A run of this many Latin-script words in a translation's prose counts as untranslated."""
+
+_NOT_PROSE = [
+    re.compile(r"^[ \t]{0,3}\[[^\]]+\]:.*$", re.M),  # reference definitions
+    re.compile(r"\]\([^)]*\)"),  # link and image targets
+    re.compile(r"\]\[[^\]]*\]"),  # reference labels
+    re.compile(r"\[[^\]]*\]\[\]"),  # collapsed references show their label
+    re.compile(r"\[\^[^\]]+\]"),  # footnotes
+    re.compile(r"<[^>\n]*>"),  # HTML tags and autolinks
+    re.compile(r"https?://\S+"),
+    re.compile(r"\{[:#.][^}\n]*\}"),  # attribute lists
+    _ICON,
+    PLACEHOLDER_RE,
+    re.compile(r"@@X(?:BLOCK|CODE)_\d+@@"),
+    re.compile(r"^[ \t]*(?:!!!|\?\?\?\+?|===\+?)[ \t]*[\w-]*", re.M),  # marker and type
+    re.compile(r"^[ \t]*(?:<!-- i18n:mermaid \d+|-->|\d+:)(?=[ \t]|$)", re.M),  # label list
+    re.compile(r"^[ \t]*(?:[-*+]|\d+[.)])(?=[ \t])", re.M),  # list bullets and numbers
+    re.compile(r"^ {0,3}#{1,6}(?=[ \t])", re.M),
+]
+_NUMBER = re.compile(r"(?<![\w@])\d+(?:[.,]\d+)*")
+_LATIN_WORD = r"[A-Za-z][A-Za-z'’]*(?:-[A-Za-z]+)*"
+_LATIN_RUN = re.compile(
+    rf"{_LATIN_WORD}(?:[ \t\n,;:()/\"“”'.!?-]+{_LATIN_WORD}){{{LATIN_RUN_WORDS - 1},}}"
+)
+
+
+def prose(masked: str) -> str:
+    """Return the prose of a masked text: code, link targets, URLs, tags and markup removed."""
+    for pattern in _NOT_PROSE:
+        masked = pattern.sub(" \u2022 ", masked)  # a mark no Latin run crosses
+    return masked
+
+
+def numbers(masked: str) -> Counter[str]:
+    """Count the numbers of a masked text's prose (thousands separators ignored)."""
+    found = Counter[str]()
+    for match in _NUMBER.finditer(prose(masked)):
+        value = match.group(0)
+        if re.fullmatch(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?", value):
+            value = value.replace(",", "")
+        found[value.rstrip(".,")] += 1
+    return found
+
+
+def paragraph_count(masked: str) -> int:
+    """Count the blocks of a masked text: runs of non-blank lines between blank lines."""
+    return len([block for block in re.split(r"\n[ \t]*\n", masked) if block.strip()])
+
+
+def untranslated_runs(masked: str, keep: list[str]) -> list[str]:
+    """Return the runs of `LATIN_RUN_WORDS` or more Latin-script words in a translation's prose.
+
+    Words of `keep` (the do-not-translate list) do not count as Latin words.
+    """
+    text = prose(masked)
+    for word in sorted(keep, key=len, reverse=True):
+        text = re.sub(r"(?<![\w-])" + re.escape(word) + r"(?![\w-])", " \u2022 ", text)
+    return [" ".join(m.group(0).split()) for m in _LATIN_RUN.finditer(text)]
+
+
+def check_meaning(english: str, draft: str, lang: str, glossary: Glossary) -> list[str]:
+    """Check the meaning-bearing tokens of a masked draft section against its English section.
+
+    Without a model: every number of the English prose is in the translation; the section keeps
+    its paragraphs (blocks); no long run of Latin-script words is left untranslated; the
+    glossary's required renderings are used and its forbidden ones are not.
+
+    Args:
+        english: The masked English section.
+        draft: The masked translated section.
+        lang: The target language code.
+        glossary: The glossary.
+
+    Returns:
+        One finding per problem, worded for the model to fix; empty when the draft is sound.
+
+    Example:
+        >>> g = Glossary(do_not_translate=[], terms={})
+        >>> check_meaning("Wait 30 seconds.\\n", "60 秒待ちます。\\n", "ja", g)
+        ['the number 30 appears 1 time(s) in the English but 0 in the translation']
+    """
+    findings: list[str] = []
+    want, got = numbers(english), numbers(draft)
+    for number in sorted(want):
+        if got[number] < want[number]:
+            findings.append(
+                f"the number {number} appears {want[number]} time(s) in the English but "
+                f"{got[number]} in the translation"
+            )
+    en_blocks, tr_blocks = paragraph_count(english), paragraph_count(draft)
+    if en_blocks != tr_blocks:
+        findings.append(
+            f"the English has {en_blocks} paragraph(s) or block(s) separated by blank lines, "
+            f"the translation {tr_blocks}: translate every paragraph, keep the blank lines"
+        )
+    for run in untranslated_runs(draft, glossary.do_not_translate):
+        shown = run if len(run) <= 80 else run[:77] + "..."
+        findings.append(f"untranslated English text: {shown!r}")
+    english_prose, draft_prose = prose(english), prose(draft)
+    terms = glossary.terms.get(lang, {})
+    for term in glossary.require.get(lang, []):
+        if mentions(english_prose, term) and terms[term] not in draft_prose:
+            findings.append(
+                f"the English says {term!r}: the glossary requires {terms[term]!r}, "
+                "which the translation does not use"
+            )
+    for term, renderings in glossary.forbid.get(lang, {}).items():
+        if not mentions(english_prose, term):
+            continue
+        for wrong in renderings:
+            legit = any(
+                wrong in rendering and mentions(english_prose, other)
+                for other, rendering in terms.items()
+                if other != term
+            )
+            if wrong in draft_prose and not legit:
+                right = f": use {terms[term]!r}" if term in terms else ""
+                findings.append(f"{wrong!r} is a forbidden rendering of {term!r}{right}")
     return findings

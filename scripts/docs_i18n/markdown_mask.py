@@ -4,6 +4,19 @@ Fenced code blocks (backtick or tilde fences of any length, at any indentation, 
 admonitions, lists and tabs too) become one placeholder line `<indent>@@BLOCK_n@@`; inline code
 spans become `@@CODE_n@@`. The model never sees code, so it cannot translate or break it, and the
 translated page gets the English code back byte for byte.
+
+Mermaid diagrams are code whose labels are prose. A ```` ```mermaid ```` block is masked like
+any block, and its labels (participant aliases, message texts, `loop`/`alt`/`Note` texts,
+flowchart node and edge labels) are listed for translation right under its placeholder::
+
+    @@BLOCK_4@@
+    <!-- i18n:mermaid 4
+    1: Your code
+    2: history
+    -->
+
+`unmask` rebuilds the diagram from the English code with the (translated) labels put back at
+their places, so the diagram's code itself never goes through the model.
 """
 
 from __future__ import annotations
@@ -12,11 +25,14 @@ import re
 from dataclasses import dataclass, field
 
 __all__ = [
+    "MERMAID_LABELS_RE",
     "PLACEHOLDER_RE",
     "Masked",
     "block_placeholder",
     "inline_placeholder",
     "mask",
+    "mermaid_labels",
+    "mermaid_skeleton",
     "unmask",
 ]
 
@@ -26,6 +42,57 @@ PLACEHOLDER_RE = re.compile(r"@@(?:BLOCK|CODE)_\d+@@")
 _OPEN_FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>[^\n]*)$")
 # A code span: a run of N backticks, then anything on the same line, then exactly N backticks.
 _CODE_SPAN = re.compile(r"(?<!`)(?P<ticks>`+)(?!`)(?P<body>[^\n]*?[^`\n]|[^`\n])(?P=ticks)(?!`)")
+
+
+MERMAID_LABELS_RE = re.compile(
+    r"^(?P<indent>[ \t]*)<!-- i18n:mermaid (?P<n>\d+)[ \t]*\n"
+    r"(?P<labels>(?:(?P=indent)\d+: [^\n]*\n)*)(?P=indent)-->[ \t]*$\n?",
+    re.M,
+)
+"""Matches the label list of a Mermaid block in masked text."""
+
+_MERMAID_LABELS = [
+    re.compile(r"^\s*(?:participant|actor)\s+\S+\s+as\s+(?P<label>.+?)\s*$"),
+    re.compile(r"^\s*[^\s:>-]+\s*--?(?:>>|>|x|\))[+-]?\s*[^\s:]+\s*:\s*(?P<label>.+?)\s*$"),
+    re.compile(r"^\s*(?:loop|alt|else|opt|par|and|critical|break)\s+(?P<label>.+?)\s*$"),
+    re.compile(r"^\s*Note\s+(?:over|left of|right of)\s+[^:]+:\s*(?P<label>.+?)\s*$"),
+]
+_FLOWCHART_LABEL = re.compile(r"\[(?P<a>[^\]\n]+)\]|\|(?P<b>[^|\n]+)\||\{(?P<c>[^}\n]+)\}")
+
+
+def mermaid_labels(code: str) -> list[tuple[int, int]]:
+    """Return the (start, end) offsets of the prose labels in a Mermaid block's code."""
+    spans: list[tuple[int, int]] = []
+    lines = code.splitlines(keepends=True)
+    sequence = len(lines) > 1 and lines[1].strip().startswith("sequenceDiagram")
+    offset = len(lines[0]) if lines else 0
+    for line in lines[1:-1]:
+        if sequence:
+            for pattern in _MERMAID_LABELS:
+                found = pattern.match(line)
+                if found:
+                    spans.append((offset + found.start("label"), offset + found.end("label")))
+                    break
+        elif not line.lstrip().startswith(("%%", "classDef", "class ", "style", "linkStyle")):
+            for found in _FLOWCHART_LABEL.finditer(line):
+                group = next(g for g in ("a", "b", "c") if found[g] is not None)
+                text = found[group].strip('"')
+                if text:
+                    start = found.start(group) + found[group].index(text)
+                    spans.append((offset + start, offset + start + len(text)))
+        offset += len(line)
+    return spans
+
+
+def mermaid_skeleton(code: str) -> str:
+    """A Mermaid block's code with every label blanked (what must not change in translation)."""
+    for start, end in reversed(mermaid_labels(code)):
+        code = code[:start] + "\x00" + code[end:]
+    return code
+
+
+def _is_mermaid(opening: str) -> bool:
+    return opening.strip().lstrip("`~").strip().split(" ")[0].strip("{}.") == "mermaid"
 
 
 def block_placeholder(n: int) -> str:
@@ -108,6 +175,13 @@ def mask(text: str, *, start: int = 1) -> Masked:
             masked.code[name] = block[: len(block) - len(newline)]
             masked.indents[name] = opened["indent"]
             out.append(f"{opened['indent']}{name}{newline}")
+            if _is_mermaid(body) and mermaid_labels(masked.code[name]):
+                code = masked.code[name]
+                labels = [code[a:b] for a, b in mermaid_labels(code)]
+                indent = opened["indent"]
+                out.append(f"{indent}<!-- i18n:mermaid {counter - 1}\n")
+                out += [f"{indent}{n}: {label}\n" for n, label in enumerate(labels, 1)]
+                out.append(f"{indent}-->{newline or chr(10)}")
             i = end + 1
             continue
         out.append(_CODE_SPAN.sub(_inline, line))
@@ -137,8 +211,24 @@ def unmask(text: str, code: dict[str, str]) -> str:
         The text with every known placeholder replaced.
     """
 
+    relabelled = dict(code)
+
+    def _labels(match: re.Match[str]) -> str:
+        name = block_placeholder(int(match["n"]))
+        if name in code:
+            given = re.findall(r"(?m)^[ \t]*(\d+): ([^\n]*)$", match["labels"])
+            spans = mermaid_labels(code[name])
+            if [int(n) for n, _ in given] == list(range(1, len(spans) + 1)):
+                block = code[name]
+                for (start, end), (_, label) in reversed(list(zip(spans, given, strict=True))):
+                    block = block[:start] + label.strip() + block[end:]
+                relabelled[name] = block
+        return ""
+
+    text = MERMAID_LABELS_RE.sub(_labels, text)
+
     def _block(match: re.Match[str]) -> str:
-        return code.get(match["name"], match.group(0))
+        return relabelled.get(match["name"], match.group(0))
 
     text = re.sub(r"(?m)^[ \t]*(?P<name>@@BLOCK_\d+@@)[ \t]*$", _block, text)
-    return PLACEHOLDER_RE.sub(lambda m: code.get(m.group(0), m.group(0)), text)
+    return PLACEHOLDER_RE.sub(lambda m: relabelled.get(m.group(0), m.group(0)), text)

@@ -20,7 +20,16 @@ from .pages import EnglishPage, english_pages, translated_pages, translation_pat
 from .sections import split_sections
 from .translator import RetryPolicy
 
-__all__ = ["Job", "Options", "Plan", "plan", "read_text", "select_pages"]
+__all__ = [
+    "CONTEXT_BLOCKS",
+    "Job",
+    "Options",
+    "Plan",
+    "excerpt",
+    "plan",
+    "read_text",
+    "select_pages",
+]
 
 
 @dataclass
@@ -35,9 +44,12 @@ class Options:
         effort: The reasoning effort, or `None`.
         concurrency: Requests in flight at most.
         force: Retranslate every selected page, even if current.
-        max_repairs: Repair rounds for a draft that fails the checks.
+        max_repairs: Repair rounds for a draft that fails the code checks.
         timeout: Seconds before a request times out.
         retry: The retry policy of each call.
+        review: Whether a second model call reviews each draft that passes the code checks.
+        review_model: The reviewer's model.
+        report: Where to write the run's JSON report, or `None`.
     """
 
     root: Path
@@ -50,6 +62,9 @@ class Options:
     max_repairs: int = 2
     timeout: float = 900.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    review: bool = True
+    review_model: str = "o3"
+    report: Path | None = None
 
     @property
     def docs(self) -> Path:
@@ -71,15 +86,15 @@ class Job:
         lang: The target language.
         todo: Section numbers that need the model.
         reuse: Section number -> the current translated text kept byte for byte.
-        context: The current translation (masked with the English placeholder names) to send
-            as context when only some sections changed.
+        context: Section number -> the current translation (masked with the English placeholder
+            names) of the unchanged sections next to a changed one, sent as context.
     """
 
     page: EnglishPage
     lang: str
     todo: list[int]
     reuse: dict[int, str]
-    context: str | None
+    context: dict[int, str] | None
 
     @property
     def key(self) -> str:
@@ -190,16 +205,46 @@ def _incremental_job(page: EnglishPage, lang: str, translated: str, entry: Manif
         available.setdefault(digest, []).append(n)
     todo: list[int] = []
     reuse: dict[int, str] = {}
+    source_of: dict[int, int] = {}
     for n, digest in enumerate(page.hashes):
         if available.get(digest):
             old = available[digest].pop(0)
+            source_of[n] = old
             reuse[n] = unmask(tr_sections[old], tr_masked.code)
         elif _blank(page.sections[n]):
             reuse[n] = unmask(page.sections[n], page.masked.code)
         else:
             todo.append(n)
-    context = None
-    if todo and reuse:
+    context: dict[int, str] | None = None
+    if todo and source_of:
         aligned, leftovers, _ = align_code(page.masked, tr_masked)
-        context = re.sub(r"@@X\w+@@", lambda m: leftovers.get(m.group(0), m.group(0)), aligned)
+        aligned = re.sub(r"@@X\w+@@", lambda m: leftovers.get(m.group(0), m.group(0)), aligned)
+        old_sections = split_sections(aligned)
+        wanted = {m for n in todo for m in (n - 1, n + 1)} - set(todo)
+        context = {
+            m: excerpt(old_sections[source_of[m]], tail=m < min(todo, key=lambda n: abs(n - m)))
+            for m in sorted(wanted)
+            if m in source_of
+        }
     return Job(page=page, lang=lang, todo=todo, reuse=reuse, context=context)
+
+
+CONTEXT_BLOCKS = 2
+"""How many blocks (paragraphs, lists, tables) of a neighbouring section are sent as context."""
+
+
+def excerpt(section: str, *, tail: bool) -> str:
+    """The part of a neighbouring section's translation that borders a changed section.
+
+    Its heading and the `CONTEXT_BLOCKS` blocks nearest the changed section (the last ones of the
+    section before it, the first ones of the section after it), with `...` for what is left out.
+    Enough to keep the wording and terms consistent; the rest would only cost tokens.
+    """
+    blocks = [b for b in re.split(r"\n[ \t]*\n", section.strip("\n")) if b.strip()]
+    heading = blocks[:1] if blocks and blocks[0].lstrip().startswith("#") else []
+    body = blocks[len(heading) :]
+    if len(body) <= CONTEXT_BLOCKS:
+        return section
+    kept = body[-CONTEXT_BLOCKS:] if tail else body[:CONTEXT_BLOCKS]
+    parts = [*heading, "...", *kept] if tail else [*heading, *kept, "..."]
+    return "\n\n".join(parts) + "\n"

@@ -8,7 +8,7 @@ Template fields are written `{{name}}`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ __all__ = [
     "SECTION_MARKER_RE",
     "Glossary",
     "PromptSet",
+    "mentions",
     "parse_reply",
     "section_marker",
 ]
@@ -44,17 +45,29 @@ def _fill(template: str, **values: str) -> str:
     return re.sub(r"\{\{(\w+)\}\}", _value, template)
 
 
+def mentions(text: str, term: str) -> bool:
+    """Whether English `text` uses `term` (case-insensitive, whole words, plural `s` allowed)."""
+    pattern = r"(?<![\w-])" + re.escape(term) + r"(?:s|es)?(?![\w-])"
+    return re.search(pattern, text, re.I) is not None
+
+
 @dataclass
 class Glossary:
     """The maintainers' glossary (`i18n/glossary.yml`).
 
     Attributes:
         do_not_translate: Words kept as written in every language.
-        terms: Per language code, English term -> required translation.
+        terms: Per language code, English term -> the translation to use (told to the model).
+        require: Per language code, the terms of `terms` whose translation the code checks: a
+            section whose English uses the term must contain its translation.
+        forbid: Per language code, English term -> renderings that must not appear in any
+            translated section (known mistranslations, collisions with another term).
     """
 
     do_not_translate: list[str]
     terms: dict[str, dict[str, str]]
+    require: dict[str, list[str]] = field(default_factory=dict)
+    forbid: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path) -> Glossary:
@@ -79,7 +92,37 @@ class Glossary:
             ):
                 raise ValueError(f"{path}: terms.{lang} must map English terms to strings")
             checked[str(lang)] = dict(table)
-        return cls(do_not_translate=list(words), terms=checked)
+        require: dict[str, list[str]] = {}
+        for lang, listed in (data.get("require") or {}).items():
+            table = checked.get(str(lang), {})
+            if not isinstance(listed, list) or not all(isinstance(t, str) for t in listed):
+                raise ValueError(f"{path}: require.{lang} must be a list of English terms")
+            unknown = [t for t in listed if t not in table]
+            if unknown:
+                raise ValueError(
+                    f"{path}: require.{lang} names {unknown[0]!r}, which has no translation "
+                    f"under terms.{lang}"
+                )
+            require[str(lang)] = list(listed)
+        forbid: dict[str, dict[str, list[str]]] = {}
+        for lang, table in (data.get("forbid") or {}).items():
+            if not isinstance(table, dict) or not all(
+                isinstance(k, str) and isinstance(v, list) and all(isinstance(x, str) for x in v)
+                for k, v in table.items()
+            ):
+                raise ValueError(
+                    f"{path}: forbid.{lang} must map English terms to lists of renderings"
+                )
+            forbid[str(lang)] = {k: list(v) for k, v in table.items()}
+        return cls(do_not_translate=list(words), terms=checked, require=require, forbid=forbid)
+
+    def used_words(self, text: str) -> list[str]:
+        """The do-not-translate words that occur in `text` (all of them when `text` is `None`)."""
+        return [w for w in self.do_not_translate if w.lower() in text.lower()]
+
+    def used_terms(self, lang: str, text: str) -> dict[str, str]:
+        """The term entries of `lang` whose English term `text` uses."""
+        return {en: tr for en, tr in self.terms.get(lang, {}).items() if mentions(text, en)}
 
 
 @dataclass
@@ -91,6 +134,9 @@ class PromptSet:
     task: str
     context: str
     repair: str
+    review: str
+    review_task: str
+    review_repair: str
     glossary: Glossary
 
     @classmethod
@@ -112,14 +158,41 @@ class PromptSet:
             task=_read("task.md"),
             context=_read("context.md"),
             repair=_read("repair.md"),
+            review=_read("review.md"),
+            review_task=_read("review_task.md"),
+            review_repair=_read("review_repair.md"),
             glossary=Glossary.load(i18n_dir / "glossary.yml"),
         )
 
-    def instructions(self, lang: str) -> str:
-        """Return the instructions (role, rules, language rules, glossary, workflow) for `lang`."""
-        words = "\n".join(f"- {w}" for w in self.glossary.do_not_translate) or "(none)"
-        table = self.glossary.terms.get(lang, {})
-        terms = "\n".join(f"- {en} -> {tr}" for en, tr in table.items()) or "(none)"
+    def glossary_lists(self, lang: str, text: str | None) -> tuple[str, str]:
+        """The do-not-translate and term lists for the prompt, limited to those `text` uses.
+
+        With `text=None` every entry is listed.
+        """
+        glossary = self.glossary
+        words = glossary.do_not_translate if text is None else glossary.used_words(text)
+        table = glossary.terms.get(lang, {})
+        if text is not None:
+            table = glossary.used_terms(lang, text)
+        forbidden = glossary.forbid.get(lang, {})
+        lines = []
+        for en, tr in table.items():
+            never = forbidden.get(en)
+            lines.append(f"- {en} -> {tr}" + (f" (never {', '.join(never)})" if never else ""))
+        return (
+            "\n".join(f"- {w}" for w in words) or "(none)",
+            "\n".join(lines) or "(none)",
+        )
+
+    def instructions(self, lang: str, text: str | None = None) -> str:
+        """Return the instructions (role, rules, language rules, glossary, workflow) for `lang`.
+
+        Args:
+            lang: The target language code.
+            text: The English text the request carries: only the glossary entries it uses are
+                listed. `None` lists every entry.
+        """
+        words, terms = self.glossary_lists(lang, text)
         return _fill(
             self.common,
             language=LANGUAGES[lang],
@@ -129,7 +202,7 @@ class PromptSet:
         )
 
     def task_message(
-        self, lang: str, page: str, sections: dict[int, str], translation: str | None
+        self, lang: str, page: str, sections: dict[int, str], neighbours: dict[int, str] | None
     ) -> str:
         """Return the user message asking for `sections` (number -> masked English text).
 
@@ -137,22 +210,43 @@ class PromptSet:
             lang: The target language code.
             page: The page's path relative to docs/.
             sections: The sections to translate.
-            translation: The current translation of the whole page (masked), sent as context
-                when only some sections changed; `None` for a page translated from scratch.
+            neighbours: The current translation of the sections next to the changed ones
+                (number -> masked text), sent as context when only some sections changed;
+                `None` or empty for a page translated from scratch.
         """
         body = "".join(
             f"{section_marker(n)}\n{_ensure_newline(text)}" for n, text in sections.items()
         )
         context = ""
-        if translation is not None:
-            context = _fill(
-                self.context, language=LANGUAGES[lang], translation=_ensure_newline(translation)
+        if neighbours:
+            shown = "".join(
+                f"<!-- section {n} -->\n{_ensure_newline(text)}"
+                for n, text in sorted(neighbours.items())
             )
+            context = _fill(self.context, language=LANGUAGES[lang], translation=shown)
         return _fill(self.task, language=LANGUAGES[lang], page=page, context=context, sections=body)
 
     def repair_message(self, findings: list[str]) -> str:
         """Return the message sending a failed draft's findings back to the model."""
         return _fill(self.repair, findings="\n".join(f"- {f}" for f in findings))
+
+    def review_instructions(self, lang: str, text: str) -> str:
+        """Return the reviewer's instructions for `lang`, with the glossary entries `text` uses."""
+        words, terms = self.glossary_lists(lang, text)
+        return _fill(self.review, language=LANGUAGES[lang], do_not_translate=words, terms=terms)
+
+    def review_message(self, lang: str, page: str, pairs: dict[int, tuple[str, str]]) -> str:
+        """Return the review request: each section's English and draft side by side."""
+        body = "".join(
+            f'<section n="{n}">\n<english>\n{_ensure_newline(en)}</english>\n'
+            f"<translation>\n{_ensure_newline(tr)}</translation>\n</section>\n"
+            for n, (en, tr) in pairs.items()
+        )
+        return _fill(self.review_task, language=LANGUAGES[lang], page=page, sections=body)
+
+    def review_repair_message(self, findings: list[str]) -> str:
+        """Return the message sending a reviewer's blocking findings back to the translator."""
+        return _fill(self.review_repair, findings="\n".join(f"- {f}" for f in findings))
 
 
 def _ensure_newline(text: str) -> str:

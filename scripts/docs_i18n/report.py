@@ -24,6 +24,17 @@ class Totals:
     calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    request_chars: int = 0
+    reply_chars: int = 0
+    review_calls: int = 0
+    review_input_tokens: int = 0
+    review_output_tokens: int = 0
+    review_request_chars: int = 0
+    review_reply_chars: int = 0
+    blockers: list[tuple[str, str]] = field(default_factory=list)
+    minors: list[tuple[str, str]] = field(default_factory=list)
+    discarded: list[tuple[str, str]] = field(default_factory=list)
+    settled: list[str] = field(default_factory=list)
 
 
 class Reporter:
@@ -81,18 +92,30 @@ class Reporter:
         self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total}")
         self.stream.flush()
 
-    def summary(self, model: str) -> str:
-        """Return the closing summary lines."""
+    def summary(self, model: str, review_model: str | None = None) -> str:
+        """Return the closing summary lines (review calls and their cost on a line of their own).
+
+        Args:
+            model: The translation model (for the cost).
+            review_model: The review model, or `None` when the run had no review pass.
+        """
         t = self.totals
-        cost = estimate_cost(model, t.input_tokens, t.output_tokens)
-        cost_text = f"${cost:.4f}" if cost is not None else f"unknown (no price for {model})"
         lines = [
             f"translated: {len(t.translated)}, kept: {len(t.kept)}, failed: {len(t.failed)}, "
             f"removed: {len(t.removed)}",
             f"API calls: {t.calls}, tokens in: {t.input_tokens}, tokens out: {t.output_tokens}, "
-            f"estimated cost: {cost_text}",
+            f"estimated cost: {_cost(model, t.input_tokens, t.output_tokens)}",
         ]
+        if review_model is not None:
+            lines.append(
+                f"review calls: {t.review_calls}, tokens in: {t.review_input_tokens}, "
+                f"tokens out: {t.review_output_tokens}, estimated cost: "
+                f"{_cost(review_model, t.review_input_tokens, t.review_output_tokens)}; "
+                f"findings: {len(t.blockers)} blocker(s), {len(t.minors)} minor, "
+                f"{len(t.discarded)} discarded (quotes not found)"
+            )
         lines += [f"FAILED {key}: {why}" for key, why in t.failed]
+        lines += [f"minor {key}: {what}" for key, what in t.minors]
         lines += [f"removed {key}" for key in t.removed]
         lines += [
             f"not adopted {key}: a translation without a manifest entry is left alone; "
@@ -101,8 +124,36 @@ class Reporter:
         ]
         return "\n".join(lines)
 
+    def report(self) -> dict[str, object]:
+        """The run's report as JSON-ready data (what the summary says, findings in full)."""
+        t = self.totals
+        return {
+            "translated": t.translated,
+            "kept": t.kept,
+            "failed": [{"page": k, "why": w} for k, w in t.failed],
+            "removed": t.removed,
+            "translation": {
+                "calls": t.calls,
+                "input_tokens": t.input_tokens,
+                "output_tokens": t.output_tokens,
+            },
+            "review": {
+                "calls": t.review_calls,
+                "input_tokens": t.review_input_tokens,
+                "output_tokens": t.review_output_tokens,
+                "blockers": [{"page": k, "finding": f} for k, f in t.blockers],
+                "minor": [{"page": k, "finding": f} for k, f in t.minors],
+                "discarded": [{"page": k, "finding": f} for k, f in t.discarded],
+            },
+        }
+
     def close(self) -> None:
         """End the progress bar's line."""
         if self.bar and self.total:
             self.stream.write("\n")
             self.stream.flush()
+
+
+def _cost(model: str, input_tokens: int, output_tokens: int) -> str:
+    cost = estimate_cost(model, input_tokens, output_tokens)
+    return f"${cost:.4f}" if cost is not None else f"unknown (no price for {model})"

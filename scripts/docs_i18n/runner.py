@@ -1,27 +1,38 @@
-"""Run a plan: ask the model, check and repair drafts, write pages and the manifest.
+"""Run a plan: ask the model, check, review and repair drafts, write pages and the manifest.
 
-Requests run concurrently up to `Options.concurrency`; each page and language is one job, and
-a job whose draft still fails the checks after the repairs writes nothing.
+Requests run concurrently up to `Options.concurrency`; each page and language is one job:
+
+1. draft: the changed sections, checked by code (structure and meaning-bearing tokens); a draft
+   that fails goes back with the findings, up to `Options.max_repairs` times;
+2. review (unless `--no-review`): a second call reads the English and the draft side by side and
+   returns structured findings; those whose quotes do not occur are discarded;
+3. one repair round for the blocking findings, checked by code and reviewed again;
+4. write, two-phase with the manifest, so that a run killed anywhere can be resumed.
+
+A job whose draft still fails, or whose blocker survives the repair, writes nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
+from dataclasses import dataclass, field
 
 import openai
 
-from .atomic import atomic_write_text, remove_file
-from .checks import check_section
+from .atomic import atomic_write_text, remove_file, sweep_temp_files
+from .checks import check_meaning, check_section
 from .front_matter import translated_front_matter
 from .headings import pin_heading_ids
-from .manifest import Manifest, ManifestEntry
+from .manifest import Manifest, ManifestEntry, text_hash
 from .markdown_mask import unmask
 from .pages import translation_path
 from .planning import Job, Options, plan
 from .prompt import PromptSet, parse_reply
 from .report import Reporter
-from .translator import ModelCallError, call_model
+from .review import REVIEW_FORMAT, Finding, ReviewError, parse_review, verify_findings
+from .translator import EndpointUnreachable, ModelCallError, ModelReply, call_model
 
 __all__ = ["render", "translate"]
 
@@ -36,7 +47,9 @@ def _fit(section: str, english: str) -> str:
     return f"{lead}{core}{tail}"
 
 
-def _draft_findings(job: Job, sections: dict[int, str], shape: list[str]) -> list[str]:
+def _draft_findings(
+    job: Job, sections: dict[int, str], shape: list[str], prompts: PromptSet
+) -> list[str]:
     findings = list(shape)
     missing = [n for n in job.todo if n not in sections]
     extra = [n for n in sections if n not in job.todo]
@@ -46,8 +59,11 @@ def _draft_findings(job: Job, sections: dict[int, str], shape: list[str]) -> lis
         findings.append(f"sections not asked for: {', '.join(map(str, extra))}")
     for n in job.todo:
         if n in sections:
-            draft = _fit(sections[n], job.page.sections[n])
-            findings += [f"section {n}: {f}" for f in check_section(job.page.sections[n], draft)]
+            english = job.page.sections[n]
+            draft = _fit(sections[n], english)
+            found = check_section(english, draft)
+            found += check_meaning(english, draft, job.lang, prompts.glossary)
+            findings += [f"section {n}: {f}" for f in found]
     return findings
 
 
@@ -66,7 +82,7 @@ def render(job: Job, drafts: dict[int, str]) -> str:
 
 
 class _Writer:
-    """Writes pages and the manifest from worker threads, one at a time."""
+    """Writes pages and the manifest from worker threads, one at a time, two-phase."""
 
     def __init__(self, options: Options, manifest: Manifest) -> None:
         self.options = options
@@ -74,13 +90,19 @@ class _Writer:
         self.lock = threading.Lock()
 
     def write(self, job: Job, text: str) -> None:
+        page = job.page
+        entry = ManifestEntry(
+            source=page.source_hash, sections=list(page.hashes), translation=text_hash(text)
+        )
+        texts = {
+            digest: unmask(section, page.masked.code)
+            for digest, section in zip(page.hashes, page.sections, strict=True)
+        }
         with self.lock:
-            atomic_write_text(translation_path(self.options.docs, job.lang, job.page.path), text)
-            self.manifest.set(
-                job.page.path,
-                job.lang,
-                ManifestEntry(source=job.page.source_hash, sections=list(job.page.hashes)),
-            )
+            self.manifest.begin(page.path, job.lang, entry, texts)
+            self.manifest.save(self.options.manifest_path)
+            atomic_write_text(translation_path(self.options.docs, job.lang, page.path), text)
+            self.manifest.commit(page.path, job.lang)
             self.manifest.save(self.options.manifest_path)
 
     def remove(self, lang: str, rel: str) -> None:
@@ -88,6 +110,148 @@ class _Writer:
             remove_file(translation_path(self.options.docs, lang, rel), stop_at=self.options.docs)
             self.manifest.remove(rel, lang)
             self.manifest.save(self.options.manifest_path)
+
+
+class _JobFailed(Exception):
+    """The job ends without writing anything; the message says why."""
+
+
+@dataclass
+class _Conversation:
+    """One job's exchange with the translator."""
+
+    job: Job
+    options: Options
+    prompts: PromptSet
+    client: openai.AsyncOpenAI
+    limiter: asyncio.Semaphore
+    reporter: Reporter
+    instructions: str = ""
+    messages: list[dict[str, str]] = field(default_factory=list)
+
+    async def _call(
+        self, model: str, instructions: str, messages: list[dict[str, str]], review: bool
+    ) -> ModelReply:
+        def _on_retry(reason: str, delay: float, number: int) -> None:
+            what = "review: " if review else ""
+            self.reporter.note(f"{self.job.key}: {what}{reason}, retry {number} in {delay:.1f}s")
+
+        try:
+            reply = await call_model(
+                self.client,
+                model=model,
+                effort=self.options.effort,
+                instructions=instructions,
+                messages=messages,
+                policy=self.options.retry,
+                limiter=self.limiter,
+                on_retry=_on_retry,
+                text_format=REVIEW_FORMAT if review else None,
+            )
+        except EndpointUnreachable:
+            raise
+        except ModelCallError as exc:
+            what = "the review call" if review else "the model call"
+            raise _JobFailed(f"{what} failed: {exc}") from exc
+        t = self.reporter.totals
+        if review:
+            t.review_calls += 1
+            t.review_input_tokens += reply.input_tokens
+            t.review_output_tokens += reply.output_tokens
+            t.review_request_chars += reply.request_chars
+            t.review_reply_chars += len(reply.text)
+        else:
+            t.calls += 1
+            t.input_tokens += reply.input_tokens
+            t.output_tokens += reply.output_tokens
+            t.request_chars += reply.request_chars
+            t.reply_chars += len(reply.text)
+        return reply
+
+    async def draft(self, rounds: int) -> dict[int, str]:
+        """Ask for the sections until the code checks pass, with up to `rounds` repairs."""
+        findings: list[str] = []
+        for attempt in range(rounds + 1):
+            reply = await self._call(
+                self.options.model, self.instructions, self.messages, review=False
+            )
+            self.messages.append({"role": "assistant", "content": reply.text})
+            sections, shape = parse_reply(reply.text)
+            findings = _draft_findings(self.job, sections, shape, self.prompts)
+            if reply.cut_off and findings:
+                findings.insert(0, f"the reply was cut off ({reply.cut_off}): return all of it")
+            if not findings:
+                return {n: sections[n] for n in self.job.todo}
+            if attempt < rounds:
+                self.reporter.note(
+                    f"{self.job.key}: draft failed {len(findings)} check(s), asking for repair "
+                    f"{attempt + 1}/{rounds}: {'; '.join(findings)}"
+                )
+                self.messages.append(
+                    {"role": "user", "content": self.prompts.repair_message(findings)}
+                )
+        raise _JobFailed(
+            f"still failing after {rounds} repair(s), not written: {'; '.join(findings)}"
+        )
+
+    async def review(self, drafts: dict[int, str]) -> list[Finding]:
+        """Review the drafts; record minor and discarded findings; return the blockers."""
+        job = self.job
+        pairs = {n: (job.page.sections[n], _fit(drafts[n], job.page.sections[n])) for n in drafts}
+        english = "".join(en for en, _ in pairs.values())
+        message = self.prompts.review_message(job.lang, job.page.path, pairs)
+        reply = await self._call(
+            self.options.review_model,
+            self.prompts.review_instructions(job.lang, english),
+            [{"role": "user", "content": message}],
+            review=True,
+        )
+        try:
+            findings = parse_review(reply.text)
+        except ReviewError as exc:
+            raise _JobFailed(f"the review reply is malformed: {exc}") from exc
+        kept, discarded = verify_findings(findings, pairs)
+        t = self.reporter.totals
+        t.discarded += [(job.key, f.describe()) for f in discarded]
+        t.minors += [(job.key, f.describe()) for f in kept if f.severity == "minor"]
+        blockers = [f for f in kept if f.severity == "blocker"]
+        t.blockers += [(job.key, f.describe()) for f in blockers]
+        if discarded:
+            self.reporter.note(
+                f"{job.key}: review: {len(discarded)} finding(s) discarded, their quotes "
+                "do not occur in the sections"
+            )
+        return blockers
+
+    async def run(self) -> dict[int, str]:
+        job = self.job
+        sections = {n: job.page.sections[n] for n in job.todo}
+        english = "".join(sections.values())
+        self.instructions = self.prompts.instructions(job.lang, english)
+        task = self.prompts.task_message(job.lang, job.page.path, sections, job.context)
+        self.messages = [{"role": "user", "content": task}]
+        drafts = await self.draft(self.options.max_repairs)
+        if not self.options.review:
+            return drafts
+        blockers = await self.review(drafts)
+        if not blockers:
+            return drafts
+        described = [f.describe() for f in blockers]
+        self.reporter.note(
+            f"{job.key}: review found {len(blockers)} blocker(s), asking for a repair: "
+            + "; ".join(described)
+        )
+        self.messages.append(
+            {"role": "user", "content": self.prompts.review_repair_message(described)}
+        )
+        drafts = await self.draft(self.options.max_repairs)
+        surviving = await self.review(drafts)
+        if surviving:
+            raise _JobFailed(
+                "a review blocker survived the repair, not written: "
+                + "; ".join(f.describe() for f in surviving)
+            )
+        return drafts
 
 
 async def _run_job(
@@ -101,60 +265,11 @@ async def _run_job(
 ) -> None:
     drafts: dict[int, str] = {}
     if job.todo:
-        instructions = prompts.instructions(job.lang)
-        task = prompts.task_message(
-            job.lang,
-            job.page.path,
-            {n: job.page.sections[n] for n in job.todo},
-            job.context,
-        )
-        messages = [{"role": "user", "content": task}]
-        findings: list[str] = []
-        for attempt in range(options.max_repairs + 1):
-
-            def _on_retry(reason: str, delay: float, number: int) -> None:
-                reporter.note(f"{job.key}: {reason}, retry {number} in {delay:.1f}s")
-
-            try:
-                reply = await call_model(
-                    client,
-                    model=options.model,
-                    effort=options.effort,
-                    instructions=instructions,
-                    messages=messages,
-                    policy=options.retry,
-                    limiter=limiter,
-                    on_retry=_on_retry,
-                )
-            except ModelCallError as exc:
-                reporter.finished(job.key, "failed", f"the model call failed: {exc}")
-                return
-            reporter.totals.calls += 1
-            reporter.totals.input_tokens += reply.input_tokens
-            reporter.totals.output_tokens += reply.output_tokens
-            sections, shape = parse_reply(reply.text)
-            findings = _draft_findings(job, sections, shape)
-            if reply.cut_off and findings:
-                findings.insert(0, f"the reply was cut off ({reply.cut_off}): return all of it")
-            if not findings:
-                drafts = {n: sections[n] for n in job.todo}
-                break
-            if attempt < options.max_repairs:
-                reporter.note(
-                    f"{job.key}: draft failed {len(findings)} check(s), asking for repair "
-                    f"{attempt + 1}/{options.max_repairs}: {findings[0]}"
-                )
-                messages += [
-                    {"role": "assistant", "content": reply.text},
-                    {"role": "user", "content": prompts.repair_message(findings)},
-                ]
-        else:
-            shown = "; ".join(findings[:3]) + (" ..." if len(findings) > 3 else "")
-            reporter.finished(
-                job.key,
-                "failed",
-                f"still failing after {options.max_repairs} repair(s), not written: {shown}",
-            )
+        conversation = _Conversation(job, options, prompts, client, limiter, reporter)
+        try:
+            drafts = await conversation.run()
+        except _JobFailed as exc:
+            reporter.finished(job.key, "failed", str(exc))
             return
     text = render(job, drafts)
     await asyncio.to_thread(writer.write, job, text)
@@ -166,13 +281,29 @@ async def _run_job(
         reporter.finished(job.key, "kept", "rewritten without the model (front matter or order)")
 
 
+def _write_report(options: Options, reporter: Reporter) -> None:
+    if options.report is not None:
+        text = json.dumps(reporter.report(), indent=2, ensure_ascii=False) + "\n"
+        atomic_write_text(options.report, text)
+
+
 async def translate(options: Options, client: openai.AsyncOpenAI, reporter: Reporter) -> int:
     """Bring the selected translations up to date. Returns the exit code (0, or 1 on failures).
 
+    A run first settles what a killed run left: temporary files are removed and a pending
+    manifest entry is committed or dropped (see `Manifest.resolve`).
+
     Raises:
         ValueError: Bad input (unknown page, malformed front matter, manifest or glossary).
+        EndpointUnreachable: The API endpoint refused the connection; the run stopped.
     """
+    for folder in (options.root / "i18n", *(options.docs / lang for lang in options.languages)):
+        await asyncio.to_thread(sweep_temp_files, folder)
     manifest = Manifest.load(options.manifest_path)
+    settled = manifest.resolve(options.docs)
+    if settled:
+        manifest.save(options.manifest_path)
+        reporter.totals.settled += settled
     the_plan = plan(options, manifest)
     prompts = PromptSet.load(options.root / "i18n", options.languages)
     writer = _Writer(options, manifest)
@@ -184,12 +315,17 @@ async def translate(options: Options, client: openai.AsyncOpenAI, reporter: Repo
     reporter.start(len(the_plan.jobs))
     limiter = asyncio.Semaphore(options.concurrency)
     try:
-        await asyncio.gather(
-            *(
-                _run_job(job, options, prompts, client, limiter, writer, reporter)
-                for job in the_plan.jobs
-            )
-        )
+        async with asyncio.TaskGroup() as group:
+            for job in the_plan.jobs:
+                group.create_task(
+                    _run_job(job, options, prompts, client, limiter, writer, reporter)
+                )
+    except ExceptionGroup as group:
+        unreachable = group.subgroup(EndpointUnreachable)
+        if unreachable is None:
+            raise
+        raise unreachable.exceptions[0] from None
     finally:
         reporter.close()
+        _write_report(options, reporter)
     return 1 if reporter.totals.failed else 0

@@ -2,23 +2,43 @@
 
 from __future__ import annotations
 
+import difflib
+
 from .checks import verify_page
-from .manifest import Manifest, ManifestEntry
+from .manifest import Manifest, ManifestEntry, text_hash
+from .markdown_mask import unmask
 from .pages import EnglishPage, translated_pages, translation_path
 from .planning import Options, plan, read_text, select_pages
 from .prompt import PromptSet
 from .tokens import estimate_cost, estimate_output_tokens, estimate_tokens
 
-__all__ = ["adopt", "check", "dry_run"]
+__all__ = ["adopt", "check", "dry_run", "section_names"]
+
+UNRECORDED = "sha256:unrecorded"
+"""The hash recorded for a section whose translation no English text vouches for yet."""
+
+
+def _glossary_prompts(options: Options) -> PromptSet:
+    return PromptSet.load(options.root / "i18n", options.languages)
+
+
+def _load(options: Options) -> Manifest:
+    manifest = Manifest.load(options.manifest_path)
+    manifest.resolve(options.docs)  # in memory: what a killed run left
+    return manifest
 
 
 def check(options: Options) -> tuple[int, list[str]]:
-    """Report missing, stale, orphaned, unadopted and structurally broken translations.
+    """Report missing, stale, orphaned, unadopted and invalid translations.
+
+    A current translation is checked for structure and for the meaning-bearing tokens
+    (numbers, paragraphs, untranslated text, glossary).
 
     Returns:
         The exit code (0 when everything is current and sound, else 1) and one line per problem.
     """
-    manifest = Manifest.load(options.manifest_path)
+    manifest = _load(options)
+    glossary = _glossary_prompts(options).glossary
     selected = select_pages(options)
     problems: list[str] = []
     for rel in selected:
@@ -38,16 +58,12 @@ def check(options: Options) -> tuple[int, list[str]]:
             if entry is None:
                 problems.append(f"unadopted {where}: not in the manifest (run --adopt)")
             elif entry.source != page.source_hash:
-                changed = sum(
-                    1
-                    for n, digest in enumerate(page.hashes)
-                    if n >= len(entry.sections) or entry.sections[n] != digest
-                )
+                changed = len(_changed_sections(page, entry))
                 problems.append(
                     f"stale     {where}: the English page changed ({changed} section(s))"
                 )
                 continue  # its structure is checked again when it is retranslated
-            findings = verify_page(english, read_text(target))
+            findings = verify_page(english, read_text(target), lang, glossary)
             problems += [f"invalid   {where}: {f}" for f in findings]
     if options.files is None:
         for lang in options.languages:
@@ -65,57 +81,188 @@ def check(options: Options) -> tuple[int, list[str]]:
     return (1 if problems else 0), problems
 
 
-def adopt(options: Options) -> tuple[int, list[str]]:
-    """Record existing translations that pass the structure checks in the manifest.
+def _changed_sections(page: EnglishPage, entry: ManifestEntry) -> list[int]:
+    """The sections of `page` whose English is not one the translation was recorded from."""
+    available: dict[str, int] = {}
+    for digest in entry.sections:
+        available[digest] = available.get(digest, 0) + 1
+    changed = []
+    for n, digest in enumerate(page.hashes):
+        if available.get(digest):
+            available[digest] -= 1
+        elif page.sections[n].strip():
+            changed.append(n)
+    return changed
 
-    Translations already in the manifest are left as they are unless `options.force`.
+
+def section_names(page: EnglishPage, n: int) -> list[str]:
+    """The names `--section` accepts for section `n`: its number and its heading's id."""
+    names = [str(n)]
+    if page.heading_ids[n]:
+        names.append(page.heading_ids[n][0])
+    if n == 0:
+        names.append("preamble")
+    return names
+
+
+def _english_diff(old: str | None, new: str, where: str) -> list[str]:
+    if old is None:
+        return [
+            "    (the English this section was translated from is not in the manifest: it was "
+            "recorded before the manifest kept English text, or the section is new; see "
+            "`git log -p` of the English page)"
+        ]
+    diff = difflib.unified_diff(
+        old.splitlines(), new.splitlines(), "recorded English", "current English", lineterm=""
+    )
+    return [f"    {line}" for line in diff] or [f"    (no textual change in {where})"]
+
+
+def adopt(options: Options, named: list[str] | None = None) -> tuple[int, list[str]]:
+    """Record hand-edited translations as current, only where their English is vouched for.
+
+    Each selected translation must pass the structure and meaning checks. A section whose
+    English is unchanged since the manifest recorded the translation is adopted. A section whose
+    English changed is refused, with the English diff, unless the maintainer names it in
+    `named` (its heading id or number): naming it says "the translation says what the new
+    English says". A refused section keeps its old record, so the page stays stale and the next
+    run retranslates exactly those sections. A translation with no manifest entry has no recorded
+    English to compare with: it is adopted whole once it passes the checks.
+
+    Args:
+        options: The run's options (pages and languages).
+        named: Sections vouched for by the maintainer (`--section`).
 
     Returns:
-        The exit code (1 when some translation failed the checks) and one line per page.
+        The exit code (1 when a translation failed the checks or a section was refused) and
+        the lines to print.
     """
-    manifest = Manifest.load(options.manifest_path)
+    named_set = set(named or [])
+    manifest = _load(options)
+    glossary = _glossary_prompts(options).glossary
     lines: list[str] = []
     failed = False
+    used_names: set[str] = set()
     for rel in select_pages(options):
         english = read_text(options.docs / rel)
         page = EnglishPage.parse(rel, english)
+        texts = {
+            digest: unmask(section, page.masked.code)
+            for digest, section in zip(page.hashes, page.sections, strict=True)
+        }
         for lang in options.languages:
             target = translation_path(options.docs, lang, rel)
             where = f"docs/{lang}/{rel}"
             if not target.exists():
                 continue
-            if manifest.get(rel, lang) is not None and not options.force:
-                continue
-            findings = verify_page(english, read_text(target))
+            translated = read_text(target)
+            entry = manifest.get(rel, lang)
+            if (
+                entry is not None
+                and entry.source == page.source_hash
+                and entry.translation == text_hash(translated)
+            ):
+                continue  # recorded as it is: nothing to adopt
+            findings = verify_page(english, translated, lang, glossary)
             if findings:
                 failed = True
                 lines.append(f"not adopted {where}:")
                 lines += [f"    {f}" for f in findings]
                 continue
+            if entry is None:
+                manifest.set(
+                    rel,
+                    lang,
+                    ManifestEntry(
+                        source=page.source_hash,
+                        sections=list(page.hashes),
+                        translation=text_hash(translated),
+                    ),
+                    texts,
+                )
+                lines.append(f"adopted {where} (no earlier record: the whole page)")
+                continue
+            changed = _changed_sections(page, entry)
+            refused: list[int] = []
+            vouched: list[int] = []
+            for n in changed:
+                names = section_names(page, n)
+                if named_set.intersection(names):
+                    used_names.update(named_set.intersection(names))
+                    vouched.append(n)
+                else:
+                    refused.append(n)
+            sections = list(page.hashes)
+            same_shape = len(entry.sections) == len(page.hashes)
+            for n in refused:
+                old = entry.sections[n] if same_shape else None
+                sections[n] = old if old is not None else UNRECORDED
+                names = section_names(page, n)
+                label = f"section {n}" + (f" (#{names[1]})" if len(names) > 1 else "")
+                lines.append(
+                    f"refused {where} {label}: its English changed since the translation was "
+                    "recorded. If the translation now says what the current English says, "
+                    f"name it: --section {names[-1] if len(names) > 1 else n}"
+                )
+                old_text = manifest.english.get(old) if old is not None else None
+                lines += _english_diff(old_text, texts[page.hashes[n]], label)
+            failed = failed or bool(refused)
             manifest.set(
-                rel, lang, ManifestEntry(source=page.source_hash, sections=list(page.hashes))
+                rel,
+                lang,
+                ManifestEntry(
+                    source=entry.source if refused else page.source_hash,
+                    sections=sections,
+                    translation=text_hash(translated),
+                ),
+                texts,
             )
-            lines.append(f"adopted {where}")
+            detail = "English unchanged" if not changed else ""
+            if vouched:
+                detail = "named: " + ", ".join(str(n) for n in vouched)
+            if refused:
+                lines.append(
+                    f"adopted {where} except section(s) {', '.join(map(str, refused))} "
+                    "(still stale)"
+                )
+            else:
+                lines.append(f"adopted {where}" + (f" ({detail})" if detail else ""))
+    unknown = sorted(named_set - used_names)
+    if unknown:
+        failed = True
+        lines.append(
+            f"--section {', '.join(unknown)}: no selected translation has a changed section "
+            "by that name"
+        )
     manifest.save(options.manifest_path)
     return (1 if failed else 0), lines
 
 
 def dry_run(options: Options, *, verbose: bool = False) -> list[str]:
-    """Describe what a run would send, with estimated tokens and cost; no API call."""
-    manifest = Manifest.load(options.manifest_path)
+    """Describe what a run would send, with estimated tokens and cost; no API call.
+
+    The review pass (unless `options.review` is off) is estimated as one call per job that
+    sends sections: the English and the draft in, a short list of findings out.
+    """
+    manifest = _load(options)
     the_plan = plan(options, manifest)
     prompts = PromptSet.load(options.root / "i18n", options.languages)
     lines: list[str] = []
-    total_in = total_out = 0
+    total_in = total_out = review_in = review_out = 0
     for job in the_plan.jobs:
-        instructions = prompts.instructions(job.lang)
         sections = {n: job.page.sections[n] for n in job.todo}
+        english = "".join(sections.values())
+        instructions = prompts.instructions(job.lang, english)
         task = prompts.task_message(job.lang, job.page.path, sections, job.context)
         tokens_in = estimate_tokens(instructions) + estimate_tokens(task) if job.todo else 0
         source = sum(estimate_tokens(s) for s in sections.values())
         tokens_out = estimate_output_tokens(source, options.effort or "medium") if job.todo else 0
         total_in += tokens_in
         total_out += tokens_out
+        if job.todo and options.review:
+            review_in += estimate_tokens(prompts.review_instructions(job.lang, english))
+            review_in += source + tokens_out // 3
+            review_out += estimate_output_tokens(source // 4, options.effort or "medium")
         what = (
             f"sections {', '.join(map(str, job.todo))} of {len(job.page.sections)}"
             if job.todo
@@ -136,4 +283,12 @@ def dry_run(options: Options, *, verbose: bool = False) -> list[str]:
         f"{calls} call(s), ~{total_in} tokens in, ~{total_out} tokens out "
         f"(reasoning included, estimated), estimated cost {cost_text} with {options.model}"
     )
+    if options.review and calls:
+        cost = estimate_cost(options.review_model, review_in, review_out)
+        unknown = f"unknown (no price for {options.review_model})"
+        cost_text = f"~${cost:.2f}" if cost is not None else unknown
+        lines.append(
+            f"review: {calls} call(s) (more after a repair), ~{review_in} tokens in, "
+            f"~{review_out} tokens out, estimated cost {cost_text} with {options.review_model}"
+        )
     return lines

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import random
 import time
 from collections.abc import Callable
@@ -18,7 +19,14 @@ from typing import Any
 
 import openai
 
-__all__ = ["ModelCallError", "ModelReply", "RetryPolicy", "call_model", "retry_delay"]
+__all__ = [
+    "EndpointUnreachable",
+    "ModelCallError",
+    "ModelReply",
+    "RetryPolicy",
+    "call_model",
+    "retry_delay",
+]
 
 
 @dataclass(frozen=True)
@@ -53,10 +61,72 @@ class ModelReply:
     input_tokens: int
     output_tokens: int
     cut_off: str | None = None
+    request_chars: int = 0
 
 
 class ModelCallError(Exception):
-    """A model call failed for good (not retryable, or out of retries)."""
+    """A model call failed for good (not retryable, out of retries, or a malformed reply)."""
+
+
+class EndpointUnreachable(ModelCallError):
+    """The API endpoint refused the connection: a wrong `OPENAI_BASE_URL`, or no server there.
+
+    Not retried, and it stops the whole run: every other call would fail the same way.
+    """
+
+
+def _refused(exc: BaseException) -> bool:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _read_reply(raw: str) -> ModelReply:
+    """Read a Responses API body by hand, so that a malformed one is a clear `ModelCallError`."""
+    try:
+        data: Any = json.loads(raw)
+    except ValueError as exc:
+        raise ModelCallError(f"malformed reply: not JSON ({exc}): {raw[:80]!r}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("output"), list):
+        raise ModelCallError(f"malformed reply: no output list in {raw[:80]!r}")
+    texts: list[str] = []
+    for item in data["output"]:
+        if not isinstance(item, dict):
+            raise ModelCallError(f"malformed reply: an output item is not an object: {item!r}")
+        if item.get("type") != "message":
+            continue
+        content = item.get("content")
+        if not isinstance(content, list):
+            raise ModelCallError("malformed reply: a message without a content list")
+        for part in content:
+            if not isinstance(part, dict):
+                raise ModelCallError(f"malformed reply: a content part is not an object: {part!r}")
+            if part.get("type") == "output_text":
+                if not isinstance(part.get("text"), str):
+                    raise ModelCallError("malformed reply: output_text without text")
+                texts.append(part["text"])
+    usage: dict[str, Any] = data["usage"] if isinstance(data.get("usage"), dict) else {}
+    cut_off = None
+    if data.get("status") == "incomplete":
+        details = data.get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, dict) else None
+        cut_off = str(reason or "unknown reason")
+
+    def _count(name: str) -> int:
+        value = usage.get(name)
+        return value if isinstance(value, int) else 0
+
+    return ModelReply(
+        text="".join(texts),
+        input_tokens=_count("input_tokens"),
+        output_tokens=_count("output_tokens"),
+        cut_off=cut_off,
+    )
 
 
 def _retry_after(headers: Any) -> float | None:
@@ -119,11 +189,13 @@ async def call_model(
     policy: RetryPolicy,
     limiter: asyncio.Semaphore,
     on_retry: Callable[[str, float, int], None] | None = None,
+    text_format: dict[str, Any] | None = None,
 ) -> ModelReply:
     """Send one Responses API request, retrying transient failures.
 
     The `limiter` is held only while a request is in flight, not while backing off, so a
-    rate-limited call does not block the others' slots.
+    rate-limited call does not block the others' slots. The reply body is read by hand: a
+    malformed one (not JSON, truncated, the wrong shape) is a `ModelCallError`, not a crash.
 
     Args:
         client: The client (its own retries off).
@@ -134,19 +206,31 @@ async def call_model(
         policy: The retry policy.
         limiter: Bounds the requests in flight.
         on_retry: Called with (reason, delay, attempt) before each retry.
+        text_format: The `text.format` of the request (a JSON schema for Structured Outputs),
+            or `None` for plain text.
 
     Raises:
-        ModelCallError: The call failed for good.
+        EndpointUnreachable: The endpoint refused the connection (not retried).
+        ModelCallError: The call failed for good, or the reply is malformed.
     """
     request: dict[str, Any] = {"model": model, "instructions": instructions, "input": messages}
     if effort:
         request["reasoning"] = {"effort": effort}
+    if text_format is not None:
+        request["text"] = {"format": text_format}
+    request_chars = len(instructions) + sum(len(m["content"]) for m in messages)
     attempt = 0
     while True:
         try:
             async with limiter:
-                response = await client.responses.create(**request)
+                raw = await client.responses.with_raw_response.create(**request)
+                body = raw.http_response.text
         except openai.OpenAIError as exc:
+            if isinstance(exc, openai.APIConnectionError) and _refused(exc):
+                raise EndpointUnreachable(
+                    f"cannot connect to {client.base_url}: connection refused "
+                    "(is OPENAI_BASE_URL right, and is the server up?)"
+                ) from exc
             retry, headers, reason = _retryable(exc)
             if not retry:
                 raise ModelCallError(f"{reason}: {_message(exc)}") from exc
@@ -158,17 +242,9 @@ async def call_model(
             await asyncio.sleep(delay)
             attempt += 1
             continue
-        usage = response.usage
-        cut_off = None
-        if response.status == "incomplete":
-            details = response.incomplete_details
-            cut_off = (details.reason if details else None) or "unknown reason"
-        return ModelReply(
-            text=response.output_text,
-            input_tokens=usage.input_tokens if usage else 0,
-            output_tokens=usage.output_tokens if usage else 0,
-            cut_off=cut_off,
-        )
+        reply = _read_reply(body)
+        reply.request_chars = request_chars
+        return reply
 
 
 def _message(exc: Exception) -> str:

@@ -31,6 +31,7 @@ from .memory.session import Session, is_openai_responses_compaction_aware_sessio
 from .memory.settings import SessionSettings, coerce_session_settings
 from .models.interface import Model, ModelRequest
 from .models.openai_responses import OpenAIResponsesModel
+from .models.response_check import check_response, check_usage
 from .result import RunResult, RunResultBase, RunResultStreaming
 from .run_config import RunConfig
 from .session_input import merge_session_input
@@ -93,7 +94,9 @@ class Runner:
 
         Args:
             agent: The agent to run.
-            input: A user message, or a list of Responses API input items.
+            input: A user message, or a list of Responses API input items. With a session,
+                `[]` continues from the stored history without adding anything: the way to
+                retry a run that failed, whose input is already stored.
             session: Keeps the conversation history across runs; any object that follows the
                 [`Session`][turnstore.Session] protocol, including the OpenAI Agents SDK's
                 sessions.
@@ -108,18 +111,27 @@ class Runner:
         Raises:
             UserError: `session` is not a session, a session is combined with
                 `previous_response_id` or `conversation_id`, or an option is unusable; raised
-                before anything is read or called.
+                before anything is read or called. Also raised, before the model is called,
+                when there is nothing to send (`[]` with an empty or no session).
             TypeError: `input` is neither a string nor a list of dicts.
             MaxTurnsExceeded: No final answer within `max_turns` model calls.
             ModelBehaviorError: The model called an unknown tool, sent invalid tool arguments,
-                or answered with neither a message nor a tool call.
-            ModelCallError: The model's API call failed.
+                answered with neither a message nor a tool call, or its answer is not a usable
+                response (`{}`, `[]`, an `output` that is not a list of typed items, a message
+                without content, unusable token counts, a stream that ends without its final
+                response). Nothing of that answer is stored.
+            ModelCallError: The model's API call failed, or its answer could not be read (not
+                JSON, or cut off); the underlying exception is chained.
 
         Example:
             ```python
             session = SQLiteSession("user_42", "chats.db")
             await Runner.run(agent, "My name is Ada.", session=session)
-            result = await Runner.run(agent, "What is my name?", session=session)
+            try:
+                result = await Runner.run(agent, "What is my name?", session=session)
+            except ModelCallError:
+                # The question is stored already: retry from the history, adding nothing.
+                result = await Runner.run(agent, [], session=session)
             assert "Ada" in result.final_output
             ```
         """
@@ -332,6 +344,15 @@ async def _execute(
             model_input = new_items
 
         server_state = previous_response_id is not None or conversation_id is not None
+        if not model_input and not server_state:
+            raise UserError(
+                "nothing to send to the model: the input is empty and "
+                + (
+                    "the session holds no history"
+                    if session is not None
+                    else "there is no session; pass a message"
+                )
+            )
         chain_id = previous_response_id
         turn_input = model_input
         for _turn in range(max_turns):
@@ -343,7 +364,8 @@ async def _execute(
                 previous_response_id=chain_id,
                 conversation_id=conversation_id,
             )
-            response = await _call_model(model, request, streaming)
+            # Checked before any of it is used or stored: a malformed answer fails here.
+            response = check_response(await _call_model(model, request, streaming))
             state.raw_responses.append(response)
             state.usage.add_response_usage(response.usage)
 
@@ -395,11 +417,20 @@ async def _call_model(
     events = model.stream_response(request)
     try:
         async for event in events:
+            kind = getattr(event, "type", None)
+            if kind == "response.output_text.delta":
+                delta, item_id = getattr(event, "delta", None), getattr(event, "item_id", None)
+                if not isinstance(delta, str) or not isinstance(item_id, str):
+                    raise ModelBehaviorError(
+                        f"a response.output_text.delta event lacks its delta or item_id: "
+                        f"{event!r:.200}"
+                    )
+                streaming._emit(RawResponseEvent(data=event))
+                streaming._emit(TextDeltaEvent(delta=delta, item_id=item_id))
+                continue
             streaming._emit(RawResponseEvent(data=event))
-            if event.type == "response.output_text.delta":
-                streaming._emit(TextDeltaEvent(delta=event.delta, item_id=event.item_id))
-            elif event.type in ("response.completed", "response.incomplete"):
-                final = event.response
+            if kind in ("response.completed", "response.incomplete"):
+                final = getattr(event, "response", None)
     finally:
         # Close an async generator now, not at garbage collection (its HTTP stream included).
         aclose = getattr(events, "aclose", None)
@@ -440,11 +471,11 @@ async def _maybe_compact(
 ) -> None:
     if not is_openai_responses_compaction_aware_session(session):
         return
-    usage = await await_session_mutation(
-        session.run_compaction({"response_id": response.id, "store": store is not False})
-    )
+    # Not shielded as a whole: a cancelled run must not wait for the `responses.compact` call.
+    # The session shields its own history replacement (all or nothing).
+    usage = await session.run_compaction({"response_id": response.id, "store": store is not False})
     if usage is not None:
-        state.usage.add_response_usage(usage)
+        state.usage.add_response_usage(check_usage(usage, "the compaction call"))
 
 
 def _message_text(response: Response) -> str:

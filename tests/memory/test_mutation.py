@@ -137,3 +137,21 @@ async def test_no_retry_of_its_own() -> None:
     with pytest.raises(OSError, match="disk full"):
         await await_session_mutation(failing())
     assert calls == 1
+
+
+async def test_on_cancel_runs_once_at_the_first_cancellation() -> None:
+    gate = Gate()
+    calls: list[bool] = []
+    caller = asyncio.ensure_future(
+        await_session_mutation(gate.run(), on_cancel=lambda: calls.append(gate.finished))
+    )
+    await gate.started.wait()
+    assert calls == []
+    for _ in range(3):
+        caller.cancel()
+        await asyncio.sleep(0)
+    assert calls == [False]  # once, while the mutation still ran
+    gate.release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    assert calls == [False]

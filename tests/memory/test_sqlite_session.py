@@ -376,6 +376,7 @@ async def test_a_busy_database_is_retried_not_reported(
     from turnstore.memory.sqlite import database as sqlite_database
 
     monkeypatch.setattr(sqlite_database, "BUSY_TIMEOUT_MS", 20)  # SQLite gives up quickly...
+    monkeypatch.setattr(sqlite_database, "WRITER_BUSY_SLICE_MS", 20)
     async with SQLiteSession("s", db_path) as session:
         await session.get_items()
         other = sqlite3.connect(db_path, isolation_level=None)

@@ -56,6 +56,11 @@ def run_site(site: Path, fake_openai: FakeOpenAIServer) -> RunSite:
         reporter = Reporter(stream, bar=False)
         async with fake_openai.async_client(timeout=timeout) as client:
             code = await translate(options, client, reporter)
-        return Outcome(code, reporter, stream.getvalue() + reporter.summary(options.model))
+        return Outcome(
+            code,
+            reporter,
+            stream.getvalue()
+            + reporter.summary(options.model, options.review_model if options.review else None),
+        )
 
     return _run

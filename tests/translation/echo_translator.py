@@ -1,10 +1,20 @@
-"""A deterministic stand-in for the translation model, served by the fake OpenAI server.
+"""A deterministic stand-in for the translation model and the reviewer, served by the fake
+OpenAI server.
 
 `EchoTranslator` answers `POST /v1/responses` like a translator that follows the rules: it
 reads the sections between `<source>` and `</source>` in the first user message and returns
-them with their markers, prose "translated" by a fixed word list and a language tag on every
-heading, leaving placeholders, link targets and HTML untouched. Faults can be queued per page
-to play a model that breaks things.
+them with their markers, every prose word "translated" (a glossary term by the rendering the
+request's term list gives, a few common words by a fixed list, any other word marked with a
+language suffix, so no English run is left), a language tag on every heading, and placeholders,
+link targets, markers and HTML untouched. Faults can be queued per page to play a model that
+breaks things, in structure (`drop_code`, ...) or in meaning (`drop_sentence`, `flip_negation`,
+...).
+
+A review request (one with a JSON schema `text.format`) is answered by a fake reviewer: it
+translates each English section the same way and compares, sentence by sentence, with the
+draft; a missing sentence is an omission, a different one a meaning shift (blockers, with
+literal quotes). Review faults can be queued too (`bogus_quotes`, `minor`, `malformed`,
+`stubborn`).
 
 Run it as a server for local simulations of the CI job:
 
@@ -17,11 +27,15 @@ that variable and any OPENAI_API_KEY.
 from __future__ import annotations
 
 import argparse
+import difflib
+import json
 import re
 import sys
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,41 +44,95 @@ if __package__ in (None, ""):
 
 from turnstore.testing import FakeOpenAIServer, FakeReply, RecordedRequest, text_response
 
-__all__ = ["FAULTS", "EchoTranslator", "echo_translate", "serve"]
+__all__ = [
+    "FAULTS",
+    "MEANING_FAULTS",
+    "REVIEW_FAULTS",
+    "EchoTranslator",
+    "Glossary",
+    "echo_translate",
+    "serve",
+]
 
 _WORDS: dict[str, dict[str, str]] = {
-    "ja": {
-        "session": "セッション",
-        "sessions": "セッション",
-        "agent": "エージェント",
-        "the": "その",
-    },
-    "ko": {"session": "세션", "sessions": "세션들", "agent": "에이전트", "the": "그"},
-    "zh": {"session": "会话", "sessions": "会话", "agent": "智能体", "the": "这个"},
+    "ja": {"the": "その", "not": "ない", "never": "決して"},
+    "ko": {"the": "그", "not": "않", "never": "절대"},
+    "zh": {"the": "这个", "not": "不", "never": "从不"},
 }
+_SUFFIX = {"ja": "語", "ko": "어", "zh": "语"}
 _TAGS = {"ja": "（訳）", "ko": "(번역)", "zh": "（译）"}
 _LANG_BY_NAME = {"Japanese": "ja", "Korean": "ko", "Simplified Chinese": "zh"}
 _PROTECTED = re.compile(
-    r"(\[[^\]\[]*\]\[\]|\]\([^)]*\)|\]\[[^\]]*\]|<[^>]*>|@@\w+@@|\{[^}]*\}|https?://\S+"
-    r"|^\s*\[[^\]]*\]:.*$)"
+    r"(<!-- i18n:mermaid \d+|^[ \t]*\d+: |\[[^\]\[]*\]\[\]|\]\([^)]*\)|\]\[[^\]]*\]"
+    r"|\[\^[^\]]*\]|<[^>]*>|@@\w+@@|\{[^}]*\}"
+    r"|https?://\S+|:[a-z]+-[a-z0-9-]+:|^\s*\[[^\]]*\]:.*$"
+    r"|^[ \t]*(?:!!!|\?\?\?\+?|===\+?)[ \t]*[\w-]*)",
+    re.M,
 )
 _HEADING = re.compile(r"^( {0,3}#{1,6} )(.*)$")
 
 
-def _translate_text(text: str, lang: str) -> str:
-    parts = _PROTECTED.split(text)
-    words = _WORDS[lang]
-    for index in range(0, len(parts), 2):
-        parts[index] = re.sub(
-            r"[A-Za-z]+",
-            lambda m: words.get(m.group(0).lower(), m.group(0)),
-            parts[index],
+@dataclass
+class Glossary:
+    """The glossary entries a request lists (do-not-translate words, terms, forbidden ones)."""
+
+    keep: list[str] = field(default_factory=list)
+    terms: dict[str, str] = field(default_factory=dict)
+    never: dict[str, list[str]] = field(default_factory=dict)
+
+    @classmethod
+    def from_instructions(cls, instructions: str) -> Glossary:
+        glossary = cls()
+        keep = re.search(r"# Do not translate\n\n(.*?)(?:\n\n#|\Z)", instructions, re.S)
+        if keep:
+            glossary.keep = re.findall(r"(?m)^- (.+)$", keep[1])
+        terms = re.search(r"# Terms\n\n(.*?)(?:\n\n#|\Z)", instructions, re.S)
+        for line in re.findall(r"(?m)^- (.+)$", terms[1] if terms else ""):
+            found = re.fullmatch(r"(.+?) -> (.+?)(?: \(never (.+)\))?", line)
+            if found:
+                glossary.terms[found[1]] = found[2]
+                if found[3]:
+                    glossary.never[found[1]] = found[3].split(", ")
+        return glossary
+
+
+def _translate_prose(text: str, lang: str, glossary: Glossary) -> str:
+    names = sorted(glossary.keep, key=len, reverse=True)
+    terms = sorted(glossary.terms.items(), key=lambda kv: len(kv[0]), reverse=True)
+    slots: list[str] = []
+
+    def _slot(value: str) -> str:
+        slots.append(value)
+        return f"\x00{len(slots) - 1}\x00"
+
+    for name in names:
+        text = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", lambda m: _slot(m[0]), text)
+    for term, rendering in terms:
+        text = re.sub(
+            rf"(?<![\w-]){re.escape(term)}(?:s|es)?(?![\w-])",
+            lambda _m, r=rendering: _slot(r),
+            text,
+            flags=re.I,
         )
+    words = _WORDS[lang]
+    text = re.sub(
+        r"[A-Za-z]+(?:'[a-z]+)?",
+        lambda m: words.get(m[0].lower(), m[0] + _SUFFIX[lang]),
+        text,
+    )
+    return re.sub("\x00(\\d+)\x00", lambda m: slots[int(m[1])], text)
+
+
+def _translate_text(text: str, lang: str, glossary: Glossary) -> str:
+    parts = _PROTECTED.split(text)
+    for index in range(0, len(parts), 2):
+        parts[index] = _translate_prose(parts[index], lang, glossary)
     return "".join(parts)
 
 
-def echo_translate(source: str, lang: str) -> str:
+def echo_translate(source: str, lang: str, glossary: Glossary | None = None) -> str:
     """Translate the `<source>` block's content the way a well-behaved model would."""
+    glossary = glossary or Glossary()
     out = []
     for line in source.splitlines(keepends=True):
         if line.startswith("<!-- i18n:section"):
@@ -73,74 +141,236 @@ def echo_translate(source: str, lang: str) -> str:
         heading = _HEADING.match(line.rstrip("\n"))
         if heading:
             newline = line[len(line.rstrip("\n")) :]
-            out.append(f"{heading[1]}{_translate_text(heading[2], lang)} {_TAGS[lang]}{newline}")
+            text = _translate_text(heading[2], lang, glossary)
+            out.append(f"{heading[1]}{text} {_TAGS[lang]}{newline}")
             continue
-        out.append(_translate_text(line, lang))
+        out.append(_translate_text(line, lang, glossary))
     return "".join(out)
 
 
-def _drop_code(text: str) -> str:
+# -- faults of the translator ---------------------------------------------------------------------
+
+Fault = Callable[[str, str, Glossary], str]
+"""A way to break a draft: (draft, English source, glossary) -> broken draft."""
+
+
+def _drop_code(text: str, source: str, glossary: Glossary) -> str:
     return re.sub(r"(?m)^[ \t]*@@BLOCK_\d+@@\n", "", text, count=1)
 
 
-def _change_link(text: str) -> str:
+def _change_link(text: str, source: str, glossary: Glossary) -> str:
     return re.sub(r"\]\(([^)]*)\)", r"](changed-\1)", text, count=1)
 
 
-def _lose_heading(text: str) -> str:
+def _lose_heading(text: str, source: str, glossary: Glossary) -> str:
     return re.sub(r"(?m)^#{2,6} .*\n", "", text, count=1)
 
 
-def _garbage(text: str) -> str:
+def _garbage(text: str, source: str, glossary: Glossary) -> str:
     return "I'm sorry, but I can only help with translations of complete documents."
 
 
-FAULTS = {
+_PROSE_LINE = r"(?m)^(?![ \t]*(?:#|@@|!!!|\?\?\?|===|[-*+] |\d+[.)] |\||<|>|\[))"
+
+
+def _drop_sentence(text: str, source: str, glossary: Glossary) -> str:
+    """Drop a sentence without digits that ends in the middle of a prose line."""
+    for found in re.finditer(r"(?m)(?:^|(?<=[.!?] ))([^\n.!?]*[.!?] )(?=\S)", text):
+        sentence = found[1]
+        line = text[text.rfind("\n", 0, found.start()) + 1 : found.start()]
+        if re.search(r"\d|@@", sentence) or re.match(r"[ \t]*(?:#|[-*+] |\d+[.)] |>|\|)", line):
+            continue
+        return text[: found.start(1)] + text[found.end(1) :]
+    raise AssertionError("no sentence to drop in the draft")
+
+
+def _drop_list_item(text: str, source: str, glossary: Glossary) -> str:
+    return re.sub(r"(?m)^- [^\n]*\n", "", text, count=1)
+
+
+def _change_number(text: str, source: str, glossary: Glossary) -> str:
+    def _bump(match: re.Match[str]) -> str:
+        return str(int(match[0]) + 1)
+
+    changed = re.sub(r"(?<![\w@])(?<!section )\d+(?![\w@])", _bump, text, count=1)
+    assert changed != text, "no number to change in the draft"
+    return changed
+
+
+def _flip_negation(text: str, source: str, glossary: Glossary) -> str:
+    words = "|".join(re.escape(w[n]) for w in _WORDS.values() for n in ("not", "never"))
+    changed = re.sub(rf"(?:{words}) ?", "", text, count=1)
+    assert changed != text, "no negation to flip in the draft"
+    return changed
+
+
+def _untranslated_paragraph(text: str, source: str, glossary: Glossary) -> str:
+    """Put back the English of the first prose paragraph of three or more words."""
+    english = re.findall(_PROSE_LINE + r"([A-Za-z][^\n]{30,})$", source)
+    assert english, "no English paragraph to leave untranslated"
+    for line in english:
+        translated = _translate_text(line, _lang_of(text), glossary)
+        if translated in text:
+            return text.replace(translated, line, 1)
+    raise AssertionError("the English paragraph is not in the draft")
+
+
+def _lang_of(text: str) -> str:
+    for lang, tag in _TAGS.items():
+        if tag in text:
+            return lang
+    return "ja"
+
+
+def _forbidden_term(text: str, source: str, glossary: Glossary) -> str:
+    for term, wrong in glossary.never.items():
+        right = glossary.terms[term]
+        if right in text:
+            return text.replace(right, wrong[0], 1)
+    raise AssertionError("no term with a forbidden rendering in the draft")
+
+
+FAULTS: dict[str, Fault] = {
     "drop_code": _drop_code,
     "change_link": _change_link,
     "lose_heading": _lose_heading,
     "garbage": _garbage,
 }
-"""Named ways to break a draft."""
+"""Named ways to break a draft's structure."""
+
+MEANING_FAULTS: dict[str, Fault] = {
+    "drop_sentence": _drop_sentence,
+    "drop_list_item": _drop_list_item,
+    "change_number": _change_number,
+    "flip_negation": _flip_negation,
+    "untranslated_paragraph": _untranslated_paragraph,
+    "forbidden_term": _forbidden_term,
+}
+"""Named ways to break a draft's meaning while its structure stays sound."""
+
+REVIEW_FAULTS = ("bogus_quotes", "minor", "malformed", "stubborn", "silent")
+"""Named ways the fake reviewer can misbehave: quotes that occur nowhere, an extra minor
+finding, a reply that is not JSON, a blocker it reports whatever the draft, or no finding."""
+
+
+# -- the fake reviewer ----------------------------------------------------------------------------
+
+
+def _sentences(text: str) -> list[str]:
+    flat = " ".join(text.split())
+    return [s for s in re.split(r"(?<=[.!?])\s+", flat) if s]
+
+
+def review_findings(
+    pairs: dict[int, tuple[str, str]], lang: str, glossary: Glossary
+) -> list[dict[str, Any]]:
+    """Compare each draft with the echo translation of its English; one finding per difference."""
+    findings: list[dict[str, Any]] = []
+    for n, (english, draft) in pairs.items():
+        en_sentences = _sentences(english)
+        expected = _sentences(echo_translate(english, lang, glossary))
+        got = _sentences(draft)
+        if len(expected) != len(en_sentences):  # pragma: no cover - a split that moved
+            raise AssertionError(f"sentences do not line up in section {n}")
+        matcher = difflib.SequenceMatcher(a=expected, b=got, autojunk=False)
+        for op, a1, a2, b1, _b2 in matcher.get_opcodes():
+            if op == "equal":
+                continue
+            if op in ("delete", "replace") and a2 > a1:
+                quote = got[b1] if b1 < len(got) else (got[b1 - 1] if got else "")
+                findings.append(
+                    {
+                        "section": n,
+                        "kind": "omission" if op == "delete" else "meaning",
+                        "severity": "blocker",
+                        "english": en_sentences[a1],
+                        "translation": quote,
+                        "problem": "the translation does not say what this English says",
+                    }
+                )
+            elif op == "insert":
+                findings.append(
+                    {
+                        "section": n,
+                        "kind": "addition",
+                        "severity": "blocker",
+                        "english": en_sentences[min(a1, len(en_sentences) - 1)],
+                        "translation": got[b1],
+                        "problem": "the translation adds this",
+                    }
+                )
+    return findings
+
+
+def _review_pairs(message: str) -> dict[int, tuple[str, str]]:
+    pairs: dict[int, tuple[str, str]] = {}
+    for found in re.finditer(
+        r'<section n="(\d+)">\n<english>\n(.*?)</english>\n<translation>\n(.*?)</translation>',
+        message,
+        re.S,
+    ):
+        pairs[int(found[1])] = (found[2], found[3])
+    return pairs
 
 
 class EchoTranslator:
-    """A route handler for `FakeOpenAIServer` that plays a translation model.
+    """A route handler for `FakeOpenAIServer` that plays the translation model and the reviewer.
 
     Args:
         latency: Seconds to wait before each answer.
 
     Attributes:
-        calls: The requests answered, as (language, page, section numbers) tuples.
+        calls: The translation requests answered, as (language, page, section numbers).
+        reviews: The review requests answered, as (language, page, section numbers).
         max_in_flight: The most requests being answered at the same time.
     """
 
     def __init__(self, *, latency: float = 0.0) -> None:
         self.latency = latency
         self.calls: list[tuple[str, str, list[int]]] = []
+        self.reviews: list[tuple[str, str, list[int]]] = []
         self.in_flight = 0
         self.max_in_flight = 0
         self._faults: dict[tuple[str, str], list[str | FakeReply]] = defaultdict(list)
+        self._review_faults: dict[tuple[str, str], list[str | FakeReply]] = defaultdict(list)
         self._lock = threading.Lock()
 
     def fault(self, lang: str, page: str, *faults: str | FakeReply) -> None:
-        """Queue faults for the next calls about `page` in `lang`.
+        """Queue faults for the next translation calls about `page` in `lang`.
 
-        Each fault is a name from `FAULTS` (the draft is broken that way) or a `FakeReply`
-        (sent as is: an HTTP error, a delay that provokes a timeout, ...).
+        Each fault is a name from `FAULTS` or `MEANING_FAULTS` (the draft is broken that way)
+        or a `FakeReply` (sent as is: an HTTP error, a delay that provokes a timeout, ...).
         """
         with self._lock:
             self._faults[(lang, page)].extend(faults)
+
+    def review_fault(self, lang: str, page: str, *faults: str | FakeReply) -> None:
+        """Queue faults for the next review calls about `page` in `lang` (`REVIEW_FAULTS`)."""
+        with self._lock:
+            self._review_faults[(lang, page)].extend(faults)
 
     def install(self, server: FakeOpenAIServer) -> EchoTranslator:
         """Answer `POST /v1/responses` on `server` (a started one); returns `self`."""
         server.route("POST", "/v1/responses", self)
         return self
 
+    def _wait(self) -> None:
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            time.sleep(self.latency)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
     def __call__(self, request: RecordedRequest) -> FakeReply | dict[str, Any] | None:
         body = request.body if isinstance(request.body, dict) else {}
         messages = body.get("input") or []
         first = messages[0]["content"] if messages and isinstance(messages[0], dict) else ""
+        glossary = Glossary.from_instructions(str(body.get("instructions") or ""))
+        if (body.get("text") or {}).get("format", {}).get("type") == "json_schema":
+            return self._review(first, glossary)
         found = re.search(r"<source>\n(.*)</source>", first, re.S)
         name = re.search(r"into (Japanese|Korean|Simplified Chinese)", first)
         page = re.search(r"the page `([^`]+)`", first)
@@ -152,20 +382,63 @@ class EchoTranslator:
             self.calls.append((lang, path, numbers))
             queued = self._faults.get((lang, path))
             fault = queued.pop(0) if queued else None
-            self.in_flight += 1
-            self.max_in_flight = max(self.max_in_flight, self.in_flight)
-        try:
-            time.sleep(self.latency)
-        finally:
-            with self._lock:
-                self.in_flight -= 1
+        self._wait()
         if isinstance(fault, FakeReply):
             return fault
-        text = echo_translate(source, lang)
+        text = echo_translate(source, lang, glossary)
         if fault is not None:
-            text = FAULTS[fault](text)
+            text = {**FAULTS, **MEANING_FAULTS}[fault](text, source, glossary)
         return text_response(
             text, input_tokens=len(first) // 4 + 1000, output_tokens=len(text) // 2 + 500
+        )
+
+    def _review(self, message: str, glossary: Glossary) -> FakeReply | dict[str, Any]:
+        name = re.search(r"Review the (Japanese|Korean|Simplified Chinese) translation", message)
+        page = re.search(r"the page `([^`]+)`", message)
+        if not (name and page):
+            return FakeReply(status=400, body={"error": {"message": "not a review request"}})
+        lang, path = _LANG_BY_NAME[name[1]], page[1]
+        pairs = _review_pairs(message)
+        with self._lock:
+            self.reviews.append((lang, path, sorted(pairs)))
+            queued = self._review_faults.get((lang, path))
+            fault = queued.pop(0) if queued else None
+        self._wait()
+        if isinstance(fault, FakeReply):
+            return fault
+        if fault == "malformed":
+            return text_response('{"findings": [{"section": 1, "kind": "omis')
+        findings = [] if fault == "silent" else review_findings(pairs, lang, glossary)
+        first, (english, draft) = next(iter(pairs.items()))
+        if fault == "bogus_quotes":
+            findings.append(
+                {
+                    "section": first,
+                    "kind": "omission",
+                    "severity": "blocker",
+                    "english": "a sentence the English never had",
+                    "translation": _sentences(draft)[0],
+                    "problem": "invented",
+                }
+            )
+        if fault in ("minor", "stubborn"):
+            findings.append(
+                {
+                    "section": first,
+                    "kind": "fluency",
+                    "severity": "minor" if fault == "minor" else "blocker",
+                    "english": _sentences(english)[0],
+                    "translation": _sentences(draft)[0],
+                    "problem": "reads a little stiffly",
+                }
+            )
+            if fault == "stubborn":
+                with self._lock:
+                    self._review_faults[(lang, path)].insert(0, "stubborn")
+        return text_response(
+            json.dumps({"findings": findings}, ensure_ascii=False),
+            input_tokens=len(message) // 4 + 800,
+            output_tokens=200,
         )
 
 

@@ -113,7 +113,7 @@ def test_ctrl_c_leaves_every_file_old_or_new(site: Path, fake_openai: FakeOpenAI
     assert "translated: " in stdout  # the summary of what was done before the interruption
     assert "interrupted" in stderr
     assert "Traceback" not in stderr
-    assert len(echo.calls) < 9
+    assert len(echo.calls) + len(echo.reviews) < 18  # stopped before the end
     assert list(site.rglob("*.tmp")) == []
     manifest = json.loads((site / "i18n" / "manifest.json").read_text(encoding="utf-8"))
     written = 0
@@ -125,3 +125,86 @@ def test_ctrl_c_leaves_every_file_old_or_new(site: Path, fake_openai: FakeOpenAI
             assert lang in manifest["pages"][page]
             written += 1
     assert 1 <= written < 9
+
+
+def test_refused_connection_names_the_url_and_stops_at_once(site: Path) -> None:
+    url = "http://127.0.0.1:9/v1"  # the discard port: nothing listens there
+    started = time.monotonic()
+    result = _run(site, "--max-retries", "6", OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=url)
+    elapsed = time.monotonic() - started
+    assert result.returncode == 2, result.stderr
+    assert f"cannot connect to {url}" in result.stderr
+    assert "connection refused" in result.stderr
+    assert "retry" not in result.stderr  # a refused connection is not retried
+    assert "Traceback" not in result.stderr
+    assert elapsed < 30  # with retries it would take over a minute (backoff 1+2+...+32 s)
+    assert not (site / "docs" / "ja").exists()
+
+
+def test_kill_after_a_page_is_written_resumes_on_rerun(
+    site: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    echo = EchoTranslator().install(fake_openai)
+    marker = site / "paused"
+    env = _env(
+        OPENAI_API_KEY="sk-test",
+        OPENAI_BASE_URL=fake_openai.base_url,
+        CI="true",
+        PAUSE_MARKER=str(marker),
+    )
+    wrapper = Path(__file__).resolve().parent / "pause_after_page.py"
+    process = subprocess.Popen(
+        [sys.executable, str(wrapper), "--root", str(site), "--lang", "ja", "--concurrency", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    deadline = time.monotonic() + 60
+    while not marker.exists():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the page was never written"
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=30)
+    written = Path(marker.read_text(encoding="utf-8"))
+    page = written.relative_to(site / "docs" / "ja").as_posix()
+    manifest = json.loads((site / "i18n" / "manifest.json").read_text(encoding="utf-8"))
+    assert "pending" in manifest["pages"][page]["ja"]  # killed between the two phases
+    # A temporary file as a kill inside a write would leave it.
+    (site / "docs" / "ja" / ".index.md.abc123.tmp").write_text("half", encoding="utf-8")
+    echo.calls.clear()
+    result = _run(
+        site, "--lang", "ja", OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=fake_openai.base_url
+    )
+    assert result.returncode == 0, result.stderr
+    assert page not in {p for _, p, _ in echo.calls}  # the written page was kept, not redone
+    assert len({p for _, p, _ in echo.calls}) == 2
+    assert list(site.rglob("*.tmp")) == []
+    manifest = json.loads((site / "i18n" / "manifest.json").read_text(encoding="utf-8"))
+    assert all("pending" not in entry["ja"] for entry in manifest["pages"].values())
+    checked = _run(site, "--check", "--lang", "ja")
+    assert checked.returncode == 0, checked.stdout
+
+
+def test_no_review_and_report_on_the_command_line(
+    site: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    echo = EchoTranslator().install(fake_openai)
+    report = site / "run-report.json"
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_openai.base_url, "CI": "true"}
+    args = ("--lang", "ja", "--file", "index.md", "--report", str(report))
+    result = _run(site, *args, "--no-review", **env)
+    assert result.returncode == 0, result.stderr
+    assert echo.reviews == []
+    assert "review calls" not in result.stdout
+    assert json.loads(report.read_text(encoding="utf-8"))["review"]["calls"] == 0
+    (site / "docs" / "index.md").write_text(
+        (site / "docs" / "index.md").read_text(encoding="utf-8") + "\nMore.\n", encoding="utf-8"
+    )
+    result = _run(site, *args, "--review-model", "o4-mini", **env)
+    assert result.returncode == 0, result.stderr
+    assert len(echo.reviews) == 1
+    assert "review calls: 1, tokens in: " in result.stdout
+    assert json.loads(report.read_text(encoding="utf-8"))["review"]["calls"] == 1
+    assert _run(site, "--section", "x").returncode == 2  # --section goes with --adopt only

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import markdown
 import pytest
-from echo_translator import FAULTS, echo_translate
+from echo_translator import FAULTS, Glossary, echo_translate
 from translation_support import FIXTURES, REPO
 
 from docs_i18n.checks import check_section, verify_page
@@ -160,8 +160,8 @@ def test_prompt_has_every_required_part() -> None:
         for term, translation in prompts.glossary.terms[lang].items():
             assert f"- {term} -> {translation}" in text
         assert "{{" not in text
-    task = prompts.task_message("ja", "index.md", {2: "## Two\n"}, "# 現在\n")
-    assert "<current_translation>\n# 現在\n</current_translation>" in task
+    task = prompts.task_message("ja", "index.md", {2: "## Two\n"}, {1: "# 現在\n"})
+    assert "<current_translation>\n<!-- section 1 -->\n# 現在\n</current_translation>" in task
     assert f"{section_marker(2)}\n## Two\n</source>" in task
     assert "`index.md`" in task
 
@@ -187,7 +187,7 @@ def test_each_fault_is_found(fault: str) -> None:
     source = "".join(f"{section_marker(n)}\n{s}" for n, s in enumerate(page.sections))
     good, _ = parse_reply(echo_translate(source, "ja"))
     assert all(not check_section(page.sections[n], good[n]) for n in good)
-    broken, shape = parse_reply(FAULTS[fault](echo_translate(source, "ja")))
+    broken, shape = parse_reply(FAULTS[fault](echo_translate(source, "ja"), source, Glossary()))
     findings = shape + [f for n in broken for f in check_section(page.sections[n], broken[n])]
     assert findings or len(broken) < len(page.sections)
 
@@ -279,3 +279,53 @@ def test_committed_current_translations_are_structurally_sound() -> None:
             assert verify_page(english, _read(target)) == [], f"docs/{lang}/{rel}"
             checked += 1
     assert checked or not manifest.pages
+
+
+MERMAID_PAGE = """\
+# Flow
+
+```mermaid
+sequenceDiagram
+    participant App as Your code
+    App->>Runner: load the history
+    loop each turn
+        Note over Runner: call the model
+    end
+```
+
+```mermaid
+flowchart LR
+    A[Read the history] -->|then| B{Enough?}
+```
+"""
+
+
+def test_mermaid_labels_are_prose_and_the_diagram_code_is_restored() -> None:
+    masked = mask(MERMAID_PAGE)
+    assert "<!-- i18n:mermaid 1\n1: Your code\n2: load the history\n3: each turn\n" in masked.text
+    assert "4: call the model\n-->" in masked.text
+    assert "1: Read the history\n2: then\n3: Enough?\n-->" in masked.text
+    assert unmask(masked.text, masked.code) == MERMAID_PAGE
+    draft = (
+        masked.text.replace("1: Your code", "1: あなたのコード")
+        .replace("2: load the history", "2: 履歴を読み込む")
+        .replace("3: Enough?", "3: 十分？")
+        .replace("participant", "参加者")  # the model cannot touch the code: it is not there
+    )
+    translated = unmask(draft.replace("# Flow", "# 流れ {#flow}"), masked.code)
+    assert "    participant App as あなたのコード\n" in translated
+    assert "    App->>Runner: 履歴を読み込む\n" in translated
+    assert "A[Read the history] -->|then| B{十分？}" in translated
+    assert verify_page(MERMAID_PAGE, translated) == []
+    dropped = re.sub(r"(?m)^2: then\n", "", masked.text)
+    assert any("Mermaid label lists differ" in f for f in check_section(masked.text, dropped))
+    changed_code = translated.replace("App->>Runner", "App-->>Runner")
+    assert any("is not in the English" in f for f in verify_page(MERMAID_PAGE, changed_code))
+
+
+def test_the_published_sessions_diagram_is_translated() -> None:
+    english = _read(REPO / "docs" / "sessions.md")
+    for lang, label in {"ja": "あなたのコード", "ko": "사용자 코드", "zh": "你的代码"}.items():
+        translated = _read(REPO / "docs" / lang / "sessions.md")
+        assert f"participant App as {label}" in translated
+        assert verify_page(english, translated) == []

@@ -128,11 +128,19 @@ def _language(request: RecordedRequest) -> str:
     return lang
 
 
+def _is_review(request: RecordedRequest) -> bool:
+    """A review call of the translation's review pass (Structured Outputs)."""
+    return bool((request.body.get("text") or {}).get("format", {}).get("type") == "json_schema")
+
+
 def tagged_translator(edition: str = "") -> Any:
     """A model whose 'translation' is the English sections with `[lang<edition>]` after each
-    heading: structure, placeholders and links unchanged, so every check accepts it."""
+    heading: structure, placeholders and links unchanged, so every check accepts it. As the
+    reviewer, it finds nothing."""
 
     def _reply(request: RecordedRequest) -> dict[str, Any]:
+        if _is_review(request):
+            return text_response('{"findings": []}')
         text = _user_text(request.body)
         found = re.findall(r"<source>\n(.*?)</source>", text, re.S)
         assert found, f"no <source> in the request: {text[:300]!r}"
@@ -280,7 +288,12 @@ def assert_succeeded(results: dict[str, StepResult]) -> None:
 
 
 def calls(server: FakeOpenAIServer) -> int:
-    return len(server.requests_to("/v1/responses"))
+    """The translation calls (review calls left out)."""
+    return len([r for r in server.requests_to("/v1/responses") if not _is_review(r)])
+
+
+def reviews(server: FakeOpenAIServer) -> int:
+    return len([r for r in server.requests_to("/v1/responses") if _is_review(r)])
 
 
 @pytest.fixture(scope="module")
@@ -301,6 +314,7 @@ def translated_origin(tmp_path_factory: pytest.TempPathFactory) -> Path:
         results = simulate(world, server)
     assert_succeeded(results)
     assert calls(server) == 2 * len(LANGUAGES)  # one call per page and language
+    assert reviews(server) == 2 * len(LANGUAGES)  # and one review of each
     return world.origin
 
 
@@ -357,6 +371,8 @@ def test_english_edit_pushes_one_commit_of_translations(
     # Only the changed section went to the model, once per language.
     assert calls(translator) == len(LANGUAGES)
     for request in translator.requests_to("/v1/responses"):
+        if _is_review(request):
+            continue
         assert "to read them." in _user_text(request.body)
         assert "Saving items" not in _user_text(request.body).split("<source>")[-1]
     for lang in LANGUAGES:

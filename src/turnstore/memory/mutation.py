@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 __all__ = ["await_session_mutation"]
@@ -11,7 +11,9 @@ __all__ = ["await_session_mutation"]
 _T = TypeVar("_T")
 
 
-async def await_session_mutation(awaitable: Awaitable[_T]) -> _T:
+async def await_session_mutation(
+    awaitable: Awaitable[_T], *, on_cancel: Callable[[], None] | None = None
+) -> _T:
     """Run a mutation to its end even when the caller is cancelled.
 
     A write that is abandoned halfway would leave a history the caller cannot reason about. Once
@@ -24,6 +26,10 @@ async def await_session_mutation(awaitable: Awaitable[_T]) -> _T:
 
     Args:
         awaitable: The mutation, for example `self._write(batch)`.
+        on_cancel: Called once, at the caller's first cancellation, so that a mutation that has
+            not taken effect yet can give up early (for example a write still waiting for a
+            busy database). The caller still waits for the mutation's outcome: it either took
+            effect whole or not at all.
 
     Returns:
         The mutation's result, when the caller was not cancelled.
@@ -46,6 +52,8 @@ async def await_session_mutation(awaitable: Awaitable[_T]) -> _T:
             # asyncio.wait never cancels what it waits for, unlike a plain await.
             await asyncio.wait((task,))
         except asyncio.CancelledError as exc:
+            if held is None and on_cancel is not None:
+                on_cancel()
             held = held or exc
     if held is not None:
         if not task.cancelled():

@@ -13,6 +13,7 @@ from openai.types.responses import Response, ResponseStreamEvent
 
 from ..exceptions import ModelBehaviorError, ModelCallError
 from .interface import ModelRequest
+from .response_check import check_response
 
 __all__ = ["OpenAIResponsesModel"]
 
@@ -86,18 +87,24 @@ class OpenAIResponsesModel:
         """Call `client.responses.create` and return the response.
 
         Raises:
-            ModelCallError: The API call failed (the `openai` exception is chained).
-            ModelBehaviorError: The response failed on the server side.
+            ModelCallError: The API call failed, or its answer was not valid JSON (truncated,
+                an HTML error page, ...); the underlying exception is chained.
+            ModelBehaviorError: The response failed on the server side, or is not a usable
+                response (see `turnstore.models.response_check`).
         """
+        args = self.request_args(request)
         try:
             async with self._client() as client:
-                response: Response = await client.responses.create(**self.request_args(request))
+                response: Any = await client.responses.create(**args)
         except openai.OpenAIError as exc:
             raise ModelCallError(
                 f"the Responses API call for {self.model!r} failed: {exc}"
             ) from exc
-        _check_status(response)
-        return response
+        except ValueError as exc:  # json.JSONDecodeError: a body that is not JSON
+            raise ModelCallError(
+                f"the Responses API answer for {self.model!r} is not valid JSON: {exc}"
+            ) from exc
+        return check_response(response)
 
     async def stream_response(self, request: ModelRequest) -> AsyncIterator[ResponseStreamEvent]:
         """Call `client.responses.create(stream=True)` and yield its events.
@@ -106,34 +113,49 @@ class OpenAIResponsesModel:
         the whole response.
 
         Raises:
-            ModelCallError: The API call failed (the `openai` exception is chained).
-            ModelBehaviorError: The stream reported an error or ended without a final response.
+            ModelCallError: The API call failed, or an event of the stream was not valid JSON
+                (the underlying exception is chained).
+            ModelBehaviorError: The stream reported an error, sent an event without a type,
+                ended without a final response, or its final response is not usable.
         """
+        args = self.request_args(request)
         finished = False
-        try:
-            async with self._client() as client:
-                stream = await client.responses.create(stream=True, **self.request_args(request))
-                async with stream:
-                    async for event in stream:
-                        if event.type == "error":
-                            raise ModelBehaviorError(f"the response stream failed: {event.message}")
-                        if event.type in (
-                            "response.completed",
-                            "response.incomplete",
-                            "response.failed",
-                        ):
-                            _check_status(event.response)
-                            finished = True
-                        yield event
-        except openai.OpenAIError as exc:
-            raise ModelCallError(
-                f"the streamed Responses API call for {self.model!r} failed: {exc}"
-            ) from exc
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                client = await stack.enter_async_context(self._client())
+                stream = await client.responses.create(stream=True, **args)
+                await stack.enter_async_context(stream)
+                events = stream.__aiter__()
+            except openai.OpenAIError as exc:
+                raise ModelCallError(
+                    f"the streamed Responses API call for {self.model!r} failed: {exc}"
+                ) from exc
+            while True:
+                try:
+                    event: Any = await events.__anext__()
+                except StopAsyncIteration:
+                    break
+                except openai.OpenAIError as exc:
+                    raise ModelCallError(
+                        f"the streamed Responses API call for {self.model!r} failed: {exc}"
+                    ) from exc
+                except ValueError as exc:  # json.JSONDecodeError: an event that is not JSON
+                    raise ModelCallError(
+                        f"an event of the streamed Responses API answer for {self.model!r} is "
+                        f"not valid JSON: {exc}"
+                    ) from exc
+                kind = getattr(event, "type", None)
+                if not isinstance(kind, str):
+                    raise ModelBehaviorError(
+                        f"the response stream sent an event without a type: {event!r:.200}"
+                    )
+                if kind == "error":
+                    message = getattr(event, "message", None)
+                    raise ModelBehaviorError(f"the response stream failed: {message}")
+                if kind in ("response.completed", "response.incomplete", "response.failed"):
+                    check_response(getattr(event, "response", None))
+                    finished = True
+                # Yielded outside any `try`: what the consumer does is not mapped here.
+                yield event
         if not finished:
             raise ModelBehaviorError("the response stream ended without a response.completed event")
-
-
-def _check_status(response: Response) -> None:
-    if response.status == "failed":
-        detail = response.error.message if response.error is not None else "no detail given"
-        raise ModelBehaviorError(f"response {response.id} failed: {detail}")

@@ -73,7 +73,7 @@ class RecordedRequest:
 
 @dataclass
 class FakeReply:
-    """What the server sends back for one request.
+    r"""What the server sends back for one request.
 
     Attributes:
         status: The HTTP status code.
@@ -83,6 +83,15 @@ class FakeReply:
         headers: Extra response headers, for example `{"Retry-After": "0"}`.
         delay: Seconds to wait before answering (to provoke client timeouts or measure overlap).
         raw: Raw bytes to send as the body, for garbage or truncated answers.
+        content_type: The `Content-Type` of a `raw` body: `"application/json"` by default;
+            `"text/event-stream"` sends `raw` as a hand-written server-sent event stream (for
+            example a frame that is not JSON, or a stream cut off mid-frame).
+
+    Example:
+        ```python
+        server.enqueue(FakeReply(raw=b'{"id": "resp_1", "outp'))  # a truncated body
+        server.enqueue(FakeReply(raw=b"data: not json\n\n", content_type="text/event-stream"))
+        ```
     """
 
     status: int = 200
@@ -91,6 +100,7 @@ class FakeReply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     raw: bytes | None = None
+    content_type: str = "application/json"
 
 
 Handler = Callable[[RecordedRequest], "FakeReply | dict[str, Any] | None"]
@@ -432,7 +442,7 @@ class FakeOpenAIServer:
         streaming = isinstance(request.body, dict) and request.body.get("stream") is True
         try:
             if reply.raw is not None:
-                self._write(http, reply.status, "application/json", reply.raw, reply.headers)
+                self._write(http, reply.status, reply.content_type, reply.raw, reply.headers)
             elif (
                 streaming and reply.status == 200 and (reply.events or isinstance(reply.body, dict))
             ):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import json
 import logging
@@ -21,7 +22,7 @@ from ...items import TResponseInputItem
 from ..closing import AsyncCloseable
 from ..mutation import await_session_mutation
 from ..session import OpenAIResponsesCompactionArgs, Session, SessionABC
-from ..settings import SessionSettings
+from ..settings import SessionSettings, resolve_session_limit
 from .client import OwnedOpenAIClient
 from .compaction_items import (
     compactable_prefix_length,
@@ -57,7 +58,8 @@ class CompactionTriggerContext(TypedDict):
         compaction_mode: The mode this compaction would use, `"auto"` already resolved.
         compaction_candidate_items: The stored items that are neither user messages nor
             compaction items, oldest first.
-        session_items: The whole stored history, oldest first.
+        session_items: The whole stored history, oldest first, as written through the session
+            (items written to the wrapped session directly appear after its next read).
     """
 
     response_id: str | None
@@ -130,7 +132,10 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
         should_trigger_compaction: Decides whether to compact; receives a
             [`CompactionTriggerContext`][turnstore.CompactionTriggerContext] and returns a
             bool (or an awaitable of one). The default compacts once at least 10 candidate items
-            (neither user messages nor compaction items) are stored.
+            (neither user messages nor compaction items) are stored. The trigger is asked about
+            the history as written through this session, so deciding reads nothing; the stored
+            history is read only when a compaction is due (and once, unless the run's own
+            `get_items()` read already returned the whole history).
 
     Raises:
         UserError: `underlying_session` is an `OpenAIConversationsSession`, or not a session.
@@ -200,6 +205,10 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
         self._response_stored: bool | None = None
         self._compaction_lock = asyncio.Lock()
         self._mutation_lock = asyncio.Lock()
+        # The stored history as this object wrote and read it, or None when unknown. Kept up to
+        # date by every write through this object, so that deciding whether to compact reads
+        # nothing: the history is read only when compaction is due (or still unknown).
+        self._known: list[TResponseInputItem] | None = None
 
     # -- delegation ------------------------------------------------------------------------
 
@@ -222,7 +231,18 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
         Returns:
             The stored items; after a compaction, the compacted items come first.
         """
-        return await self.underlying_session.get_items(limit)
+        try:
+            whole = resolve_session_limit(limit, self.session_settings) is None
+        except (TypeError, ValueError):
+            whole = False  # settings of another kind: the wrapped session interprets them
+        if not whole:
+            return await self.underlying_session.get_items(limit)
+        # The whole history: remember it, so the next compaction decision needs no read. No
+        # write through this object lands between the read and the remembering.
+        async with self._mutation_lock:
+            items = await self.underlying_session.get_items(_ALL_ITEMS)
+            self._known = copy.deepcopy(items)
+        return items
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Append items to the wrapped session (waiting while a replacement is in progress).
@@ -231,7 +251,13 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
             items: The items to append, in order.
         """
         async with self._mutation_lock:
-            await self.underlying_session.add_items(items)
+            try:
+                await self.underlying_session.add_items(items)
+            except BaseException:
+                self._known = None  # it may or may not have been written
+                raise
+            if self._known is not None:
+                self._known.extend(copy.deepcopy(items))
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the newest item of the wrapped session.
@@ -240,12 +266,24 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
             The removed item, or `None` when the history is empty.
         """
         async with self._mutation_lock:
-            return await self.underlying_session.pop_item()
+            try:
+                item = await self.underlying_session.pop_item()
+            except BaseException:
+                self._known = None
+                raise
+            known = self._known
+            if known and item is not None and _canonical([known[-1]]) == _canonical([item]):
+                known.pop()
+            else:
+                self._known = None  # not the item we expected: read again when needed
+            return item
 
     async def clear_session(self) -> None:
         """Remove every item of the wrapped session and forget the latest response id."""
         async with self._mutation_lock:
+            self._known = None
             await self.underlying_session.clear_session()
+            self._known = []
             self._response_id = None
             self._response_stored = None
 
@@ -345,31 +383,31 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
         """
         mode, automatic, force = self._note_args(args)
         async with self._compaction_lock:
+            decided_on: list[TResponseInputItem] | None = None
+            if not force and self._known is not None:
+                # Decide on the history this object knows: no read unless compaction is due.
+                decided_on = list(self._known)
+                if await self._decide(mode, automatic, force, decided_on) is None:
+                    return None
             atomic = _atomic_replacement(self.underlying_session)
             snapshot: Any = None
-            if atomic is not None:
-                snapshot = await atomic[0]()
-                items = list(snapshot.items)
+            async with self._mutation_lock:  # no write lands between the read and `_known`
+                if atomic is not None:
+                    snapshot = await atomic[0]()
+                    items = list(snapshot.items)
+                else:
+                    items = await self.underlying_session.get_items(_ALL_ITEMS)
+                self._known = copy.deepcopy(items)
+            if decided_on is not None and _canonical(decided_on) == _canonical(items):
+                resolved = self._resolve_mode(mode, automatic, force, items)
+                assert resolved is not None  # `_decide` accepted these very items
             else:
-                items = await self.underlying_session.get_items(_ALL_ITEMS)
-            keep_from = compactable_prefix_length(items)
-            if mode == "previous_response_id" and not (
-                keep_from == len(items) and ends_with_model_output(items)
-            ):
-                # The server would compact the latest response's chain, which lacks what was
-                # stored after that response: tool outputs (or a call still without one).
-                if not (automatic and force):
-                    logger.info(
-                        "compaction of %s deferred: the latest response does not cover the "
-                        "stored tool outputs yet",
-                        self.session_id,
-                    )
+                # First read, or others wrote to the wrapped session: decide on what is stored.
+                decision = await self._decide(mode, automatic, force, items)
+                if decision is None:
                     return None
-                mode = "input"
-            resolved = cast(Literal["previous_response_id", "input"], mode)
-            if not force and not await self._triggered(resolved, items):
-                logger.debug("compaction of %s not triggered", self.session_id)
-                return None
+                resolved = decision
+            keep_from = compactable_prefix_length(items)
             if keep_from == 0:
                 return None  # nothing stored yet, or only a pending tool call
             prefix = items[:keep_from]
@@ -384,8 +422,19 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
             if atomic is not None:
                 if keep_from < len(items):
                     snapshot = snapshot.prefix(keep_from)
-                replaced = await atomic[1](snapshot, output)
-                if not replaced:
+                try:
+                    replaced = await atomic[1](snapshot, output)
+                except BaseException:
+                    self._known = None
+                    raise
+                if replaced:
+                    known = self._known
+                    # What followed the compacted prefix (and what was added since) stays.
+                    self._known = (
+                        [*copy.deepcopy(output), *known[keep_from:]] if known is not None else None
+                    )
+                else:
+                    self._known = None
                     logger.warning(
                         "compaction result for %s discarded: the history changed during the call",
                         self.session_id,
@@ -397,6 +446,38 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
                     "compacted %d items of %s into %d", len(prefix), self.session_id, len(output)
                 )
             return compacted.usage
+
+    def _resolve_mode(
+        self, mode: str, automatic: bool, force: bool, items: list[TResponseInputItem]
+    ) -> Literal["previous_response_id", "input"] | None:
+        """The mode to compact `items` with, or `None` when the compaction must wait."""
+        keep_from = compactable_prefix_length(items)
+        if mode == "previous_response_id" and not (
+            keep_from == len(items) and ends_with_model_output(items)
+        ):
+            # The server would compact the latest response's chain, which lacks what was
+            # stored after that response: tool outputs (or a call still without one).
+            if not (automatic and force):
+                return None
+            mode = "input"
+        return cast(Literal["previous_response_id", "input"], mode)
+
+    async def _decide(
+        self, mode: str, automatic: bool, force: bool, items: list[TResponseInputItem]
+    ) -> Literal["previous_response_id", "input"] | None:
+        """The mode to compact `items` with now, or `None` (deferred, or not triggered)."""
+        resolved = self._resolve_mode(mode, automatic, force, items)
+        if resolved is None:
+            logger.info(
+                "compaction of %s deferred: the latest response does not cover the stored tool "
+                "outputs yet",
+                self.session_id,
+            )
+            return None
+        if not force and not await self._triggered(resolved, items):
+            logger.debug("compaction of %s not triggered", self.session_id)
+            return None
+        return resolved
 
     async def _triggered(
         self, mode: Literal["previous_response_id", "input"], items: list[TResponseInputItem]
@@ -438,13 +519,17 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
         """Put `output` in place of `prefix`, keeping whatever follows it now."""
         async with self._mutation_lock:
             current = await self.underlying_session.get_items(_ALL_ITEMS)
+            self._known = copy.deepcopy(current)
             if _canonical(current[: len(prefix)]) != _canonical(prefix):
                 logger.warning(
                     "compaction result for %s discarded: the history changed during the call",
                     self.session_id,
                 )
                 return False
-            await self._swap(current, [*output, *current[len(prefix) :]])
+            new = [*output, *current[len(prefix) :]]
+            self._known = None
+            await self._swap(current, new)
+            self._known = copy.deepcopy(new)
             return True
 
     async def _swap(

@@ -49,6 +49,13 @@ BUSY_TIMEOUT_MS = 5_000
 BUSY_RETRY_SECONDS = 60.0
 """How long the writer keeps retrying a group that finds the database busy."""
 
+WRITER_BUSY_SLICE_MS = 100
+"""How long one attempt of the writer waits for another connection's lock before it retries.
+
+Between attempts the writer drops the jobs whose callers were cancelled, so a cancelled write
+that waits for a busy database gives up within about one slice (nothing of it is written), not
+after `BUSY_RETRY_SECONDS`."""
+
 MAX_GROUP = 512
 """The most write jobs one transaction serves."""
 
@@ -77,6 +84,27 @@ class Job:
     write: bool
     schema_key: Hashable | None = None
     prepare: Prepare | None = None
+    abandoned: bool = False
+    taken: bool = False
+    dropped: bool = False
+    database: SQLiteDatabase | None = None
+
+    def abandon(self) -> None:
+        """The caller was cancelled: drop the job if it cannot take effect soon.
+
+        Runs on the caller's event loop. While the writer retries a busy database, a job it has
+        not taken yet is dropped here and now, so its caller does not wait for that earlier
+        group; a job inside the busy group is dropped by the writer at its next retry. Otherwise
+        the job runs as usual (a started write finishes).
+        """
+        with _claim_lock:
+            self.abandoned = True
+            database = self.database
+            if self.taken or database is None or not database.busy:
+                return
+            self.dropped = True
+        if not self.future.done():
+            self.future.set_exception(_dropped("the database was busy"))
 
 
 @dataclass(eq=False, slots=True)
@@ -97,6 +125,26 @@ def _resolve(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
         future.set_result(value)
     else:
         future.set_exception(value)
+
+
+_claim_lock = threading.Lock()
+"""Makes "the writer takes a job" and "its caller abandons it" exclusive (held for a flag flip)."""
+
+
+def _claim(job: Job) -> bool:
+    """Runs on the writer thread: take `job` unless its cancelled caller already dropped it."""
+    with _claim_lock:
+        if job.dropped:
+            return False
+        job.taken = True
+        return True
+
+
+def _dropped(why: str) -> SessionStorageError:
+    return SessionStorageError(
+        f"a write to the SQLite database was dropped, not written: its caller was cancelled "
+        f"and {why}"
+    )
 
 
 def _post(job: Job, ok: bool, value: Any) -> None:
@@ -137,6 +185,8 @@ class SQLiteDatabase:
         self.prepared: set[Hashable] = set()
         """Table pairs whose schema the writer has created or checked."""
         self._stopped = False
+        self.busy = False
+        """True while the writer waits for another connection's lock (set on its thread)."""
         self._reset_threads()
         _all_databases.add(self)
 
@@ -154,6 +204,7 @@ class SQLiteDatabase:
     def submit_write(self, job: Job) -> None:
         """Queue a job for the writer (grouped with other pending writes)."""
         self._start()
+        job.database = self
         self._writes.put(job)
 
     def submit_read(self, job: Job) -> None:
@@ -208,14 +259,16 @@ class SQLiteDatabase:
     # --- database threads ------------------------------------------------------------------------
 
     def _connect(self, *, writer: bool) -> sqlite3.Connection:
+        # The writer waits in short slices and retries itself (see `_retrying`).
+        busy_ms = WRITER_BUSY_SLICE_MS if writer and not self.memory else BUSY_TIMEOUT_MS
         conn = sqlite3.connect(
             self.path,
-            timeout=BUSY_TIMEOUT_MS / 1000,
+            timeout=busy_ms / 1000,
             isolation_level=None,  # we issue BEGIN/COMMIT ourselves
             check_same_thread=True,  # a connection lives and dies on its own thread
         )
         try:
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
             if self.memory:
                 return conn
             if writer:
@@ -257,7 +310,10 @@ class SQLiteDatabase:
                 reads: list[Job] = []
                 item: Job = first
                 while True:
-                    (writes if item.write else reads).append(item)
+                    if not item.write:
+                        reads.append(item)
+                    elif _claim(item):
+                        writes.append(item)
                     if len(writes) >= MAX_GROUP:
                         break
                     try:
@@ -355,17 +411,30 @@ class SQLiteDatabase:
     def _retrying(self, conn: sqlite3.Connection, jobs: list[Job]) -> list[tuple[bool, Any]]:
         deadline = time.monotonic() + BUSY_RETRY_SECONDS
         delay = 0.001
-        while True:
-            try:
-                return self._transaction(conn, jobs)
-            except Exception as exc:
-                _rollback(conn)
-                if is_busy(exc) and time.monotonic() < deadline:
-                    # Another process holds the write lock beyond the busy timeout: wait, redo.
-                    time.sleep(delay)
-                    delay = min(delay * 2, 0.05)
-                    continue
-                raise
+        pending = jobs
+        try:
+            while True:
+                try:
+                    done = self._transaction(conn, pending) if pending else []
+                    break
+                except Exception as exc:
+                    _rollback(conn)
+                    if is_busy(exc) and time.monotonic() < deadline:
+                        # Another process holds the write lock: wait, redo. A job whose caller
+                        # was cancelled meanwhile is dropped (rolled back: nothing is written).
+                        self.busy = True
+                        time.sleep(delay)
+                        delay = min(delay * 2, 0.05)
+                        pending = [job for job in pending if not job.abandoned]
+                        continue
+                    raise
+        finally:
+            self.busy = False
+        if len(pending) == len(jobs):
+            return done
+        outcomes = dict(zip(pending, done, strict=True))
+        dropped = _dropped(f"{self.path!r} was busy")
+        return [outcomes.get(job, (False, dropped)) for job in jobs]
 
     def _transaction(self, conn: sqlite3.Connection, jobs: list[Job]) -> list[tuple[bool, Any]]:
         conn.execute("BEGIN IMMEDIATE")

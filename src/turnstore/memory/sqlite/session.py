@@ -253,7 +253,7 @@ class SQLiteSession(SessionABC, AsyncCloseable):
 
     # --- plumbing ---------------------------------------------------------------------------
 
-    def _enqueue(self, work: Work, *, write: bool) -> asyncio.Future[Any]:
+    def _enqueue(self, work: Work, *, write: bool) -> Job:
         # Queued synchronously, so calls reach the writer in the order they were made and a
         # call made before close() is never refused by it.
         self._check_open()
@@ -263,16 +263,19 @@ class SQLiteSession(SessionABC, AsyncCloseable):
             self._db.submit_write(job)
         else:
             self._db.submit_read(job)
-        return future
+        return job
 
     async def _read(self, work: Work) -> Any:
         if self._schema not in self._db.prepared:
             # The writer creates (or checks) the schema on first use; reads wait for it.
-            await self._enqueue(_nothing, write=True)
-        return await self._enqueue(work, write=False)
+            await self._enqueue(_nothing, write=True).future
+        return await self._enqueue(work, write=False).future
 
     async def _write(self, work: Work) -> Any:
-        return await await_session_mutation(self._enqueue(work, write=True))
+        job = self._enqueue(work, write=True)
+        # A cancelled caller waits for the write to commit, unless the write is still waiting
+        # for a busy database: the writer then drops it (nothing written) within a busy slice.
+        return await await_session_mutation(job.future, on_cancel=job.abandon)
 
     # --- the Session protocol -----------------------------------------------------------------
 

@@ -1,0 +1,194 @@
+"""Benchmark: what a one-section edit costs, against the OpenAI Agents SDK's translation script.
+
+For every English page of this repository's docs/, one section is edited (a sentence is added
+at its end), then:
+
+- ours: `scripts/docs_i18n` brings the ja, ko and zh translations up to date (made beforehand,
+  untimed), review pass included;
+- the SDK's: its `docs/scripts/translate_docs.py` (from the `openai-agents` source package, run
+  unchanged as a subprocess with `--mode full --file PAGE`, which is what it does for a changed
+  page) retranslates the page into the same three languages.
+
+Both talk to the fake OpenAI server (the echo translator and fake reviewer for ours; an echo of
+the chunk for the SDK's, which sends the whole protected page). Cost is counted the way the
+issue asks: characters sent (instructions and input) plus four times the characters the model
+writes back. Prints each page's figures and the total ratio; the target is <= 0.25.
+
+    pip download --no-deps --no-binary :all: openai-agents==0.24.0 -d /tmp/sdk
+    tar xzf /tmp/sdk/openai_agents-0.24.0.tar.gz -C /tmp/sdk
+    .venv/bin/python bench/bench_translate_cost.py \\
+        --sdk-script /tmp/sdk/openai_agents-0.24.0/docs/scripts/translate_docs.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO / "scripts"), str(REPO / "tests" / "translation"), str(REPO / "src")]
+
+from echo_translator import EchoTranslator  # noqa: E402
+
+from docs_i18n.planning import Options  # noqa: E402
+from docs_i18n.report import Reporter  # noqa: E402
+from docs_i18n.runner import translate  # noqa: E402
+from turnstore.testing import (  # noqa: E402
+    FakeOpenAIServer,
+    FakeReply,
+    RecordedRequest,
+    text_response,
+)
+
+LANGS = ["ja", "ko", "zh"]
+ADDED = "\nThis sentence was added to measure what a one-section edit costs.\n"
+
+
+def _pages() -> list[str]:
+    return sorted(
+        p.relative_to(REPO / "docs").as_posix()
+        for p in (REPO / "docs").rglob("*.md")
+        if p.relative_to(REPO / "docs").parts[0] not in ("ref", "ja", "ko", "zh")
+    )
+
+
+def _edit(text: str) -> str:
+    """Add a sentence at the end of the middle `## ` section."""
+    starts = [m.start() for m in re.finditer(r"(?m)^## ", text)]
+    if not starts:
+        return text + ADDED
+    middle = len(starts) // 2
+    end = starts[middle + 1] if middle + 1 < len(starts) else len(text)
+    body = text[:end].rstrip("\n")
+    return body + "\n" + ADDED + "\n" + text[end:].lstrip("\n")
+
+
+def _request_chars(body: Any) -> int:
+    total = len(str(body.get("instructions") or ""))
+    items = body.get("input")
+    if isinstance(items, str):
+        return total + len(items)
+    for item in items or []:
+        content = item.get("content")
+        total += len(content) if isinstance(content, str) else 0
+    return total
+
+
+def _reply_chars(body: dict[str, Any]) -> int:
+    return sum(
+        len(part.get("text", ""))
+        for item in body.get("output", [])
+        for part in item.get("content", [])
+    )
+
+
+class _Meter:
+    """Wraps a route and counts the characters of each request and reply."""
+
+    def __init__(self, route: Any) -> None:
+        self.route = route
+        self.sent = 0
+        self.written = 0
+        self.calls = 0
+
+    def __call__(self, request: RecordedRequest) -> FakeReply | dict[str, Any] | None:
+        reply = self.route(request)
+        body = reply.body if isinstance(reply, FakeReply) else reply
+        if isinstance(body, dict):
+            self.calls += 1
+            self.sent += _request_chars(request.body)
+            self.written += _reply_chars(body)
+        return reply
+
+    @property
+    def cost(self) -> int:
+        return self.sent + 4 * self.written
+
+
+def _copy_repo(root: Path) -> None:
+    shutil.copytree(REPO / "docs", root / "docs", ignore=shutil.ignore_patterns("ja", "ko", "zh"))
+    (root / "i18n").mkdir()
+    shutil.copytree(REPO / "i18n" / "prompts", root / "i18n" / "prompts")
+    shutil.copy(REPO / "i18n" / "glossary.yml", root / "i18n" / "glossary.yml")
+
+
+async def _ours(page: str) -> _Meter:
+    with tempfile.TemporaryDirectory() as tmp, FakeOpenAIServer() as server:
+        root = Path(tmp)
+        _copy_repo(root)
+        meter = _Meter(EchoTranslator())
+        server.route("POST", "/v1/responses", meter)
+        options = Options(root=root, languages=LANGS, files=[page])
+        async with server.async_client(timeout=60) as client:
+            reporter = Reporter(io.StringIO(), bar=False)
+            if await translate(options, client, reporter) != 0:
+                raise SystemExit(f"first run failed: {reporter.summary('o3', 'o3')}")
+            path = root / "docs" / page
+            path.write_text(_edit(path.read_text(encoding="utf-8")), encoding="utf-8")
+            meter.sent = meter.written = meter.calls = 0
+            reporter = Reporter(io.StringIO(), bar=False)
+            if await translate(options, client, reporter) != 0:
+                raise SystemExit(f"edit run failed: {reporter.summary('o3', 'o3')}")
+        return meter
+
+
+def _echo_chunk(request: RecordedRequest) -> dict[str, Any]:
+    return text_response(str(request.body.get("input") or ""))
+
+
+def _sdk(page: str, script: Path) -> _Meter:
+    with tempfile.TemporaryDirectory() as tmp, FakeOpenAIServer() as server:
+        root = Path(tmp)
+        _copy_repo(root)
+        path = root / "docs" / page
+        path.write_text(_edit(path.read_text(encoding="utf-8")), encoding="utf-8")
+        meter = _Meter(_echo_chunk)
+        server.route("POST", "/v1/responses", meter)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+        env.update(OPENAI_API_KEY="sk-bench", OPENAI_BASE_URL=server.base_url, OPENAI_MODEL="o3")
+        result = subprocess.run(
+            [sys.executable, str(script), "--mode", "full", "--file", page],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise SystemExit(f"the SDK's script failed on {page}: {result.stderr[-2000:]}")
+        return meter
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sdk-script", type=Path, required=True, help="its translate_docs.py")
+    args = parser.parse_args()
+    print("cost = request characters + 4 x characters written back, 3 languages per page")
+    total_ours = total_sdk = 0
+    for page in _pages():
+        ours = asyncio.run(_ours(page))
+        sdk = _sdk(page, args.sdk_script)
+        total_ours += ours.cost
+        total_sdk += sdk.cost
+        print(
+            f"{page}: ours {ours.cost} ({ours.calls} calls: {ours.sent} sent, "
+            f"{ours.written} written), SDK {sdk.cost} ({sdk.calls} calls: {sdk.sent} sent, "
+            f"{sdk.written} written), ratio {ours.cost / sdk.cost:.3f}"
+        )
+    ratio = total_ours / total_sdk
+    verdict = "meets" if ratio <= 0.25 else "MISSES"
+    print(f"total: ours {total_ours}, SDK {total_sdk}, ratio {ratio:.3f}; {verdict} the 0.25 goal")
+
+
+if __name__ == "__main__":
+    main()
