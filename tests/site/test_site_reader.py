@@ -161,7 +161,6 @@ def test_changelog_page_shows_the_repository_changelog(
     changelog = read(ROOT / "CHANGELOG.md")
     versions = re.findall(r"^## (.+)$", changelog, re.M)
     assert versions
-    assert "Unreleased" in versions
     for version in versions:
         assert re.sub(r"[\[\]]", "", version).split(" ")[0] in article, version
 
@@ -202,7 +201,8 @@ def test_llms_txt_for_each_language(built_site: BuiltSite, language: str) -> Non
     # The API reference's text is there, its source listings are not.
     assert "Session.pop_item" in full or "pop_item" in full
     assert "Source code in" not in full
-    assert "## Unreleased" in full  # the changelog's snippet is expanded
+    changelog_versions = re.findall(r"^## .+$", read(ROOT / "CHANGELOG.md"), re.M)
+    assert changelog_versions[0] in full  # the changelog's snippet is expanded
 
 
 def test_reference_links_standard_library_types_and_session_settings_like(
