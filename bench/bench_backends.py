@@ -1,17 +1,22 @@
-"""Benchmark: our SQLAlchemySession and RedisSession against the OpenAI Agents SDK's.
+"""Benchmark: our SQLAlchemySession and RedisSession against the OpenAI Agents SDK's, and ours
+scaled out (PostgreSQL through PgBouncer, a Redis Cluster) against ours on one server.
 
-Both sides run in the same process, on the same PostgreSQL and Redis servers, with the same
-engine / client (so the same pool), on the same workloads:
+Both sides of a comparison run in the same process, on the same workloads; against the SDK, on
+the same PostgreSQL and Redis servers with the same engine / client (so the same pool):
 
 1. sequential single-item `add_items` on one session (items/s)
 2. 50 sessions adding single items concurrently (items/s)
 3. `get_items(20)` on a 100,000-item session (ms per call)
 4. `get_items()` of the whole 100,000-item session (ms per call)
 
-Run:  .venv/bin/python bench/bench_backends.py [--items 100000] [--sequential 500]
+Run:  .venv/bin/python bench/bench_backends.py [--items 100000] [--sequential 500] [--only ...]
 Needs PostgreSQL (TURNSTORE_POSTGRES_URL, default postgresql+asyncpg://postgres@127.0.0.1/test)
-and Redis (TURNSTORE_REDIS_URL, default redis://127.0.0.1:6379/15). Tables and keys it
-creates are dropped at the end. Ratios > 1 mean ours is faster.
+and Redis (TURNSTORE_REDIS_URL, default redis://127.0.0.1:6379/15); the scale-out part needs
+PgBouncer (TURNSTORE_PGBOUNCER_URL, default ...@127.0.0.1:6432/test?pgbouncer=true) and a Redis
+Cluster (TURNSTORE_REDIS_CLUSTER_URL, default redis+cluster://127.0.0.1:7001), as
+.ci/scale-out-services starts them. Tables and keys it creates are dropped at the end. Against
+the SDK, ratios > 1 mean ours is faster; scaled out, ratios > 1 mean faster than one server
+(on one machine, scaling out adds a hop and buys no capacity: expect ratios below 1).
 """
 
 from __future__ import annotations
@@ -31,11 +36,17 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from turnstore import RedisSession, SQLAlchemySession
+from turnstore.memory.redis.session import create_client_for_url
+from turnstore.memory.sqlalchemy.session import create_engine_for_url
 
 POSTGRES_URL = os.environ.get(
     "TURNSTORE_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 )
 REDIS_URL = os.environ.get("TURNSTORE_REDIS_URL", "redis://127.0.0.1:6379/15")
+PGBOUNCER_URL = os.environ.get(
+    "TURNSTORE_PGBOUNCER_URL", "postgresql+asyncpg://postgres@127.0.0.1:6432/test?pgbouncer=true"
+)
+REDIS_CLUSTER_URL = os.environ.get("TURNSTORE_REDIS_CLUSTER_URL", "redis+cluster://127.0.0.1:7001")
 
 Factory = Callable[[str], Any]
 
@@ -104,8 +115,8 @@ async def full_reads(session: Any, calls: int, expected: int) -> float:
     return await timed(work) / calls * 1000
 
 
-def report(rows: list[tuple[str, str, float, float, bool]]) -> None:
-    print(f"{'workload':<44} {'ours':>12} {'SDK':>12} {'ratio':>7}")
+def report(rows: list[tuple[str, str, float, float, bool]], left: str, right: str) -> None:
+    print(f"{'workload':<44} {left:>12} {right:>12} {'ratio':>7}")
     for name, unit, ours, peer, higher_is_better in rows:
         ratio = ours / peer if higher_is_better else peer / ours
         print(f"{name:<44} {ours:>9.1f} {unit:<2} {peer:>9.1f} {unit:<2} {ratio:>6.2f}x")
@@ -142,7 +153,7 @@ async def main() -> None:
     parser.add_argument("--concurrent-each", type=int, default=20)
     parser.add_argument("--tail-calls", type=int, default=200)
     parser.add_argument("--full-calls", type=int, default=3)
-    parser.add_argument("--only", choices=["postgres", "redis"])
+    parser.add_argument("--only", choices=["postgres", "redis", "scale-out"])
     args = parser.parse_args()
 
     tag = uuid.uuid4().hex[:8]
@@ -201,8 +212,76 @@ async def main() -> None:
                     await client.delete(*keys[start : start + 1000])
             await client.aclose()
 
-    print()
-    report(rows)
+    scaled: list[tuple[str, str, float, float, bool]] = []
+    if args.only in (None, "scale-out"):
+        scaled += await scale_out_postgres(args, tag)
+        scaled += await scale_out_redis(args, tag)
+
+    if rows:
+        print()
+        report(rows, "ours", "SDK")
+    if scaled:
+        print()
+        report(scaled, "scaled out", "one server")
+
+
+def pg_factory(engine: AsyncEngine, tables: tuple[str, str]) -> Factory:
+    def make(sid: str) -> Any:
+        return SQLAlchemySession(
+            sid,
+            engine=engine,
+            create_tables=True,
+            sessions_table=tables[0],
+            messages_table=tables[1],
+        )
+
+    return make
+
+
+async def scale_out_postgres(
+    args: argparse.Namespace, tag: str
+) -> list[tuple[str, str, float, float, bool]]:
+    """Ours through PgBouncer (transaction mode) against ours on PostgreSQL directly."""
+    bouncer = create_engine_for_url(PGBOUNCER_URL, pool_size=20, max_overflow=40)
+    direct = create_engine_for_url(POSTGRES_URL, pool_size=20, max_overflow=40)
+    tables = {"pgb": (f"bench{tag}_pgb_s", f"bench{tag}_pgb_m")}
+    tables["direct"] = (f"bench{tag}_dir_s", f"bench{tag}_dir_m")
+    try:
+        return await run_backend(
+            "PgBouncer / PostgreSQL",
+            pg_factory(bouncer, tables["pgb"]),
+            pg_factory(direct, tables["direct"]),
+            args,
+        )
+    finally:
+        await bouncer.dispose()
+        async with direct.begin() as conn:
+            for sessions_table, messages_table in tables.values():
+                await conn.execute(text(f'DROP TABLE IF EXISTS "{messages_table}"'))
+                await conn.execute(text(f'DROP TABLE IF EXISTS "{sessions_table}"'))
+        await direct.dispose()
+
+
+async def scale_out_redis(
+    args: argparse.Namespace, tag: str
+) -> list[tuple[str, str, float, float, bool]]:
+    """Ours on a Redis Cluster against ours on one Redis."""
+    cluster = create_client_for_url(REDIS_CLUSTER_URL, max_connections=60)
+    single = create_client_for_url(REDIS_URL, max_connections=60)
+    prefix = f"bench{tag}:scaled"
+    try:
+        return await run_backend(
+            "Redis Cluster / Redis",
+            lambda sid: RedisSession(sid, redis_client=cluster, key_prefix=prefix),
+            lambda sid: RedisSession(sid, redis_client=single, key_prefix=prefix),
+            args,
+        )
+    finally:
+        for client in (cluster, single):
+            keys = [key async for key in client.scan_iter(match=f"{prefix}:*")]
+            for key in keys:  # one by one: on the cluster they live in different slots
+                await client.delete(key)
+            await client.aclose()
 
 
 if __name__ == "__main__":

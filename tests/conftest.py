@@ -1,7 +1,8 @@
 """Shared fixtures: the fake OpenAI server and the services some tests need.
 
-A test that needs PostgreSQL, Redis or Chromium skips with the reason when the service is absent,
-except under `TURNSTORE_REQUIRE_SERVICES=1` (set by `.ci/run`), where that is a failure.
+A test that needs PostgreSQL, Redis, the Redis Cluster, PgBouncer or Chromium skips with the
+reason when the service is absent, except under `TURNSTORE_REQUIRE_SERVICES=1` (set by `.ci/run`),
+where that is a failure.
 """
 
 from __future__ import annotations
@@ -22,6 +23,12 @@ POSTGRES_URL = os.environ.get(
 )
 MYSQL_URL = os.environ.get("TURNSTORE_MYSQL_URL", "mysql+aiomysql://root@127.0.0.1:3306/test")
 REDIS_URL = os.environ.get("TURNSTORE_REDIS_URL", "redis://127.0.0.1:6379/15")
+# The scale-out services that .ci/scale-out-services starts: a 3-primary Redis Cluster on
+# 127.0.0.1:7001-7003 and PgBouncer (transaction pooling) on 127.0.0.1:6432 in front of 5432.
+REDIS_CLUSTER_URL = os.environ.get("TURNSTORE_REDIS_CLUSTER_URL", "redis+cluster://127.0.0.1:7001")
+PGBOUNCER_URL = os.environ.get(
+    "TURNSTORE_PGBOUNCER_URL", "postgresql+asyncpg://postgres@127.0.0.1:6432/test?pgbouncer=true"
+)
 CHROMIUM = os.environ.get("TURNSTORE_CHROMIUM", "/usr/bin/chromium")
 
 
@@ -67,6 +74,34 @@ def redis_url() -> str:
     if not _port_open("127.0.0.1", 6379):
         skip_or_fail("Redis is not reachable on 127.0.0.1:6379")
     return REDIS_URL
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_url() -> str:
+    """A `redis+cluster://` URL of a reachable Redis Cluster whose every slot is served."""
+    if not _port_open("127.0.0.1", 7001):
+        skip_or_fail(
+            "the Redis Cluster is not reachable on 127.0.0.1:7001 (.ci/scale-out-services)"
+        )
+    import redis
+
+    client = redis.Redis(host="127.0.0.1", port=7001)
+    try:
+        state = client.execute_command("CLUSTER", "INFO")
+    finally:
+        client.close()
+    text = state.decode() if isinstance(state, bytes) else str(state)
+    if "cluster_state:ok" not in text:
+        skip_or_fail("the Redis Cluster on 127.0.0.1:7001 is not ready (cluster_state is not ok)")
+    return REDIS_CLUSTER_URL
+
+
+@pytest.fixture(scope="session")
+def pgbouncer_url() -> str:
+    """A URL of PostgreSQL's database `test` through PgBouncer in transaction pooling mode."""
+    if not _port_open("127.0.0.1", 6432):
+        skip_or_fail("PgBouncer is not reachable on 127.0.0.1:6432 (.ci/scale-out-services)")
+    return PGBOUNCER_URL
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,5 @@
-"""The `turnstore` command line on a SQLite file, PostgreSQL and Redis."""
+"""The `turnstore` command line on a SQLite file, PostgreSQL (directly and through PgBouncer in
+transaction mode), Redis and a Redis Cluster."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ class Backend:
     def session(self, session_id: str) -> object:
         if self.name == "sqlite":
             return SQLiteSession(session_id, self.target)
-        if self.name == "postgres":
+        if self.name in ("postgres", "pgbouncer"):
             return SQLAlchemySession.from_url(
                 session_id,
                 self.target,
@@ -78,11 +79,11 @@ def _sqlite(tmp_path: Path) -> Backend:
     return Backend("sqlite", ["--db", path], path)
 
 
-def _postgres(url: str) -> Iterator[Backend]:
+def _postgres(url: str, name: str = "postgres") -> Iterator[Backend]:
     tag = uuid.uuid4().hex[:10]
     tables = (f"cli{tag}_s", f"cli{tag}_m")
     yield Backend(
-        "postgres",
+        name,
         ["--db", url, "--sessions-table", tables[0], "--messages-table", tables[1]],
         url,
         tables=tables,
@@ -90,9 +91,10 @@ def _postgres(url: str) -> Iterator[Backend]:
 
     async def drop() -> None:
         from sqlalchemy import text
-        from sqlalchemy.ext.asyncio import create_async_engine
 
-        engine = create_async_engine(url)
+        from turnstore.memory.sqlalchemy.session import create_engine_for_url
+
+        engine = create_engine_for_url(url)
         async with engine.begin() as conn:
             await conn.execute(text(f'DROP TABLE IF EXISTS "{tables[1]}"'))
             await conn.execute(text(f'DROP TABLE IF EXISTS "{tables[0]}"'))
@@ -101,17 +103,17 @@ def _postgres(url: str) -> Iterator[Backend]:
     asyncio.run(drop())
 
 
-def _redis(url: str) -> Iterator[Backend]:
+def _redis(url: str, name: str = "redis") -> Iterator[Backend]:
     prefix = f"clitest:{uuid.uuid4().hex[:10]}"
-    yield Backend("redis", ["--db", url, "--key-prefix", prefix], url, prefix=prefix)
+    yield Backend(name, ["--db", url, "--key-prefix", prefix], url, prefix=prefix)
 
     async def drop() -> None:
-        from redis.asyncio import Redis
+        from turnstore.memory.redis.session import create_client_for_url
 
-        client = Redis.from_url(url)
+        client = create_client_for_url(url)
         keys = [key async for key in client.scan_iter(match=f"{prefix}:*")]
-        if keys:
-            await client.delete(*keys)
+        for key in keys:  # one by one: on a cluster the keys live in different slots
+            await client.delete(key)
         await client.aclose()
 
     asyncio.run(drop())
@@ -122,16 +124,23 @@ def _make(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator
         yield _sqlite(tmp_path)
     elif kind == "postgres":
         yield from _postgres(request.getfixturevalue("postgres_url"))
-    else:
+    elif kind == "pgbouncer":  # the --db URL carries ?pgbouncer=true
+        yield from _postgres(request.getfixturevalue("pgbouncer_url"), "pgbouncer")
+    elif kind == "redis":
         yield from _redis(request.getfixturevalue("redis_url"))
+    else:  # a redis+cluster:// URL
+        yield from _redis(request.getfixturevalue("redis_cluster_url"), "redis-cluster")
 
 
-@pytest.fixture(params=["sqlite", "postgres", "redis"])
+BACKENDS = ["sqlite", "postgres", "pgbouncer", "redis", "redis-cluster"]
+
+
+@pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
     yield from _make(request.param, request, tmp_path)
 
 
-@pytest.fixture(params=["sqlite", "postgres", "redis"])
+@pytest.fixture(params=BACKENDS)
 def other(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
     yield from _make(request.param, request, tmp_path)
 

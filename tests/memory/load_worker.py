@@ -2,7 +2,8 @@
 
 Usage: load_worker.py BACKEND URL NAMESPACE WORKER MODE COUNT
 
-- BACKEND: postgres or redis; NAMESPACE: the table-name stem (postgres) or key prefix (redis).
+- BACKEND: postgres, pgbouncer (PostgreSQL through PgBouncer), redis or redis-cluster;
+  NAMESPACE: the table-name stem (SQL) or key prefix (Redis).
 - MODE load: COUNT sequential add_items of a two-item batch, spread over four shared sessions.
 - MODE kill: endless add_items of COUNT-item batches to the session "victim", printing each
   committed batch number, until the parent kills the process.
@@ -17,7 +18,7 @@ from turnstore import RedisSession, Session, SQLAlchemySession
 
 
 def open_session(backend: str, url: str, namespace: str, session_id: str) -> Session:
-    if backend == "postgres":
+    if backend in ("postgres", "pgbouncer"):
         return SQLAlchemySession.from_url(
             session_id,
             url,

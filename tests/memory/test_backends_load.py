@@ -1,4 +1,6 @@
-"""PostgreSQL and Redis sessions under load from several processes, and a writer killed mid-write.
+"""Server sessions under load from several processes, and a writer killed mid-write.
+
+On PostgreSQL, PostgreSQL through PgBouncer (transaction pooling), Redis and a Redis Cluster:
 
 - 8 processes x 500 `add_items` each (two-item batches over four shared sessions): no error,
   nothing lost or duplicated, every batch contiguous, each writer's order kept in every session.
@@ -33,33 +35,42 @@ CALLS = 500
 KILL_BATCH = 200
 
 
-@pytest.fixture(params=["postgres", "redis"])
+FIXTURE_OF = {
+    "postgres": "postgres_url",
+    "pgbouncer": "pgbouncer_url",  # PostgreSQL through PgBouncer in transaction pooling mode
+    "redis": "redis_url",
+    "redis-cluster": "redis_cluster_url",  # a 3-primary Redis Cluster
+}
+
+
+@pytest.fixture(params=list(FIXTURE_OF))
 async def backend(request: pytest.FixtureRequest) -> AsyncIterator[tuple[str, str, str]]:
     kind: str = request.param
     namespace = f"load{uuid.uuid4().hex[:10]}"
-    url: str = request.getfixturevalue("postgres_url" if kind == "postgres" else "redis_url")
+    url: str = request.getfixturevalue(FIXTURE_OF[kind])
     yield kind, url, namespace
-    if kind == "postgres":
+    if kind in ("postgres", "pgbouncer"):
         from sqlalchemy import text
-        from sqlalchemy.ext.asyncio import create_async_engine
 
-        engine = create_async_engine(url)
+        from turnstore.memory.sqlalchemy.session import create_engine_for_url
+
+        engine = create_engine_for_url(url)
         async with engine.begin() as conn:
             await conn.execute(text(f'DROP TABLE IF EXISTS "{namespace}_m"'))
             await conn.execute(text(f'DROP TABLE IF EXISTS "{namespace}_s"'))
         await engine.dispose()
     else:
-        from redis.asyncio import Redis
+        from turnstore.memory.redis.session import create_client_for_url
 
-        client = Redis.from_url(url)
+        client = create_client_for_url(url)
         keys = [key async for key in client.scan_iter(match=f"{namespace}:*")]
-        if keys:
-            await client.delete(*keys)
+        for key in keys:  # one by one: on a cluster the keys live in different slots
+            await client.delete(key)
         await client.aclose()
 
 
 def session_for(kind: str, url: str, namespace: str, session_id: str) -> Session:
-    if kind == "postgres":
+    if kind in ("postgres", "pgbouncer"):
         return SQLAlchemySession.from_url(
             session_id,
             url,

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..items import TResponseInputItem
 from .closing import AsyncCloseable
 from .codec import decode_item
+from .redis.urls import is_redis_url
 from .session import Session
 
 if TYPE_CHECKING:
@@ -30,8 +31,6 @@ __all__ = [
     "SessionStore",
     "open_session_store",
 ]
-
-_REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,7 +234,7 @@ def open_session_store(
     Args:
         target: A SQLite file path (or `sqlite:///path`), a SQLAlchemy URL such as
             `postgresql+asyncpg://user@host/db` (`postgresql://` works too), or a Redis URL
-            (`redis://host:6379/0`).
+            (`redis://host:6379/0`, or `redis+cluster://host:7000` for a Redis Cluster).
         sessions_table: The sessions table (SQLite and SQLAlchemy).
         messages_table: The messages table (SQLite and SQLAlchemy).
         key_prefix: The key prefix (Redis).
@@ -264,7 +263,7 @@ def open_session_store(
     text = os.fspath(target)
     if not isinstance(text, str) or not text:
         raise ValueError("the storage target must be a file path or a URL, got an empty value")
-    if text.startswith(_REDIS_SCHEMES):
+    if is_redis_url(text):
         from .redis.store import RedisStore
 
         return RedisStore(text, key_prefix)

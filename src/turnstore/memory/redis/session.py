@@ -2,13 +2,14 @@
 
 Needs the `redis` extra: `pip install 'turnstore[redis]'`.
 
-Layout, for a key prefix `P` (default `agent_sessions`):
-
-- `P:items:<session_id>`: a list, one element per item, oldest first. An element is
-  `<milliseconds since the epoch>|<item JSON>`, so each item records when it was added.
-- `P:index`: a sorted set of session ids scored by their last write (milliseconds), which
-  [`open_session_store`][turnstore.open_session_store] and the `turnstore` CLI use to
-  list sessions. An id whose list has expired is dropped from it when sessions are listed.
+Works on one Redis (`redis.asyncio.Redis`) and on a Redis Cluster
+(`redis.asyncio.cluster.RedisCluster`, or a `redis+cluster://` URL). The key layout of each is
+described in keys.py: for a key prefix `P`, a session's items are one list,
+`P:items:<session_id>` (`P:items:{<session_id>}` on a cluster), whose elements are
+`<milliseconds since the epoch>|<item JSON>`, so each item records when it was added; a sorted
+set scored by each session's last write (`P:index`, or one per hash slot on a cluster) lets
+[`open_session_store`][turnstore.open_session_store] and the `turnstore` CLI list sessions. An
+id whose list has expired is dropped from it when sessions are listed.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from typing import Any, TypeVar
 
 try:
     from redis.asyncio import Redis
+    from redis.asyncio.cluster import RedisCluster
     from redis.backoff import NoBackoff
-    from redis.exceptions import RedisError
+    from redis.exceptions import RedisClusterException, RedisError
     from redis.retry import Retry
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("RedisSession needs redis-py: pip install 'turnstore[redis]'") from exc
@@ -40,99 +42,24 @@ from ..settings import (
     coerce_session_settings,
     resolve_session_limit,
 )
+from . import scripts
+from .keys import KeyLayout, layout_for
+from .urls import CLUSTER_SCHEMES, SCHEMES
 
 __all__ = [
     "DEFAULT_KEY_PREFIX",
     "RedisSession",
     "create_client_for_url",
     "decode_element",
-    "index_key",
-    "items_key",
+    "ready",
 ]
 
 _T = TypeVar("_T")
 
 DEFAULT_KEY_PREFIX = "agent_sessions"
-_REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
-# The scripts check key types first, so that no command can fail after a write: each script is
-# all or nothing. KEYS[1] is the item list, KEYS[2] the index; ARGV[1] the session id, ARGV[2]
-# the TTL in milliseconds (0: none), ARGV[3] the time in milliseconds.
-_CHECK_TYPES = """
-local list_type = redis.call('TYPE', KEYS[1]).ok
-if list_type ~= 'none' and list_type ~= 'list' then
-  return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' holds a ' .. list_type .. ', not a list')
-end
-local index_type = redis.call('TYPE', KEYS[2]).ok
-if index_type ~= 'none' and index_type ~= 'zset' then
-  return redis.error_reply('WRONGTYPE ' .. KEYS[2] .. ' holds a ' .. index_type .. ', not a zset')
-end
-"""
-
-# Append ARGV[4..] (in chunks: Lua's unpack has a limit), refresh the TTL, record the write.
-_ADD_SCRIPT = (
-    _CHECK_TYPES
-    + """
-local last = #ARGV
-local first = 4
-while first <= last do
-  local chunk_end = math.min(first + 999, last)
-  redis.call('RPUSH', KEYS[1], unpack(ARGV, first, chunk_end))
-  first = chunk_end + 1
-end
-if tonumber(ARGV[2]) > 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
-return last - 3
-"""
-)
-
-# Pop the newest element, refresh the TTL and record the write; an emptied session leaves the
-# index.
-_POP_SCRIPT = (
-    _CHECK_TYPES
-    + """
-local element = redis.call('RPOP', KEYS[1])
-if not element then
-  return false
-end
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  if tonumber(ARGV[2]) > 0 then
-    redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  end
-  redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
-else
-  redis.call('ZREM', KEYS[2], ARGV[1])
-end
-return element
-"""
-)
-
-
-def items_key(prefix: str, session_id: str) -> str:
-    """Return the key of a session's item list.
-
-    Args:
-        prefix: The key prefix.
-        session_id: The session id.
-
-    Returns:
-        `<prefix>:items:<session_id>`.
-    """
-    return f"{prefix}:items:{session_id}"
-
-
-def index_key(prefix: str) -> str:
-    """Return the key of the sorted set that indexes the sessions under a prefix.
-
-    Args:
-        prefix: The key prefix.
-
-    Returns:
-        `<prefix>:index`.
-    """
-    return f"{prefix}:index"
+# What the client raises when Redis fails (a cluster that cannot be reached raises the second).
+CLIENT_ERRORS = (RedisError, RedisClusterException)
 
 
 def decode_element(raw: bytes | str, *, where: str) -> tuple[int | None, TResponseInputItem | None]:
@@ -197,22 +124,28 @@ class RedisSession(SessionABC, AsyncCloseable):
     Errors of the client are raised as [`SessionStorageError`][turnstore.SessionStorageError]
     with the original exception chained; the client reconnects on the next call. A client made by
     [`from_url`][turnstore.RedisSession.from_url] does not retry commands by itself (a retried
-    write could be applied twice); a client you pass in keeps its own retry policy.
+    write could be applied twice; a cluster client still follows `MOVED` and `ASK` redirects,
+    which are safe); a client you pass in keeps its own retry policy.
+
+    On a Redis Cluster the session's list and the index entry that lists it share one hash slot
+    (the session id is the hash tag), so every write is still one atomic script; sessions
+    spread over the slots of every primary. The cluster uses its own key layout; data written
+    on one Redis moves to a cluster with `turnstore export` and `turnstore import`.
 
     Args:
         session_id: Identifies the conversation.
-        redis_client: A `redis.asyncio.Redis` client. The caller keeps ownership: `close()` does
-            not close it.
+        redis_client: A `redis.asyncio.Redis` client, or a `redis.asyncio.cluster.RedisCluster`
+            for a Redis Cluster. The caller keeps ownership: `close()` does not close it.
         key_prefix: Prefix of every key this session uses, so that several applications (or
-            tests) can share one database.
+            tests) can share one database. On a cluster it must not contain `{` or `}`.
         ttl: Expire the session after this many seconds (or this `timedelta`) without a write;
             `None` keeps it until it is cleared.
         session_settings: Default settings for runs that use this session (or a dict of them).
 
     Raises:
         TypeError: An argument has the wrong type.
-        ValueError: `key_prefix` is empty, `ttl` is not positive, or `session_id` holds a lone
-            surrogate (it cannot be stored as UTF-8).
+        ValueError: `key_prefix` is empty (or holds braces on a cluster), `ttl` is not
+            positive, or `session_id` holds a lone surrogate (it cannot be stored as UTF-8).
 
     Example:
         ```python
@@ -229,7 +162,7 @@ class RedisSession(SessionABC, AsyncCloseable):
         self,
         session_id: str,
         *,
-        redis_client: Redis,
+        redis_client: Redis | RedisCluster,
         key_prefix: str = DEFAULT_KEY_PREFIX,
         ttl: float | timedelta | None = None,
         session_settings: SessionSettingsLike | None = None,
@@ -237,23 +170,23 @@ class RedisSession(SessionABC, AsyncCloseable):
         if not isinstance(session_id, str):
             raise TypeError(f"session_id must be a str, not {type(session_id).__name__}")
         check_session_id(session_id)
-        if not isinstance(key_prefix, str) or not key_prefix:
-            raise ValueError(f"key_prefix must be a non-empty string, got {key_prefix!r}")
-        if not isinstance(redis_client, Redis):
+        if not isinstance(redis_client, (Redis, RedisCluster)):
             raise UserError(
-                "redis_client must be a redis.asyncio.Redis client, "
-                f"not {type(redis_client).__name__}"
+                "redis_client must be a redis.asyncio.Redis or redis.asyncio.cluster.RedisCluster "
+                f"client, not {type(redis_client).__name__}"
             )
+        layout: KeyLayout = layout_for(redis_client, key_prefix)
         self.session_id = session_id
         self.session_settings: SessionSettings | None = coerce_session_settings(session_settings)
         self._redis = redis_client
         self._owns_client = False
         self._prefix = key_prefix
         self._ttl_ms = _ttl_ms(ttl)
-        self._items_key = items_key(key_prefix, session_id)
-        self._index_key = index_key(key_prefix)
-        self._pop = self._redis.register_script(_POP_SCRIPT)
-        self._add = self._redis.register_script(_ADD_SCRIPT)
+        self._items_key = layout.items_key(session_id)
+        self._index_key = layout.index_key(session_id)
+        self._pop = self._redis.register_script(scripts.POP)
+        self._add = self._redis.register_script(scripts.ADD)
+        self._clear_script = self._redis.register_script(scripts.CLEAR)
         self._closed = False
         self._loop_binding = LoopBinding(f"RedisSession {session_id!r}")
 
@@ -272,13 +205,16 @@ class RedisSession(SessionABC, AsyncCloseable):
 
         Args:
             session_id: Identifies the conversation.
-            url: `redis://[user:password@]host:port/db`, `rediss://...` (TLS) or
-                `unix:///path/to/socket`.
+            url: `redis://[user:password@]host:port/db`, `rediss://...` (TLS),
+                `unix:///path/to/socket`, or for a Redis Cluster
+                `redis+cluster://[user:password@]host:port` (`rediss+cluster://` with TLS), naming
+                any node: the client discovers the others.
             key_prefix: Prefix of every key this session uses.
             ttl: Expire the session after this long without a write; `None` never expires it.
             session_settings: Default settings for runs that use this session.
-            **redis_kwargs: Passed to `redis.asyncio.Redis.from_url` as they are
-                (`max_connections`, `socket_timeout`, `retry`, ...).
+            **redis_kwargs: Passed to `redis.asyncio.Redis.from_url` (or
+                `redis.asyncio.cluster.RedisCluster.from_url`) as they are (`max_connections`,
+                `socket_timeout`, `retry`, ...).
 
         Returns:
             A session that owns its client.
@@ -299,8 +235,8 @@ class RedisSession(SessionABC, AsyncCloseable):
         return session
 
     @property
-    def client(self) -> Redis:
-        """The Redis client this session uses."""
+    def client(self) -> Redis | RedisCluster:
+        """The Redis (or Redis Cluster) client this session uses."""
         return self._redis
 
     @property
@@ -404,8 +340,9 @@ class RedisSession(SessionABC, AsyncCloseable):
 
     async def _run(self, operation: str, call: Callable[[], Awaitable[_T]]) -> _T:
         try:
+            await ready(self._redis)
             return await call()
-        except RedisError as exc:
+        except CLIENT_ERRORS as exc:
             raise SessionStorageError(
                 f"{operation} on session {self.session_id!r} failed: {type(exc).__name__}: {exc}"
             ) from exc
@@ -443,18 +380,32 @@ class RedisSession(SessionABC, AsyncCloseable):
                 return item
 
     async def _clear(self) -> None:
-        async with self._redis.pipeline(transaction=True) as pipe:
-            pipe.delete(self._items_key)
-            pipe.zrem(self._index_key, self.session_id)
-            await pipe.execute()
+        await self._clear_script(keys=[self._items_key, self._index_key], args=[self.session_id])
 
 
-def create_client_for_url(url: str, **redis_kwargs: Any) -> Redis:
-    """Create a `redis.asyncio.Redis` client for a URL, without retries unless asked.
+async def ready(client: Redis | RedisCluster) -> None:
+    """Let a cluster client learn the cluster's slots before it sends a command.
+
+    redis-py's cluster client does this inside the first command (and again after a connection
+    error); several first commands at once then close connections under each other (seen with
+    redis-py 8.1: "Connection closed by server" mid-command, and a client with retries applied
+    such a write twice). `initialize()` runs under the client's lock and returns at once when
+    the client is ready.
 
     Args:
-        url: A `redis://`, `rediss://` or `unix://` URL.
-        **redis_kwargs: Passed to `Redis.from_url`.
+        client: The client; a single-node client needs nothing.
+    """
+    if isinstance(client, RedisCluster):
+        await client.initialize()
+
+
+def create_client_for_url(url: str, **redis_kwargs: Any) -> Redis | RedisCluster:
+    """Create a Redis or Redis Cluster client for a URL, without retries unless asked.
+
+    Args:
+        url: A `redis://`, `rediss://` or `unix://` URL, or `redis+cluster://` /
+            `rediss+cluster://` for a Redis Cluster.
+        **redis_kwargs: Passed to `Redis.from_url` (`RedisCluster.from_url` for a cluster).
 
     Returns:
         The client (no connection is opened yet).
@@ -462,12 +413,18 @@ def create_client_for_url(url: str, **redis_kwargs: Any) -> Redis:
     Raises:
         ValueError: The URL is not a Redis URL.
     """
-    if not isinstance(url, str) or not url.startswith(_REDIS_SCHEMES):
+    if not isinstance(url, str) or not url.startswith(SCHEMES):
         raise ValueError(
-            f"not a Redis URL: {url!r}; expected redis://host:port/db, rediss://... or unix://..."
+            f"not a Redis URL: {url!r}; expected redis://host:port/db, rediss://..., unix://... "
+            "or redis+cluster://host:port"
         )
     redis_kwargs.setdefault("retry", Retry(NoBackoff(), 0))
     try:
+        if url.startswith(CLUSTER_SCHEMES):
+            scheme, rest = url.split("://", 1)
+            return RedisCluster.from_url(
+                f"{scheme.removesuffix('+cluster')}://{rest}", **redis_kwargs
+            )
         return Redis.from_url(url, **redis_kwargs)
-    except ValueError as exc:
+    except (ValueError, *CLIENT_ERRORS) as exc:
         raise ValueError(f"not a usable Redis URL: {url!r} ({exc})") from exc

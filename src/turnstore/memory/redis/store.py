@@ -21,77 +21,95 @@ from ..store import (
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
+    from redis.asyncio.cluster import RedisCluster
 
-# Drop an index entry whose list no longer exists (expired or emptied), atomically.
-_PRUNE_SCRIPT = """
-local removed = 0
-for i, sid in ipairs(ARGV) do
-  if redis.call('EXISTS', KEYS[i]) == 0 then
-    removed = removed + redis.call('ZREM', KEYS[#KEYS], sid)
-  end
-end
-return removed
-"""
+# Index entries are read in pages of this many.
+_PAGE = 500
 
 
 class RedisStore(SessionStore):
-    """The keys of `RedisSession` under one prefix."""
+    """The keys of `RedisSession` under one prefix, on one Redis or on a Redis Cluster.
+
+    On a cluster each hash slot has its own index (see keys.py): listing finds the indexes with
+    `SCAN` on every primary and merges them.
+    """
 
     backend = "redis"
 
     def __init__(self, url: str, key_prefix: str) -> None:
-        from .session import create_client_for_url, index_key
+        from .keys import layout_for
+        from .scripts import ADD, PRUNE
+        from .session import create_client_for_url
 
         if not key_prefix:
             raise ValueError("key_prefix must not be empty")
-        self._redis: Redis = create_client_for_url(url)
+        self._redis: Redis | RedisCluster = create_client_for_url(url)
         self.target = _hide_password(url)
         self._prefix = key_prefix
-        self._index = index_key(key_prefix)
-        self._prune = self._redis.register_script(_PRUNE_SCRIPT)
-
-    def _items_key(self, session_id: str) -> str:
-        from .session import items_key
-
-        return items_key(self._prefix, session_id)
+        self._layout = layout_for(self._redis, key_prefix)
+        self._prune = self._redis.register_script(PRUNE)
+        self._add = self._redis.register_script(ADD)
 
     async def _call(self, work: Any) -> Any:
-        from redis.exceptions import RedisError
+        from .session import CLIENT_ERRORS, ready
 
         try:
+            await ready(self._redis)
             return await work()
-        except RedisError as exc:
+        except CLIENT_ERRORS as exc:
             raise SessionStorageError(f"{self.target}: {type(exc).__name__}: {exc}") from exc
 
     async def _describe(self, entries: list[tuple[str, float]]) -> list[SessionInfo]:
         if not entries:
             return []
+        items_key = self._layout.items_key
         async with self._redis.pipeline(transaction=False) as pipe:
             for session_id, _ in entries:
-                pipe.llen(self._items_key(session_id))
-                pipe.lindex(self._items_key(session_id), 0)
+                pipe.llen(items_key(session_id))
+                pipe.lindex(items_key(session_id), 0)
             replies = await pipe.execute()
-        infos, gone = [], []
+        infos: list[SessionInfo] = []
+        gone: dict[str, list[str]] = {}  # index key -> its sessions whose list is gone
         for (session_id, score), count, first in zip(
             entries, replies[::2], replies[1::2], strict=True
         ):
             if not count:
-                gone.append(session_id)
+                gone.setdefault(self._layout.index_key(session_id), []).append(session_id)
                 continue
             infos.append(SessionInfo(session_id, count, _first_stamp(first), _from_ms(score)))
-        if gone:
-            await self._prune(keys=[*(self._items_key(g) for g in gone), self._index], args=gone)
+        for index, session_ids in gone.items():
+            # An index and the lists it indexes share a hash slot: one script per index.
+            await self._prune(keys=[*map(items_key, session_ids), index], args=session_ids)
         return infos
+
+    async def _newest(self, offset: int, count: int) -> list[tuple[str, float]]:
+        """Index entries `offset` to `offset + count`, the most recently active first."""
+        keys = await self._layout.index_keys(self._redis)
+        if not self._layout.cluster:
+            raw = await self._redis.zrevrange(keys[0], offset, offset + count - 1, withscores=True)
+            return _scored(raw)
+        # One index per used hash slot: take the newest `offset + count` of each, then merge.
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for key in keys:
+                pipe.zrevrange(key, 0, offset + count - 1, withscores=True)
+            pages = await pipe.execute()
+        merged = [entry for page in pages for entry in _scored(page)]
+        # The order of one sorted set read newest first: score, then id, both descending.
+        merged.sort(key=lambda entry: (entry[1], entry[0]), reverse=True)
+        return merged[offset : offset + count]
 
     async def list_sessions(self, *, offset: int = 0, limit: int = 50) -> list[SessionInfo]:
         """Return sessions, the most recently active first; expired ones are dropped."""
         _check_page(offset, limit)
 
         async def work() -> list[SessionInfo]:
-            raw = await self._redis.zrevrange(
-                self._index, offset, offset + limit - 1, withscores=True
-            )
-            return await self._describe(_scored(raw))
+            while True:
+                entries = await self._newest(offset, limit)
+                infos = await self._describe(entries)
+                if len(infos) == len(entries):
+                    return infos
+                # Expired sessions were pruned from the index: read the window again, so that
+                # a page is never short (a short page reads as the last one) nor skips any.
 
         result: list[SessionInfo] = await self._call(work)
         return result
@@ -100,7 +118,7 @@ class RedisStore(SessionStore):
         """Return one session's entry, or `None` when it does not exist (or has expired)."""
 
         async def work() -> SessionInfo | None:
-            score = await self._redis.zscore(self._index, session_id)
+            score = await self._redis.zscore(self._layout.index_key(session_id), session_id)
             if score is None:
                 return None
             infos = await self._describe([(session_id, score)])
@@ -115,19 +133,22 @@ class RedisStore(SessionStore):
         async def work() -> SessionStats:
             sessions = items = 0
             last: float | None = None
-            start = 0
-            while True:
-                page = await self._redis.zrevrange(self._index, start, start + 499, withscores=True)
-                infos = await self._describe(_scored(page))
-                for info in infos:
-                    sessions += 1
-                    items += info.item_count
-                    if info.last_activity is not None:
-                        stamp = info.last_activity.timestamp()
-                        last = stamp if last is None else max(last, stamp)
-                if len(page) < 500:
-                    break
-                start += 500 - (len(page) - len(infos))
+            for index in await self._layout.index_keys(self._redis):
+                start = 0
+                while True:
+                    page = await self._redis.zrevrange(
+                        index, start, start + _PAGE - 1, withscores=True
+                    )
+                    infos = await self._describe(_scored(page))
+                    for info in infos:
+                        sessions += 1
+                        items += info.item_count
+                        if info.last_activity is not None:
+                            stamp = info.last_activity.timestamp()
+                            last = stamp if last is None else max(last, stamp)
+                    if len(page) < _PAGE:
+                        break
+                    start += _PAGE - (len(page) - len(infos))  # pruned entries moved the rest
             return SessionStats(
                 "redis", sessions, items, None if last is None else _from_ms(last * 1000)
             )
@@ -140,7 +161,7 @@ class RedisStore(SessionStore):
         from .session import decode_element
 
         async def work() -> list[SessionRecord]:
-            raw = await self._redis.lrange(self._items_key(session_id), 0, -1)
+            raw = await self._redis.lrange(self._layout.items_key(session_id), 0, -1)
             records = []
             for index, element in enumerate(raw):
                 stamp, item = decode_element(element, where=f"session {session_id!r} #{index}")
@@ -159,12 +180,11 @@ class RedisStore(SessionStore):
         now = _to_ms(datetime.now(UTC))
         stamps = [now if r.created_at is None else _to_ms(r.created_at) for r in records]
         elements = [f"{stamp}|{data}" for stamp, data in zip(stamps, encoded, strict=True)]
+        keys = [self._layout.items_key(session_id), self._layout.index_key(session_id)]
 
         async def work() -> None:
-            async with self._redis.pipeline(transaction=True) as pipe:
-                pipe.rpush(self._items_key(session_id), *elements)
-                pipe.zadd(self._index, {session_id: now})
-                await pipe.execute()
+            # The sessions' own append script (TTL 0: any expiry is left as it is).
+            await self._add(keys=keys, args=[session_id, 0, now, *elements])
 
         await self._call(work)
 

@@ -58,6 +58,7 @@ from ..settings import (
     coerce_session_settings,
     resolve_session_limit,
 )
+from .pgbouncer import split_pgbouncer_flag, watch_for_pooler
 
 __all__ = ["SQLAlchemySession", "create_engine_for_url", "validate_table_name"]
 
@@ -255,7 +256,9 @@ class SQLAlchemySession(SessionABC, AsyncCloseable):
         Args:
             session_id: Identifies the conversation.
             url: A SQLAlchemy URL with an async driver. `postgresql://` and `postgres://` mean
-                `postgresql+asyncpg://`.
+                `postgresql+asyncpg://`. Through PgBouncer in transaction mode, add
+                `?pgbouncer=true` (or let the session find out by itself; `?pgbouncer=false`
+                skips the check): see the backends guide's "Scaling out" section.
             create_tables: Create the tables on first use, if missing.
             sessions_table: Name of the table with one row per session.
             messages_table: Name of the table with one row per item.
@@ -602,7 +605,12 @@ def _storage_error(operation: str, session_id: str, exc: SQLAlchemyError) -> Ses
     detail = str(exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc)
     hint = ""
     lowered = detail.lower()
-    if "does not exist" in lowered or "doesn't exist" in lowered or "no such table" in lowered:
+    if "prepared statement" in lowered:
+        hint = (
+            " (is the database behind PgBouncer in transaction mode? add ?pgbouncer=true to the "
+            "URL, or create your engine with the settings in the backends guide)"
+        )
+    elif "does not exist" in lowered or "doesn't exist" in lowered or "no such table" in lowered:
         hint = " (are the tables created? pass create_tables=True or run your migrations)"
     first_line = detail.strip().splitlines()[0] if detail.strip() else type(exc).__name__
     return SessionStorageError(f"{operation} on session {session_id!r} failed: {first_line}{hint}")
@@ -613,13 +621,17 @@ def create_engine_for_url(url: str, **engine_kwargs: Any) -> AsyncEngine:
 
     Args:
         url: A SQLAlchemy URL; `postgresql://` and `postgres://` mean `postgresql+asyncpg://`.
+            A `pgbouncer=true` or `pgbouncer=false` query parameter says whether PostgreSQL is
+            reached through a transaction pooler; it is taken out before the driver sees it,
+            and without it an asyncpg engine finds out on its first connection.
         **engine_kwargs: Passed to `create_async_engine`.
 
     Returns:
         The engine (no connection is opened yet).
 
     Raises:
-        ValueError: The URL cannot be parsed or names a synchronous driver.
+        ValueError: The URL cannot be parsed, names a synchronous driver, or has a
+            `pgbouncer` value other than true/false (or `pgbouncer=true` without asyncpg).
         ImportError: The driver is not installed.
     """
     try:
@@ -628,8 +640,9 @@ def create_engine_for_url(url: str, **engine_kwargs: Any) -> AsyncEngine:
         raise ValueError(f"not a database URL: {url!r} ({exc})") from exc
     if parsed.drivername in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+asyncpg")
+    parsed, pgbouncer = split_pgbouncer_flag(parsed)
     try:
-        return create_async_engine(parsed, **engine_kwargs)
+        engine = create_async_engine(parsed, **engine_kwargs)
     except ModuleNotFoundError as exc:
         if parsed.drivername == "postgresql+asyncpg":
             raise ImportError(
@@ -649,3 +662,5 @@ def create_engine_for_url(url: str, **engine_kwargs: Any) -> AsyncEngine:
             f"{str(exc).rstrip('. ')}. "
             "Use an async driver, for example postgresql+asyncpg:// or mysql+asyncmy://"
         ) from exc
+    watch_for_pooler(engine, pgbouncer)
+    return engine

@@ -170,6 +170,8 @@ def _maybe_utc(value: Any) -> datetime | None:
 
 def _missing_table(exc: BaseException) -> bool:
     text = str(exc).lower()
+    if "prepared statement" in text:  # a pooler problem, not a missing table
+        return False
     return "does not exist" in text or "doesn't exist" in text or "no such table" in text
 
 

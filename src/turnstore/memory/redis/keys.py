@@ -1,0 +1,174 @@
+"""Where `RedisSession` keeps its data: the key layout on one Redis and on a Redis Cluster.
+
+For a key prefix `P` (default `agent_sessions`):
+
+- **One Redis** (`redis.asyncio.Redis`), the layout of every release so far:
+  `P:items:<session_id>` (the item list) and one sorted set `P:index` of all sessions.
+- **Redis Cluster** (`redis.asyncio.cluster.RedisCluster`): a script may only touch keys of one
+  hash slot, so the session id is the list's hash tag, `P:items:{<session_id>}`, and each hash
+  slot has its own index, `P:index:{<tag>}`, where `<tag>` is a short string chosen so that the
+  index lives in the slot of the sessions it lists. A write touches one slot; listing reads
+  the indexes of every slot, on every primary.
+
+The two layouts are separate key spaces: moving sessions from one Redis to a cluster goes
+through `turnstore export` and `turnstore import`.
+"""
+
+from __future__ import annotations
+
+from binascii import crc_hqx
+from functools import cache
+from typing import Any
+
+from redis.asyncio.cluster import RedisCluster
+from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
+
+__all__ = ["ClusterLayout", "KeyLayout", "SingleNodeLayout", "layout_for", "slot_tag"]
+
+
+class KeyLayout:
+    """The keys of the sessions under one prefix.
+
+    Attributes:
+        prefix: The key prefix.
+        cluster: True for the Redis Cluster layout.
+    """
+
+    cluster = False
+
+    def __init__(self, prefix: str) -> None:
+        if not isinstance(prefix, str) or not prefix:
+            raise ValueError(f"key_prefix must be a non-empty string, got {prefix!r}")
+        self.prefix = prefix
+
+    def items_key(self, session_id: str) -> str:
+        """Return the key of a session's item list."""
+        return f"{self.prefix}:items:{session_id}"
+
+    def index_key(self, session_id: str) -> str:
+        """Return the key of the sorted set that lists this session."""
+        return f"{self.prefix}:index"
+
+    async def index_keys(self, client: Any) -> list[str]:
+        """Return the index keys that list sessions under this prefix.
+
+        Args:
+            client: The client of the layout.
+        """
+        return [f"{self.prefix}:index"]
+
+
+class SingleNodeLayout(KeyLayout):
+    """One Redis: `P:items:<session_id>` and one index, `P:index`."""
+
+
+class ClusterLayout(KeyLayout):
+    """Redis Cluster: `P:items:{<session_id>}` and one index per hash slot, `P:index:{<tag>}`.
+
+    Raises:
+        ValueError: The prefix holds `{` or `}`: a hash tag in the prefix would put every
+            session in one slot, or split a session's keys over two.
+    """
+
+    cluster = True
+
+    def __init__(self, prefix: str) -> None:
+        super().__init__(prefix)
+        if "{" in prefix or "}" in prefix:
+            raise ValueError(
+                f"on a Redis Cluster, key_prefix must not contain '{{' or '}}' (they make a "
+                f"hash tag), got {prefix!r}"
+            )
+
+    def items_key(self, session_id: str) -> str:
+        """Return `P:items:{<session_id>}`: the id is the hash tag."""
+        return f"{self.prefix}:items:{{{session_id}}}"
+
+    def index_key(self, session_id: str) -> str:
+        """Return the index of the slot that holds the session's list."""
+        return self._index_of_slot(key_slot(self.items_key(session_id).encode()))
+
+    async def index_keys(self, client: Any) -> list[str]:
+        """Return the indexes that exist, found with `SCAN` on every primary.
+
+        Args:
+            client: The `RedisCluster` client.
+        """
+        pattern = f"{_glob_escape(self.prefix)}:index:{{*}}"
+        found: set[str] = set()
+        async for raw in client.scan_iter(match=pattern, count=1000, _type="zset"):
+            key = raw.decode("utf-8", "surrogateescape") if isinstance(raw, bytes) else raw
+            if key == self._index_of_slot(key_slot(key.encode("utf-8", "surrogateescape"))):
+                found.add(key)  # ours: not another prefix's keys that match the pattern
+        return sorted(found)
+
+    def _index_of_slot(self, slot: int) -> str:
+        return f"{self.prefix}:index:{{{slot_tag(slot)}}}"
+
+
+def layout_for(client: Any, prefix: str) -> KeyLayout:
+    """Return the layout for a client: the cluster layout for a `RedisCluster`.
+
+    Args:
+        client: A `redis.asyncio.Redis` or `redis.asyncio.cluster.RedisCluster`.
+        prefix: The key prefix.
+
+    Returns:
+        The layout.
+    """
+    return ClusterLayout(prefix) if isinstance(client, RedisCluster) else SingleNodeLayout(prefix)
+
+
+def _glob_escape(text: str) -> str:
+    """Escape the characters that `SCAN MATCH` patterns give a meaning."""
+    return "".join(f"\\{char}" if char in "*?[]\\" else char for char in text)
+
+
+# Redis Cluster hashes a key with CRC16 (XMODEM: polynomial 0x1021, initial value 0), keeping
+# the low 14 bits. That CRC is linear for messages of one length: crc(a ^ b) == crc(a) ^ crc(b).
+# A tag of four characters from '@ABCDEFGHIJKLMNO' (0x40-0x4F) varies 16 bits, and a basis of
+# their contributions reaches any slot: the tag for a slot is solved, not searched for.
+_TAG_BASE = b"@@@@"
+_SLOT_MASK = REDIS_CLUSTER_HASH_SLOTS - 1
+
+
+@cache
+def _tag_basis() -> tuple[tuple[int, int, int], ...]:
+    """(pivot bit, slot-bit contribution, tag-bit combination), highest pivot first."""
+    basis: dict[int, tuple[int, int]] = {}
+    for bit in range(8 * len(_TAG_BASE)):
+        if bit % 8 >= 4:
+            continue  # only the low four bits of each character vary
+        flipped = bytearray(len(_TAG_BASE))
+        flipped[bit // 8] = 1 << (bit % 8)
+        vector, combo = crc_hqx(bytes(flipped), 0) & _SLOT_MASK, 1 << bit
+        while vector:
+            pivot = vector.bit_length() - 1
+            if pivot not in basis:
+                basis[pivot] = (vector, combo)
+                break
+            vector ^= basis[pivot][0]
+            combo ^= basis[pivot][1]
+    return tuple((pivot, *basis[pivot]) for pivot in sorted(basis, reverse=True))
+
+
+@cache
+def slot_tag(slot: int) -> str:
+    """Return a short hash tag whose key slot is `slot`.
+
+    Args:
+        slot: A hash slot, 0-16383.
+
+    Returns:
+        Four characters from `@ABCDEFGHIJKLMNO`.
+    """
+    target = (slot ^ crc_hqx(_TAG_BASE, 0)) & _SLOT_MASK
+    combo = 0
+    for pivot, vector, bits in _tag_basis():
+        if target >> pivot & 1:
+            target ^= vector
+            combo ^= bits
+    if target:  # pragma: no cover - the basis spans every slot (a test checks all of them)
+        raise AssertionError(f"no tag for slot {slot}")
+    tag = bytes(_TAG_BASE[i] ^ (combo >> (8 * i) & 0xFF) for i in range(len(_TAG_BASE)))
+    return tag.decode("ascii")

@@ -1,0 +1,189 @@
+"""SQLAlchemySession through a real PgBouncer in transaction pooling mode (127.0.0.1:6432).
+
+The shared behaviour runs as `TestPgBouncerConformance`; the 8-process load test and the CLI
+round trip run through PgBouncer too (tests/memory/test_backends_load.py, tests/cli).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from turnstore import Session, SQLAlchemySession
+from turnstore.memory.sqlalchemy.pgbouncer import behind_pooler, split_pgbouncer_flag
+from turnstore.memory.sqlalchemy.session import create_engine_for_url
+from turnstore.testing import SessionConformanceTests
+
+pytestmark = pytest.mark.services
+
+WORKER = Path(__file__).with_name("load_worker.py")
+
+
+def without_flag(url: str) -> str:
+    return make_url(url).difference_update_query(["pgbouncer"]).render_as_string(False)
+
+
+@pytest.mark.parametrize(
+    ("query", "flag"),
+    [("", None), ("?pgbouncer=true", True), ("?pgbouncer=False", False), ("?pgbouncer=1", True)],
+)
+def test_the_url_flag_is_taken_out_before_the_driver_sees_it(query: str, flag: bool | None) -> None:
+    url, found = split_pgbouncer_flag(make_url(f"postgresql+asyncpg://u@h:6432/db{query}"))
+    assert found is flag
+    assert "pgbouncer" not in url.query
+    assert url.render_as_string(False) == "postgresql+asyncpg://u@h:6432/db"
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("postgresql+asyncpg://u@h/db?pgbouncer=maybe", "must be true or false"),
+        ("mysql+aiomysql://u@h/db?pgbouncer=true", "applies to PostgreSQL URLs"),
+        ("postgresql+psycopg://u@h/db?pgbouncer=true", "asyncpg driver"),
+    ],
+)
+def test_a_bad_flag_is_a_clear_error(url: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        SQLAlchemySession.from_url("s", url)
+
+
+@pytest.fixture
+async def tables(postgres_url: str) -> AsyncIterator[tuple[str, str]]:
+    tag = uuid.uuid4().hex[:10]
+    names = (f"pgb{tag}_s", f"pgb{tag}_m")
+    yield names
+    engine = create_engine_for_url(postgres_url)
+    async with engine.begin() as conn:
+        await conn.execute(text(f'DROP TABLE IF EXISTS "{names[1]}"'))
+        await conn.execute(text(f'DROP TABLE IF EXISTS "{names[0]}"'))
+    await engine.dispose()
+
+
+async def prepared_statements(engine: AsyncEngine) -> int:
+    async with engine.connect() as conn:
+        result = await conn.execute(text("SELECT count(*) FROM pg_prepared_statements"))
+        return int(result.scalar_one())
+
+
+@pytest.mark.parametrize("query", ["", "?pgbouncer=false"])
+async def test_postgresql_directly_keeps_its_prepared_statements(
+    postgres_url: str, tables: tuple[str, str], query: str
+) -> None:
+    session = SQLAlchemySession.from_url(
+        "s",
+        postgres_url + query,
+        create_tables=True,
+        sessions_table=tables[0],
+        messages_table=tables[1],
+        pool_size=1,
+        max_overflow=0,
+    )
+    try:
+        for n in range(3):
+            await session.add_items([{"n": n}])
+            await session.get_items(2)
+        assert behind_pooler(session.engine) is False
+        # The one pooled connection still holds the named statements it prepared and cached.
+        assert await prepared_statements(session.engine) >= 3
+    finally:
+        await session.close()
+
+
+@pytest.mark.parametrize("flagged", [True, False], ids=["flag", "detected"])
+async def test_through_pgbouncer_nothing_is_left_prepared(
+    pgbouncer_url: str, tables: tuple[str, str], flagged: bool
+) -> None:
+    url = pgbouncer_url if flagged else without_flag(pgbouncer_url)
+    session = SQLAlchemySession.from_url(
+        "s", url, create_tables=True, sessions_table=tables[0], messages_table=tables[1]
+    )
+    try:
+        assert behind_pooler(session.engine) is (True if flagged else None)
+        await session.add_items([{"n": 1}, {"n": 2}])
+        assert await session.pop_item() == {"n": 2}
+        assert await session.get_items() == [{"n": 1}]
+        assert behind_pooler(session.engine) is True
+        assert session.engine.url.query == {}
+    finally:
+        await session.close()
+
+
+async def test_concurrent_processes_through_pgbouncer_detected_without_the_flag(
+    pgbouncer_url: str, tables: tuple[str, str]
+) -> None:
+    """The issue's failure: 6 processes x 30 add/get through PgBouncer, no URL flag."""
+    namespace = tables[0].removesuffix("_s")
+    url = without_flag(pgbouncer_url)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    workers = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(WORKER),
+            "pgbouncer",
+            url,
+            namespace,
+            str(w),
+            "load",
+            "60",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+        )
+        for w in range(6)
+    ]
+    results = await asyncio.gather(*(w.communicate() for w in workers))
+    for worker, (out, err) in zip(workers, results, strict=True):
+        assert worker.returncode == 0, err.decode()
+        assert out.decode().strip() == "done"
+    total = 0
+    for n in range(4):
+        async with SQLAlchemySession.from_url(
+            f"shared-{n}", url, sessions_table=tables[0], messages_table=tables[1]
+        ) as session:
+            total += len(await session.get_items())
+    assert total == 6 * 60 * 2
+
+
+class TestPgBouncerConformance(SessionConformanceTests):
+    """The shared session contract on PostgreSQL through PgBouncer in transaction mode."""
+
+    @pytest.fixture(autouse=True)
+    async def _engine(self, pgbouncer_url: str, postgres_url: str) -> AsyncIterator[None]:
+        self.engine = create_engine_for_url(pgbouncer_url, pool_size=10, max_overflow=50)
+        tag = uuid.uuid4().hex[:10]
+        self.tables = (f"pgb{tag}_s", f"pgb{tag}_m")
+        yield
+        await self.engine.dispose()
+        direct = create_engine_for_url(postgres_url)
+        async with direct.begin() as conn:
+            await conn.execute(text(f'DROP TABLE IF EXISTS "{self.tables[1]}"'))
+            await conn.execute(text(f'DROP TABLE IF EXISTS "{self.tables[0]}"'))
+        await direct.dispose()
+
+    async def make_session(self, session_id: str) -> Session:
+        return SQLAlchemySession(
+            session_id,
+            engine=self.engine,
+            create_tables=True,
+            sessions_table=self.tables[0],
+            messages_table=self.tables[1],
+        )
+
+    async def corrupt_latest_row(self, session: Session) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                text(
+                    f"UPDATE \"{self.tables[1]}\" SET message_data = 'not json{{' WHERE id = "
+                    f'(SELECT max(id) FROM "{self.tables[1]}" WHERE session_id = :sid)'
+                ),
+                {"sid": session.session_id},
+            )
