@@ -1,13 +1,18 @@
 # Every target builds what it needs from nothing: a fresh clone needs only Python 3.11+ and make.
-#   make docs   build the documentation site and serve it at http://127.0.0.1:8000
+#   make docs   build the documentation site and serve it at http://127.0.0.1:8000 (PORT=8001 ...)
 #   make test   ruff, mypy --strict, typos and the whole pytest suite
+#   make bench  every benchmark in bench/, each table printed; FAIL lines for missed targets
 
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+PORT   ?= 8000
+HASH   := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+# Everything (tests, linters, database drivers, docs); `make docs` alone needs only the docs extra.
+STAMP      := $(VENV)/.installed-$(HASH)
+DOCS_STAMP := $(VENV)/.installed-docs-$(HASH)
 
-.PHONY: docs docs-build test lint venv bench clean
+.PHONY: docs docs-build docs-venv test lint venv bench clean
 
 venv: $(STAMP)
 
@@ -16,12 +21,35 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,docs,postgres,redis]'
 	@rm -f $(VENV)/.installed-*
-	@touch $(STAMP)
+	@touch $(STAMP) $(DOCS_STAMP)
 
-docs: venv
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
+docs-venv: $(DOCS_STAMP)
 
-docs-build: venv
+# Only the site's packages (MkDocs, Material, i18n, mkdocstrings, jieba): no Playwright, no
+# database drivers, no linters. A full `make venv` satisfies it too.
+$(DOCS_STAMP): pyproject.toml
+	@if [ ! -f $(STAMP) ]; then \
+	  test -x $(BIN)/python || $(PYTHON) -m venv $(VENV); \
+	  echo "installing the docs extra into $(VENV)"; \
+	  $(BIN)/python -m pip install --quiet --upgrade pip && \
+	  $(BIN)/python -m pip install --quiet -e '.[docs]'; \
+	fi
+	@rm -f $(VENV)/.installed-docs-*
+	@touch $(DOCS_STAMP)
+
+# `make docs` checks its port before anything is installed or built: a busy port stops make with
+# one line, not a traceback after the build.
+ifneq ($(filter docs,$(MAKECMDGOALS)),)
+PORT_BUSY := $(shell $(PYTHON) -c 'import socket, sys; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", int(sys.argv[1])))' '$(PORT)' 2>/dev/null || echo busy)
+ifneq ($(PORT_BUSY),)
+$(error port $(PORT) on 127.0.0.1 is in use: stop what serves there, or choose another port, e.g. make docs PORT=$(shell expr $(PORT) + 1))
+endif
+endif
+
+docs: docs-venv
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:$(PORT)
+
+docs-build: docs-venv
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 lint: venv
@@ -33,9 +61,16 @@ lint: venv
 test: lint
 	$(BIN)/python -m pytest
 
+# Every benchmark runs even when an earlier one missed its target; the status says if any did.
+BENCHES ?= $(sort $(wildcard bench/bench_*.py))
 bench: venv
-	$(BIN)/python bench/bench_sqlite.py
-	$(BIN)/python bench/bench_translate.py
+	@failed=""; \
+	for bench in $(BENCHES); do \
+	  printf '\n==> %s\n' "$$bench"; \
+	  $(BIN)/python "$$bench" || failed="$$failed $$bench"; \
+	done; \
+	if [ -n "$$failed" ]; then printf '\nFAIL: a target was missed in:%s\n' "$$failed"; exit 1; fi; \
+	printf '\nevery benchmark met its target\n'
 
 clean:
 	rm -rf $(VENV) site .pytest_cache .mypy_cache .ruff_cache

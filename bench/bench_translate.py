@@ -53,7 +53,7 @@ async def _one_run(concurrency: int | None, latency: float) -> tuple[float, int,
         return elapsed, len(echo.calls), echo.max_in_flight
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=2.0, help="seconds per model call")
     args = parser.parse_args()
@@ -74,9 +74,11 @@ def main() -> None:
     sequential, calls, peak = asyncio.run(_one_run(1, args.latency))
     print(f"concurrency 1: {sequential:.2f} s, {calls} calls, at most {peak} in flight")
     ratio = parallel / sequential
-    verdict = "meets" if ratio <= 1 / 8 else "MISSES"
-    print(f"ratio parallel/sequential: {ratio:.3f} (1/{1 / ratio:.1f}); {verdict} the 1/8 target")
+    print(f"ratio parallel/sequential: {ratio:.3f} (1/{1 / ratio:.1f})")
+    ok = ratio <= 1 / 8
+    print(f"{'PASS' if ok else 'FAIL'}  parallel / sequential {ratio:.3f} <= 1/8")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

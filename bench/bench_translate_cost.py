@@ -169,10 +169,14 @@ def _sdk(page: str, script: Path) -> _Meter:
         return meter
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sdk-script", type=Path, required=True, help="its translate_docs.py")
+    parser.add_argument("--sdk-script", type=Path, help="its translate_docs.py")
     args = parser.parse_args()
+    if args.sdk_script is None:
+        # `make bench` runs every benchmark without arguments: say what this one needs.
+        print("SKIP  needs the SDK's script: --sdk-script PATH (see this file's docstring)")
+        return 0
     print("cost = request characters + 4 x characters written back, 3 languages per page")
     total_ours = total_sdk = 0
     for page in _pages():
@@ -186,9 +190,11 @@ def main() -> None:
             f"{sdk.written} written), ratio {ours.cost / sdk.cost:.3f}"
         )
     ratio = total_ours / total_sdk
-    verdict = "meets" if ratio <= 0.25 else "MISSES"
-    print(f"total: ours {total_ours}, SDK {total_sdk}, ratio {ratio:.3f}; {verdict} the 0.25 goal")
+    print(f"total: ours {total_ours}, SDK {total_sdk}, ratio {ratio:.3f}")
+    ok = ratio <= 0.25
+    print(f"{'PASS' if ok else 'FAIL'}  ours / SDK cost {ratio:.3f} <= 0.25")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,6 +1,13 @@
 """Correcting a message: two `pop_item` calls remove the last answer and the question behind it.
 
-Run with an API key: OPENAI_API_KEY=sk-... python examples/message_correction.py
+Try it without an API key, against the bundled fake OpenAI server (its replies quote the user
+messages they received, so you can see the history the model got):
+
+    .venv/bin/python -m turnstore.testing.fake_openai --port 8787     # in one shell
+    export OPENAI_BASE_URL=http://127.0.0.1:8787/v1 OPENAI_API_KEY=sk-fake   # in another
+    .venv/bin/python examples/message_correction.py
+
+With a real key: OPENAI_API_KEY=sk-... .venv/bin/python examples/message_correction.py
 """
 
 from __future__ import annotations

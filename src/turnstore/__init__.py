@@ -70,7 +70,8 @@ from .tools import FunctionTool, function_tool
 if TYPE_CHECKING:
     from .memory import RedisSession, SQLAlchemySession
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
+"""The release: the one place the version is written (pyproject.toml reads it from here)."""
 
 __all__ = [
     "Agent",

@@ -19,20 +19,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
-from collections.abc import Iterator, Sequence
+import tempfile
+import unicodedata
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import IO, Any
 
+from . import __version__
 from .exceptions import TurnstoreError
+from .memory.codec import encode_items
 from .memory.store import SessionInfo, SessionRecord, SessionStore, open_session_store
 
 __all__ = ["build_parser", "main"]
 
 _ENV_TARGET = "TURNSTORE_DB"
-_IMPORT_CHUNK = 1000
 
 
 class CommandError(Exception):
@@ -48,45 +52,78 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="turnstore",
         description="Inspect and move the sessions stored in SQLite, PostgreSQL or Redis.",
-        epilog=f"The storage can also be given in the {_ENV_TARGET} environment variable.",
+        epilog=f"The storage can also be given in the {_ENV_TARGET} environment variable. "
+        "The storage options may come before or after the command.",
     )
-    parser.add_argument(
-        "--db",
-        metavar="TARGET",
-        default=os.environ.get(_ENV_TARGET),
-        help="a SQLite file, a SQLAlchemy URL (postgresql://user@host/db) or a Redis URL "
-        "(redis://host:6379/0)",
-    )
-    parser.add_argument("--sessions-table", default="agent_sessions", help="SQL sessions table")
-    parser.add_argument("--messages-table", default="agent_messages", help="SQL messages table")
-    parser.add_argument("--key-prefix", default="agent_sessions", help="Redis key prefix")
+    parser.add_argument("--version", action="version", version=f"turnstore {__version__}")
+    _add_storage_options(parser, defaults=True)
+    # The same options after the command: SUPPRESS leaves the value given before it in place.
+    storage = argparse.ArgumentParser(add_help=False)
+    _add_storage_options(storage, defaults=False)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    listing = commands.add_parser("list", help="list sessions, most recently active first")
+    listing = commands.add_parser(
+        "list", parents=[storage], help="list sessions, most recently active first"
+    )
     listing.add_argument("--page", type=_positive, default=1, help="page number (from 1)")
     listing.add_argument("--page-size", type=_positive, default=50, help="sessions per page")
     listing.add_argument("--json", action="store_true", help="print JSON Lines")
 
-    show = commands.add_parser("show", help="print a session's items, one JSON object a line")
+    show = commands.add_parser(
+        "show", parents=[storage], help="print a session's items, one JSON object a line"
+    )
     show.add_argument("session_id", metavar="ID")
     show.add_argument("--limit", type=_non_negative, help="only the latest N items")
 
-    export = commands.add_parser("export", help="write sessions as JSON Lines")
+    export = commands.add_parser("export", parents=[storage], help="write sessions as JSON Lines")
     which = export.add_mutually_exclusive_group(required=True)
     which.add_argument("session_ids", metavar="ID", nargs="*", default=[])
     which.add_argument("--all", action="store_true", help="every session")
     export.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
 
-    imports = commands.add_parser("import", help="append the items of a JSON Lines export")
+    imports = commands.add_parser(
+        "import",
+        parents=[storage],
+        help="write the sessions of a JSON Lines export (refuses sessions that hold items, "
+        "unless --append or --replace)",
+    )
     imports.add_argument("file", metavar="FILE", help="the export to read ('-' for stdin)")
-    imports.add_argument("--replace", action="store_true", help="clear each imported session first")
+    mode = imports.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--append", action="store_true", help="add to sessions that already hold items"
+    )
+    mode.add_argument(
+        "--replace",
+        action="store_true",
+        help="replace the items of each imported session (in the same transaction)",
+    )
 
-    clear = commands.add_parser("clear", help="remove every item of a session")
+    clear = commands.add_parser("clear", parents=[storage], help="remove every item of a session")
     clear.add_argument("session_id", metavar="ID")
 
-    stats = commands.add_parser("stats", help="count sessions and items")
+    stats = commands.add_parser("stats", parents=[storage], help="count sessions and items")
     stats.add_argument("--json", action="store_true", help="print JSON")
     return parser
+
+
+def _add_storage_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
+    def default(value: str | None) -> str | None:
+        return value if defaults else argparse.SUPPRESS
+
+    parser.add_argument(
+        "--db",
+        metavar="TARGET",
+        default=default(os.environ.get(_ENV_TARGET)),
+        help="a SQLite file, a SQLAlchemy URL (postgresql://user@host/db) or a Redis URL "
+        "(redis://host:6379/0)",
+    )
+    parser.add_argument(
+        "--sessions-table", default=default("agent_sessions"), help="SQL sessions table"
+    )
+    parser.add_argument(
+        "--messages-table", default=default("agent_messages"), help="SQL messages table"
+    )
+    parser.add_argument("--key-prefix", default=default("agent_sessions"), help="Redis key prefix")
 
 
 def _positive(text: str) -> int:
@@ -113,13 +150,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv: The arguments (default: `sys.argv[1:]`).
 
     Returns:
-        The exit status: 0 on success, 1 when the command failed (a missing session, a storage
-        error), 2 for a usage error (a bad option or storage target).
+        The exit status: 0 on success (also when the reader of the output stops early, as
+        `head` does), 1 when the command failed (a missing session, a storage error), 2 for a
+        usage error (a bad option or storage target).
     """
     parser = build_parser()
     args = parser.parse_args(argv)
     if not args.db:
         parser.error(f"no storage given: pass --db TARGET or set {_ENV_TARGET}")
+    try:
+        return _main(args)
+    except BrokenPipeError:
+        # The reader went away (`turnstore list --json | head -1`): what it wanted was written.
+        # Point stdout at /dev/null so the interpreter's final flush does not fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 0
+
+
+def _main(args: argparse.Namespace) -> int:
     if args.command == "import":
         try:
             args.records = _load_export(args.file)
@@ -134,16 +184,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             key_prefix=args.key_prefix,
             create=args.command == "import",
         )
-    except (ValueError, TypeError, FileNotFoundError, ImportError) as exc:
+    except (ValueError, TypeError, OSError, ImportError) as exc:
         print(f"turnstore: error: {exc}", file=sys.stderr)
         return 2
     try:
         asyncio.run(_run(store, args))
-    except (CommandError, TurnstoreError, ValueError, TypeError, OSError) as exc:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise  # main() treats a reader that went away as success
+    except CommandError as exc:
         print(f"turnstore: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        # Any other failure is an error of this storage, never an empty result: name it (the
+        # target shows no password).
+        text = str(exc) or type(exc).__name__
+        if store.target not in text:
+            text = f"{store.target}: {text}"
+        print(f"turnstore: error: {text}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -196,15 +257,35 @@ async def _list(store: SessionStore, args: argparse.Namespace) -> None:
     if not infos:
         print("no sessions" if args.page == 1 else f"no sessions on page {args.page}")
         return
-    width = max(10, *(len(info.session_id) for info in infos))
-    print(f"{'SESSION ID':<{width}}  {'ITEMS':>7}  LAST ACTIVITY (UTC)")
+    header = "SESSION ID"
+    width = max(_display_width(header), *(_display_width(info.session_id) for info in infos))
+    print(f"{_pad(header, width)}  {'ITEMS':>7}  LAST ACTIVITY (UTC)")
     for info in infos:
-        print(f"{info.session_id:<{width}}  {info.item_count:>7}  {_time(info.last_activity)}")
+        print(f"{_pad(info.session_id, width)}  {info.item_count:>7}  {_time(info.last_activity)}")
     first = offset + 1
     footer = f"page {args.page}: sessions {first}-{offset + len(infos)}"
     if more:
         footer += f"; next page: --page {args.page + 1}"
     print(footer)
+
+
+def _display_width(text: str) -> int:
+    """Columns `text` takes in a terminal.
+
+    Wide and fullwidth characters (CJK) take two columns, combining marks and control
+    characters none, everything else one.
+    """
+    width = 0
+    for char in text:
+        if unicodedata.combining(char) or unicodedata.category(char) in ("Cc", "Cf"):
+            continue
+        width += 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+    return width
+
+
+def _pad(text: str, width: int) -> str:
+    """`text` left-aligned in `width` terminal columns."""
+    return text + " " * max(0, width - _display_width(text))
 
 
 async def _require(store: SessionStore, session_id: str) -> SessionInfo:
@@ -239,17 +320,32 @@ async def _export(store: SessionStore, args: argparse.Namespace) -> None:
             await _require(store, session_id)
         session_ids = list(args.session_ids)
     if args.output:
-        out = await asyncio.to_thread(open, args.output, "w", encoding="utf-8")
-        try:
-            count = await _write_records(store, session_ids, out)
-        finally:
-            out.close()
+        count = await _export_to_file(store, session_ids, args.output)
         print(
             f"exported {count} items of {len(session_ids)} sessions to {args.output}",
             file=sys.stderr,
         )
     else:
         await _write_records(store, session_ids, sys.stdout)
+
+
+async def _export_to_file(store: SessionStore, session_ids: list[str], path: str) -> int:
+    # Written to a temporary file beside the target and renamed over it only once complete: an
+    # error never leaves an empty or partial backup (and never clobbers an older one).
+    directory = os.path.dirname(await asyncio.to_thread(os.path.abspath, path))
+    fd, temp = await asyncio.to_thread(
+        tempfile.mkstemp, prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory
+    )
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            count = await _write_records(store, session_ids, out)
+            await asyncio.to_thread(os.fsync, out.fileno())
+        await asyncio.to_thread(os.replace, temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    return count
 
 
 async def _all_sessions(store: SessionStore) -> Any:
@@ -276,12 +372,23 @@ async def _write_records(store: SessionStore, session_ids: list[str], out: IO[st
     return count
 
 
-def _read_export(lines: Iterator[str], source: str) -> dict[str, list[SessionRecord]]:
-    by_session: dict[str, list[SessionRecord]] = {}
-    for number, line in enumerate(lines, start=1):
+_Entries = dict[str, list[tuple[str, SessionRecord]]]
+"""An export read into memory: per session id, its records with where each came from."""
+
+
+def _read_export(lines: Iterable[bytes], source: str) -> _Entries:
+    by_session: _Entries = {}
+    for number, raw in enumerate(lines, start=1):
+        where = f"{source} line {number}"
+        try:
+            line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+        except UnicodeDecodeError as exc:
+            raise CommandError(
+                f"{where} is not UTF-8 text ({exc.reason} at byte {exc.start + 1} of the line); "
+                "an export is UTF-8 JSON Lines"
+            ) from exc
         if not line.strip():
             continue
-        where = f"{source} line {number}"
         try:
             data = json.loads(line)
         except ValueError as exc:
@@ -290,30 +397,66 @@ def _read_export(lines: Iterator[str], source: str) -> dict[str, list[SessionRec
             record = SessionRecord.from_json(data, where=where)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
-        by_session.setdefault(record.session_id, []).append(record)
+        by_session.setdefault(record.session_id, []).append((where, record))
     return by_session
 
 
-def _load_export(path: str) -> dict[str, list[SessionRecord]]:
+def _load_export(path: str) -> _Entries:
     if path == "-":
-        return _read_export(iter(sys.stdin), "stdin")
-    with open(path, encoding="utf-8") as source:
-        return _read_export(iter(source), path)
+        return _read_export(sys.stdin.buffer, "stdin")
+    with open(path, "rb") as source:
+        return _read_export(source, path)
 
 
 async def _import(store: SessionStore, args: argparse.Namespace) -> None:
-    # The whole file is read and checked before anything is written.
-    by_session: dict[str, list[SessionRecord]] = args.records
-    total = 0
-    for session_id, records in by_session.items():
-        if args.replace:
-            session = store.session(session_id)
+    by_session: _Entries = args.records
+    # 1. Everything is known storable before the first write: each session id (by the same
+    #    checks the backend's session applies) and each item (by the codec every write uses).
+    for session_id, entries in by_session.items():
+        where = entries[0][0]
+        try:
+            await _close(store.session(session_id))
+        except (TypeError, ValueError) as exc:
+            raise CommandError(
+                f"{where}: session id {session_id!r} cannot be stored: {exc}"
+            ) from exc
+        for line, record in entries:
             try:
-                await session.clear_session()
-            finally:
-                await _close(session)
-        for start in range(0, len(records), _IMPORT_CHUNK):
-            await store.write_records(session_id, records[start : start + _IMPORT_CHUNK])
+                encode_items([record.item])
+            except TypeError as exc:
+                reason = str(exc).removeprefix("item 0 ")
+                raise CommandError(f"{line}: the item cannot be stored: it {reason}") from exc
+    # 2. A plain import never mixes a file into sessions that already hold items.
+    occupied = []
+    for session_id in by_session:
+        info = await store.get_info(session_id)
+        if info is not None and info.item_count:
+            occupied.append(f"{session_id!r} ({info.item_count} items)")
+    if occupied and not (args.append or args.replace):
+        raise CommandError(
+            f"nothing imported: {len(occupied)} of the file's sessions already hold items in "
+            f"{store.target}: {', '.join(occupied)}. Pass --append to add to them, or "
+            "--replace to replace their items"
+        )
+    # 3. One transaction per session (one script on Redis): a session is written whole or not.
+    done: list[str] = []
+    total = 0
+    for session_id, entries in by_session.items():
+        records = [record for _, record in entries]
+        try:
+            await store.write_records(session_id, records, replace=args.replace)
+        except (TurnstoreError, TypeError, ValueError, OSError) as exc:
+            written = (
+                f"{len(done)} sessions were imported before it ({', '.join(map(repr, done))}); "
+                "rerun with --replace to import the file again without duplicates"
+                if done
+                else "nothing was imported"
+            )
+            raise CommandError(
+                f"importing session {session_id!r} failed, nothing of it was written: {exc}. "
+                f"{written}"
+            ) from exc
+        done.append(session_id)
         total += len(records)
     print(f"imported {total} items into {len(by_session)} sessions", file=sys.stderr)
 

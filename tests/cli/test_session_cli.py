@@ -254,6 +254,12 @@ def test_import_replace_and_bad_files(
         encoding="utf-8",
     )
     code, _, err = run_cli(capsys, *backend.args, "import", str(export))
+    assert code == 1
+    assert "'alpha' (1 items)" in err
+    assert "--append" in err
+    assert "--replace" in err
+    assert backend.items("alpha") == [{"old": True}]  # a plain import wrote nothing
+    code, _, err = run_cli(capsys, *backend.args, "import", "--append", str(export))
     assert code == 0, err
     assert backend.items("alpha") == [{"old": True}, {"new": 1}]
     code, _, err = run_cli(capsys, *backend.args, "import", "--replace", str(export))
@@ -279,7 +285,7 @@ def test_import_replace_and_bad_files(
     [
         ("ftp://example", "cannot use 'ftp://example'"),
         ("sqlite://nope", "a SQLite URL looks like sqlite:///"),
-        ("/nonexistent/dir/file.db", "no SQLite database at"),
+        ("/nonexistent/dir/file.db", "the directory '/nonexistent/dir' of the SQLite database"),
         ("postgresql://postgres@127.0.0.1:1/test", "turnstore: error:"),
         ("redis://127.0.0.1:1/0", "turnstore: error:"),
     ],
@@ -338,3 +344,266 @@ def test_every_command_and_option_is_documented() -> None:
         for option in action.option_strings:
             if option.startswith("--") and option != "--help":
                 assert option in docs, f"{option} is missing from docs/backends.md"
+
+
+# --- import: everything checked before the first write; one transaction per session -------------
+
+
+def _write_export(path: Path, records: list[dict[str, object]], raw_tail: str = "") -> None:
+    lines = [json.dumps(record, ensure_ascii=False) for record in records]
+    path.write_text("\n".join(lines) + "\n" + raw_tail, encoding="utf-8", errors="surrogatepass")
+
+
+def _records(session_id: str, count: int) -> list[dict[str, object]]:
+    return [{"session_id": session_id, "created_at": None, "item": {"n": i}} for i in range(count)]
+
+
+@pytest.mark.parametrize(
+    ("bad_line", "reason"),
+    [
+        ('{"session_id": "b", "item": {"x": NaN}}', "Out of range float values"),
+        ('{"session_id": "b", "item": {"x": Infinity}}', "Out of range float values"),
+        ('{"session_id": "b", "item": {"x": "\\ud800"}}', "surrogate"),
+        ('{"session_id": "\\udc00", "item": {"x": 1}}', "cannot be stored"),
+    ],
+    ids=["nan", "infinity", "surrogate-item", "surrogate-id"],
+)
+def test_import_writes_nothing_when_any_record_cannot_be_stored(
+    backend: Backend,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    bad_line: str,
+    reason: str,
+) -> None:
+    backend.fill({"b": [{"old": True}]})
+    export = tmp_path / "e.jsonl"
+    # 1,200 good records of session a, 1,100 of b, then the bad one (after the first 1,000 of b).
+    _write_export(export, _records("a", 1200) + _records("b", 1100), bad_line + "\n")
+    for mode in ([], ["--append"], ["--replace"]):
+        code, _, err = run_cli(capsys, *backend.args, "import", *mode, str(export))
+        assert code == 1
+        assert f"{export} line 2301" in err
+        assert reason in err
+        assert backend.items("a") == []
+        assert backend.items("b") == [{"old": True}]  # --replace cleared nothing
+
+
+def test_import_of_a_too_long_id_on_postgres_names_the_line(
+    postgres_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for pg in _postgres(postgres_url):
+        export = tmp_path / "e.jsonl"
+        _write_export(export, _records("a", 3) + _records("x" * 300, 1))
+        code, _, err = run_cli(capsys, *pg.args, "import", str(export))
+        assert code == 1
+        assert f"{export} line 4" in err
+        assert "at most 255 characters" in err
+        assert pg.items("a") == []
+
+
+def test_importing_a_file_twice_refuses_and_names_the_sessions(
+    backend: Backend, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    export = tmp_path / "e.jsonl"
+    _write_export(export, _records("a", 2) + _records("b", 1) + _records("c", 1))
+    backend.fill({"c": [{"old": True}]})
+    code, _, err = run_cli(capsys, *backend.args, "import", str(export))
+    assert code == 1
+    assert "'c' (1 items)" in err
+    assert backend.items("a") == []
+    assert backend.items("b") == []
+    code, _, err = run_cli(capsys, *backend.args, "import", "--replace", str(export))
+    assert code == 0, err
+    code, _, err = run_cli(capsys, *backend.args, "import", str(export))
+    assert code == 1
+    assert "'a' (2 items)" in err
+    assert "'b' (1 items)" in err
+    assert "'c' (1 items)" in err
+    assert backend.items("a") == [{"n": 0}, {"n": 1}]  # not doubled
+    code, _, err = run_cli(capsys, *backend.args, "import", "--replace", str(export))
+    assert code == 0, err
+    assert backend.items("a") == [{"n": 0}, {"n": 1}]  # --replace is idempotent
+    with pytest.raises(SystemExit) as info:  # a usage error: the two modes exclude each other
+        main([*backend.args, "import", "--append", "--replace", str(export)])
+    assert info.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+def _poison_sql(backend: Backend) -> None:
+    """Make the database refuse (at write time) any item that holds the word "poison"."""
+    if backend.name == "sqlite":
+        import sqlite3
+
+        conn = sqlite3.connect(backend.target)
+        with conn:
+            conn.execute(
+                f'CREATE TRIGGER poison BEFORE INSERT ON "{backend.tables[1]}" '
+                "WHEN NEW.message_data LIKE '%poison%' "
+                "BEGIN SELECT RAISE(ABORT, 'poisoned row'); END"
+            )
+        conn.close()
+        return
+
+    async def run() -> None:
+        from sqlalchemy import text
+
+        from turnstore.memory.sqlalchemy.session import create_engine_for_url
+
+        engine = create_engine_for_url(backend.target)  # the session's own URL rules (pgbouncer=)
+        async with engine.begin() as conn:
+            await conn.execute(
+                text(
+                    f"CREATE OR REPLACE FUNCTION {backend.tables[1]}_poison() RETURNS trigger AS "
+                    "$$ BEGIN IF NEW.message_data LIKE '%poison%' THEN "
+                    "RAISE EXCEPTION 'poisoned row'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql"
+                )
+            )
+            await conn.execute(
+                text(
+                    f'CREATE TRIGGER poison BEFORE INSERT ON "{backend.tables[1]}" '
+                    f"FOR EACH ROW EXECUTE FUNCTION {backend.tables[1]}_poison()"
+                )
+            )
+        await engine.dispose()
+
+    asyncio.run(run())
+
+
+def _poison_redis(backend: Backend, session_id: str) -> None:
+    """Make session_id's key a string, so that Redis refuses to append to it."""
+
+    async def run() -> None:
+        from turnstore.memory.redis.keys import layout_for
+        from turnstore.memory.redis.session import create_client_for_url
+
+        client = create_client_for_url(backend.target)  # one Redis or a cluster, as the URL says
+        key = layout_for(client, backend.prefix).items_key(session_id)
+        await client.set(key, "not a list")
+        await client.aclose()
+
+    asyncio.run(run())
+
+
+def test_a_session_that_fails_at_write_time_is_written_whole_or_not_at_all(
+    backend: Backend, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    backend.fill({"a": [{"old": True}], "b": [{"old": True}]})
+    export = tmp_path / "e.jsonl"
+    poisoned = _records("b", 2500)
+    poisoned[1500]["item"] = {"text": "poison"}  # after the first 1,000 rows of the session
+    _write_export(export, _records("a", 3) + poisoned)
+    if backend.name.startswith("redis"):
+        _poison_redis(backend, "b")
+    else:
+        _poison_sql(backend)
+    code, _, err = run_cli(capsys, *backend.args, "import", "--replace", str(export))
+    assert code == 1
+    if backend.name.startswith("redis"):
+        # Redis: the key of the wrong type is found before the first write.
+        assert "WRONGTYPE" in err
+        assert backend.target in err
+        assert backend.items("a") == [{"old": True}]
+        return
+    assert "importing session 'b' failed, nothing of it was written" in err
+    assert "1 sessions were imported before it ('a')" in err
+    assert backend.items("a") == [{"n": 0}, {"n": 1}, {"n": 2}]
+    assert backend.items("b") == [{"old": True}]  # the replacement was rolled back whole
+
+
+# --- errors are never an empty result; backups are never empty or partial -----------------------
+
+
+def test_a_wrong_postgres_database_or_role_is_an_error_not_an_empty_store(
+    postgres_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sqlalchemy.engine import make_url
+
+    base = make_url(postgres_url)
+    wrong = [
+        base.set(database=f"nodb_{uuid.uuid4().hex[:8]}", password="s3cret"),
+        base.set(username=f"norole_{uuid.uuid4().hex[:8]}", password="s3cret"),
+    ]
+    backup = tmp_path / "backup.jsonl"
+    backup.write_text("an older backup\n", encoding="utf-8")
+    for url in wrong:
+        target = url.render_as_string(hide_password=False)
+        shown = url.render_as_string(hide_password=True)
+        for command in (["stats"], ["list"], ["export", "--all", "-o", str(backup)]):
+            code, out, err = run_cli(capsys, "--db", target, *command)
+            assert code == 1, (command, out, err)
+            assert shown in err
+            assert "s3cret" not in err + out
+            assert "Traceback" not in err
+        assert backup.read_text(encoding="utf-8") == "an older backup\n"
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["backup.jsonl"]
+
+
+def test_missing_tables_read_as_an_empty_store(
+    postgres_url: str, mysql_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tag = uuid.uuid4().hex[:8]
+    for url in (postgres_url, mysql_url):
+        args = ["--db", url, "--sessions-table", f"none{tag}_s", "--messages-table", f"none{tag}_m"]
+        code, out, err = run_cli(capsys, *args, "stats", "--json")
+        assert code == 0, err
+        assert json.loads(out)["sessions"] == 0
+        code, out, err = run_cli(capsys, *args, "export", "--all")
+        assert (code, out) == (0, "")
+
+
+def test_a_wrong_mariadb_database_is_an_error(
+    mysql_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sqlalchemy.engine import make_url
+
+    url = make_url(mysql_url).set(database=f"nodb_{uuid.uuid4().hex[:8]}")
+    code, _, err = run_cli(capsys, "--db", url.render_as_string(hide_password=False), "stats")
+    assert code == 1
+    assert url.database is not None
+    assert url.database in err
+
+
+def test_a_sqlite_file_that_is_not_a_database_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "notes.db"
+    path.write_bytes(b"this is not a database file at all, just text" * 100)
+    code, _, err = run_cli(capsys, "--db", str(path), "stats")
+    assert code == 1
+    assert str(path) in err
+
+
+def test_an_export_that_fails_midway_leaves_the_old_backup_and_no_temp_file(
+    redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for redis in _redis(redis_url):
+        redis.fill({f"s{i}": [{"n": i}] for i in range(5)})
+        _poison_redis(redis, "s3")  # reading this session fails mid-export
+        backup = tmp_path / "backup.jsonl"
+        backup.write_text("an older backup\n", encoding="utf-8")
+        code, _, err = run_cli(capsys, *redis.args, "export", "--all", "-o", str(backup))
+        assert code == 1
+        assert "WRONGTYPE" in err
+        assert backup.read_text(encoding="utf-8") == "an older backup\n"
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["backup.jsonl"]
+        fresh = tmp_path / "fresh.jsonl"
+        code, _, err = run_cli(capsys, *redis.args, "export", "--all", "-o", str(fresh))
+        assert code == 1
+        assert not fresh.exists()  # never an empty or partial file
+
+
+def test_items_added_before_1970_round_trip(
+    backend: Backend, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    export = tmp_path / "old.jsonl"
+    stamps = ["1960-05-01T12:00:00.250000+00:00", "1969-12-31T23:59:59.999000+00:00"]
+    _write_export(
+        export, [{"session_id": "old", "created_at": s, "item": {"n": s}} for s in stamps]
+    )
+    code, _, err = run_cli(capsys, *backend.args, "import", str(export))
+    assert code == 0, err
+    code, out, err = run_cli(capsys, *backend.args, "export", "old")
+    assert code == 0, err
+    assert [json.loads(line)["created_at"] for line in out.splitlines()] == stamps
+    code, out, _ = run_cli(capsys, *backend.args, "list", "--json")
+    assert json.loads(out.splitlines()[0])["items"] == 2

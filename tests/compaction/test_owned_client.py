@@ -11,6 +11,7 @@ import pytest
 from turnstore import (
     OpenAIConversationsSession,
     OpenAIResponsesCompactionSession,
+    SessionClosedError,
     SQLiteSession,
 )
 from turnstore.testing import FakeCompactionAPI, FakeConversationsAPI, FakeOpenAIServer
@@ -46,10 +47,14 @@ async def test_conversations_session_closes_the_client_it_built(
         assert len(await session.get_items()) == 1
     assert len(built) == 1
     assert built[0].is_closed()
-    # Still usable after close(): a new client is built, and closed again.
-    assert len(await session.get_items()) == 1
-    await session.close()
-    assert len(built) == 2
+    # Like every session: closed means closed (a new object with the same id goes on).
+    with pytest.raises(SessionClosedError):
+        await session.get_items()
+    await session.close()  # harmless
+    assert len(built) == 1
+    again = OpenAIConversationsSession(conversation_id=session.conversation_id)
+    assert len(await again.get_items()) == 1
+    await again.close()
     assert built[1].is_closed()
 
 
@@ -82,10 +87,11 @@ async def test_a_client_passed_in_stays_open(
 
 
 async def test_concurrent_first_calls_build_one_client(built: list[openai.AsyncOpenAI]) -> None:
-    session = OpenAIConversationsSession()
-    await session.add_items([USER])
-    await session.close()
+    first = OpenAIConversationsSession()
+    await first.add_items([USER])
+    await first.close()
     built.clear()
+    session = OpenAIConversationsSession(conversation_id=first.conversation_id)
     await asyncio.gather(*(session.get_items() for _ in range(5)))
     await session.close()
     assert built

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from turnstore import OpenAIConversationsSession, SQLiteSession, UserError
+from turnstore import OpenAIConversationsSession, SessionClosedError, SQLiteSession, UserError
 from turnstore.testing import FakeConversationsAPI, FakeOpenAIServer
 
 USER = {"role": "user", "content": "hi"}
@@ -63,9 +63,13 @@ def test_conversations_session_refuses_a_second_loop_until_closed(
         with pytest.raises(UserError, match="another event loop"):
             second.run_until_complete(session.get_items())
         first.run_until_complete(session.close())  # closes the client of the first loop
-        second.run_until_complete(session.add_items([USER]))  # a new client on the new loop
-        assert len(second.run_until_complete(session.get_items())) == 2
-        second.run_until_complete(session.close())
+        with pytest.raises(SessionClosedError):  # closed means closed, as on every backend
+            second.run_until_complete(session.get_items())
+        # A new object on the same conversation gets a new client on the new loop.
+        again = OpenAIConversationsSession(conversation_id=session.conversation_id)
+        second.run_until_complete(again.add_items([USER]))
+        assert len(second.run_until_complete(again.get_items())) == 2
+        second.run_until_complete(again.close())
     finally:
         first.close()
         second.close()

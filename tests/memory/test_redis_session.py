@@ -82,6 +82,49 @@ async def test_ttl_expires_the_session(client: Redis, prefix: str) -> None:
     assert await session.get_items() == []
 
 
+@pytest.mark.parametrize(
+    "ttl",
+    [float("inf"), float("nan"), 1e16, 2**63, timedelta(days=366_000), 0, -1, 1e-300],
+    ids=["inf", "nan", "1e16", "2**63", "1000-years-and-more", "zero", "negative", "tiny"],
+)
+async def test_an_unusable_ttl_fails_in_the_constructor(
+    client: Redis, prefix: str, ttl: object
+) -> None:
+    if ttl == 1e-300:  # below a millisecond: rounded up to 1 ms, accepted
+        session = RedisSession("s", redis_client=client, key_prefix=prefix, ttl=1e-300)
+        assert session.ttl == 0.001
+        return
+    with pytest.raises(ValueError, match="ttl must be more than 0 and at most"):
+        RedisSession("s", redis_client=client, key_prefix=prefix, ttl=ttl)  # type: ignore[arg-type]
+
+
+async def test_the_longest_ttl_stores_once(client: Redis, prefix: str) -> None:
+    from turnstore.memory.redis.session import MAX_TTL_SECONDS
+
+    session = RedisSession("s", redis_client=client, key_prefix=prefix, ttl=MAX_TTL_SECONDS)
+    await session.add_items([{"role": "user", "content": "a"}])
+    assert await client.llen(f"{prefix}:items:s") == 1
+    assert await client.pttl(f"{prefix}:items:s") > 0
+
+
+async def test_the_write_script_refuses_a_bad_ttl_before_it_writes(
+    client: Redis, prefix: str
+) -> None:
+    # Whatever reaches the script (another client of the same keys, a future bug), an expiry
+    # Redis would refuse fails before RPUSH, so no retry can duplicate items.
+    from redis.exceptions import ResponseError
+
+    session = RedisSession("s", redis_client=client, key_prefix=prefix)
+    key = f"{prefix}:items:s"
+    for bad in (2**63 - 1, -5, "soon", 1.5):
+        with pytest.raises(ResponseError, match="invalid ttl"):
+            await session._add(
+                keys=[key, f"{prefix}:index"], args=["s", bad, 1, '1|{"role":"user"}']
+            )
+        assert await client.exists(key) == 0
+        assert await client.zscore(f"{prefix}:index", "s") is None
+
+
 async def test_without_ttl_keys_do_not_expire(client: Redis, prefix: str) -> None:
     session = RedisSession("s", redis_client=client, key_prefix=prefix)
     await session.add_items([{"n": 1}])
@@ -215,6 +258,9 @@ class TestRedisConformance(SessionConformanceTests):
 
     async def corrupt_latest_row(self, session: Session) -> None:
         await self.client.lset(f"{self.prefix}:items:{session.session_id}", -1, "not json{")
+
+    async def stored_row_count(self, session: Session) -> int:
+        return int(await self.client.llen(f"{self.prefix}:items:{session.session_id}"))
 
 
 def test_missing_extra_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -280,6 +280,113 @@ async def test_killed_connection_gives_a_clear_error_then_recovers(
     assert await session.get_items() == [{"n": 1}, {"n": 4}]
 
 
+async def _kill_mid_write(
+    postgres_url: str, tables: tuple[str, str], command_timeout: float | None
+) -> list[str]:
+    """Kill the session's backend 5-15 ms into 3,000-item writes, 12 times; return outcomes."""
+    import random
+
+    app = f"turnstore-kill-{uuid.uuid4().hex[:8]}"
+    engine = create_async_engine(
+        postgres_url, connect_args={"server_settings": {"application_name": app}}
+    )
+    killer = create_async_engine(postgres_url, poolclass=NullPool)
+    session = SQLAlchemySession(
+        "s",
+        engine=engine,
+        create_tables=True,
+        sessions_table=tables[0],
+        messages_table=tables[1],
+        command_timeout=command_timeout,
+    )
+    outcomes: list[str] = []
+    stored = 0
+    try:
+        await session.add_items([{"warm": True}])
+        stored = 1
+        batch = [{"role": "user", "content": f"item {i} " + "x" * 200} for i in range(3000)]
+        for _ in range(12):
+            add = asyncio.ensure_future(session.add_items(batch))
+            await asyncio.sleep(random.uniform(0.005, 0.015))
+            async with killer.connect() as conn:
+                await conn.execute(
+                    text(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                        "WHERE application_name = :app AND pid <> pg_backend_pid()"
+                    ),
+                    {"app": app},
+                )
+            done, _ = await asyncio.wait({add}, timeout=120)  # far past the bound: a hang
+            if not done:
+                outcomes.append("hung")
+                add.cancel()
+                break
+            error = add.exception()
+            if error is None:
+                outcomes.append("stored")
+            else:
+                assert isinstance(error, SessionStorageError), repr(error)
+                outcomes.append("error")
+            # The session is usable after it, and the batch is stored whole or not at all.
+            count = len(await session.get_items())
+            assert (count - stored) in (0, 3000)
+            stored = count
+    finally:
+        await session.close()
+        await killer.dispose()
+        await engine.dispose()
+    return outcomes
+
+
+@pytest.mark.slow
+async def test_a_backend_killed_mid_write_raises_within_the_command_timeout(
+    postgres_url: str, engine: AsyncEngine, tables: tuple[str, str]
+) -> None:
+    outcomes = await _kill_mid_write(postgres_url, tables, command_timeout=5)
+    assert "hung" not in outcomes
+    assert len(outcomes) == 12
+
+
+def test_command_timeout_is_checked(engine: AsyncEngine) -> None:
+    for bad in (0, -1, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="command_timeout"):
+            SQLAlchemySession("s", engine=engine, command_timeout=bad)
+    with pytest.raises(TypeError, match="command_timeout"):
+        SQLAlchemySession("s", engine=engine, command_timeout="5")  # type: ignore[arg-type]
+    assert SQLAlchemySession("s", engine=engine).command_timeout == 60.0
+    assert SQLAlchemySession("s", engine=engine, command_timeout=None).command_timeout is None
+
+
+async def test_a_statement_past_the_command_timeout_is_a_storage_error(
+    engine: AsyncEngine, tables: tuple[str, str]
+) -> None:
+    session = make(engine, tables)
+    await session.add_items([{"n": 1}])
+    bounded = SQLAlchemySession(
+        "s",
+        engine=engine,
+        create_tables=True,
+        sessions_table=tables[0],
+        messages_table=tables[1],
+        command_timeout=0.5,
+    )
+    blocker = create_async_engine(str(engine.url.render_as_string(hide_password=False)))
+    try:
+        async with blocker.connect() as lock_conn:
+            # Hold the session's row lock: the write waits inside PostgreSQL past its bound.
+            await lock_conn.execute(
+                text(f"SELECT 1 FROM \"{tables[0]}\" WHERE session_id = 's' FOR UPDATE")
+            )
+            with pytest.raises(SessionStorageError, match=r"command_timeout=0\.5"):
+                await bounded.add_items([{"n": 2}])
+            await lock_conn.rollback()
+    finally:
+        await blocker.dispose()
+    assert await bounded.get_items() == [{"n": 1}]  # usable, and nothing half-written
+    await bounded.add_items([{"n": 3}])
+    assert await session.get_items() == [{"n": 1}, {"n": 3}]
+
+
 async def test_unreachable_server_is_a_storage_error(tables: tuple[str, str]) -> None:
     async with SQLAlchemySession.from_url(
         "s", "postgresql+asyncpg://postgres@127.0.0.1:1/test", create_tables=True
@@ -312,6 +419,12 @@ class TestPostgresConformance(SessionConformanceTests):
                 )
             ).scalar_one()
             await conn.execute(update(m).where(m.c.id == newest).values(message_data="not json{"))
+
+    async def stored_row_count(self, session: Session) -> int:
+        m = _tables(*self.tables)[2]
+        async with self.engine.connect() as conn:
+            query = select(func.count()).where(m.c.session_id == session.session_id)
+            return int((await conn.execute(query)).scalar_one())
 
 
 class TestMariaDBConformance(TestPostgresConformance):

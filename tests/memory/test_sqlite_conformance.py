@@ -21,6 +21,15 @@ def _corrupt_newest_row(db_path: str, session_id: str) -> None:
     conn.close()
 
 
+def _count_rows(db_path: str, session_id: str) -> int:
+    conn = sqlite3.connect(db_path)
+    try:
+        query = "SELECT count(*) FROM agent_messages WHERE session_id = ?"
+        return int(conn.execute(query, (session_id,)).fetchone()[0])
+    finally:
+        conn.close()
+
+
 class TestInMemorySQLite(SessionConformanceTests):
     shared_storage = False
 
@@ -40,6 +49,15 @@ class TestInMemorySQLite(SessionConformanceTests):
 
         await session._write(corrupt)
 
+    async def stored_row_count(self, session: Session) -> int:
+        assert isinstance(session, SQLiteSession)
+
+        def count(conn: sqlite3.Connection) -> int:
+            query = "SELECT count(*) FROM agent_messages WHERE session_id = ?"
+            return int(conn.execute(query, (session.session_id,)).fetchone()[0])
+
+        return int(await session._read(count))
+
 
 class TestFileSQLite(SessionConformanceTests):
     @pytest.fixture(autouse=True)
@@ -53,3 +71,8 @@ class TestFileSQLite(SessionConformanceTests):
         import asyncio
 
         await asyncio.to_thread(_corrupt_newest_row, self.db_path, session.session_id)
+
+    async def stored_row_count(self, session: Session) -> int:
+        import asyncio
+
+        return await asyncio.to_thread(_count_rows, self.db_path, session.session_id)

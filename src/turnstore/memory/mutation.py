@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from typing import TypeVar
 
 __all__ = ["await_session_mutation"]
 
 _T = TypeVar("_T")
+
+_enclosing: ContextVar[list[Callable[[], None]] | None] = ContextVar(
+    "turnstore_enclosing_mutation", default=None
+)
+"""The cancel callbacks of the `await_session_mutation` whose task runs this code, if any."""
 
 
 async def await_session_mutation(
@@ -45,18 +51,33 @@ async def await_session_mutation(
             await await_session_mutation(self._insert(items))
         ```
     """
-    task = asyncio.ensure_future(awaitable)
+    # Nested mutations (a session's own shield inside the runner's) are told of this caller's
+    # cancellation too: the runner's shield hides it from the session otherwise.
+    callbacks: list[Callable[[], None]] = [] if on_cancel is None else [on_cancel]
+    enclosing = _enclosing.get()
+    if enclosing is not None:
+        enclosing.append(lambda: _call_all(callbacks))
+    token = _enclosing.set(callbacks)
+    try:
+        task = asyncio.ensure_future(awaitable)  # a new task copies this context
+    finally:
+        _enclosing.reset(token)
     held: asyncio.CancelledError | None = None
     while not task.done():
         try:
             # asyncio.wait never cancels what it waits for, unlike a plain await.
             await asyncio.wait((task,))
         except asyncio.CancelledError as exc:
-            if held is None and on_cancel is not None:
-                on_cancel()
+            if held is None:
+                _call_all(callbacks)
             held = held or exc
     if held is not None:
         if not task.cancelled():
             task.exception()  # mark a failure as retrieved: the cancellation is what we report
         raise held
     return task.result()
+
+
+def _call_all(callbacks: list[Callable[[], None]]) -> None:
+    while callbacks:
+        callbacks.pop(0)()

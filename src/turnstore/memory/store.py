@@ -191,18 +191,25 @@ class SessionStore(AsyncCloseable):
         """
 
     @abstractmethod
-    async def write_records(self, session_id: str, records: list[SessionRecord]) -> None:
-        """Append records to a session in one transaction, keeping their `created_at`.
+    async def write_records(
+        self, session_id: str, records: list[SessionRecord], *, replace: bool = False
+    ) -> None:
+        """Write records to a session in one transaction, keeping their `created_at`.
 
-        The write counts as the session's latest activity.
+        Every item is encoded before anything is written; the write is atomic (one SQL
+        transaction, or one Redis script), so a failure leaves the session as it was. The write
+        counts as the session's latest activity.
 
         Args:
-            session_id: The session to append to (created if missing).
+            session_id: The session to write to (created if missing).
             records: The records, oldest first; a record without `created_at` gets the current
                 time.
+            replace: Remove the session's items (and its compaction archive) in the same
+                transaction first, instead of appending.
 
         Raises:
             TypeError: An item is not a JSON-serialisable mapping; nothing was written.
+            SessionStorageError: The storage failed; nothing was written.
         """
 
     @abstractmethod
@@ -246,7 +253,9 @@ def open_session_store(
 
     Raises:
         ValueError: The target is not a path or a supported URL.
-        FileNotFoundError: The SQLite file does not exist and `create` is false.
+        FileNotFoundError: The SQLite file does not exist and `create` is false, or its
+            directory does not exist.
+        IsADirectoryError: The SQLite path is a directory.
         ImportError: The extra the backend needs is not installed.
 
     Example:
@@ -290,6 +299,7 @@ def _parse_sqlite_time(value: Any) -> datetime | None:
 def _records(
     session_id: str, rows: Iterable[tuple[Any, Any, Any]], parse_time: Any
 ) -> list[SessionRecord]:
+    # Shared by the SQL stores: (row id, JSON text, created_at) rows to records.
     records = []
     for row_id, data, created in rows:
         item = decode_item(data, where=f"session {session_id!r} row {row_id}")

@@ -39,6 +39,7 @@ from typing import Any, ClassVar
 import pytest
 import pytest_asyncio
 
+from ..exceptions import SessionClosedError
 from ..memory.session import Session
 from ..memory.settings import SessionSettings
 
@@ -53,7 +54,14 @@ def _msg(text: str, role: str = "user") -> Any:
 
 
 def _texts(items: list[Any]) -> list[Any]:
-    return [item.get("content") for item in items]
+    # A message's text, whether stored as a string or (as an API returns it) as content parts.
+    texts = []
+    for item in items:
+        content = item.get("content")
+        if isinstance(content, list) and all(isinstance(p, dict) for p in content):
+            content = "".join(str(part.get("text", "")) for part in content)
+        texts.append(content)
+    return texts
 
 
 class SessionConformanceTests:
@@ -105,12 +113,34 @@ class SessionConformanceTests:
     async def corrupt_latest_row(self, session: Session) -> None:
         """Overwrite the newest stored item of `session` with undecodable data (optional).
 
-        The default raises `NotImplementedError`, which skips the corrupt-row test.
+        The default raises `NotImplementedError`, which skips the corrupt-row tests.
 
         Args:
             session: A session holding at least one item.
         """
         raise NotImplementedError
+
+    async def stored_row_count(self, session: Session) -> int:
+        """Return how many rows `session` has in storage, corrupt ones included (optional).
+
+        Lets the corrupt-row test check that `pop_item` leaves a corrupt row in place. The
+        default raises `NotImplementedError`, which skips that check.
+
+        Args:
+            session: A session this suite made.
+        """
+        raise NotImplementedError
+
+    def comparable(self, item: Any) -> Any:
+        """Return `item` as the exact round-trip test compares it (default: unchanged).
+
+        A session backed by an API that adds fields to what it stores (an `id`, a `status`)
+        removes them here.
+
+        Args:
+            item: An item read back from the session.
+        """
+        return item
 
     # --- fixtures -----------------------------------------------------------------------------
 
@@ -165,7 +195,7 @@ class SessionConformanceTests:
             "nested": {"list": [1, 2.5, None, True, False, "x"], "empty": {}, "zero": 0},
         }
         await session.add_items([item])
-        assert await session.get_items() == [item]
+        assert [self.comparable(got) for got in await session.get_items()] == [item]
 
     async def test_limit_semantics(self, new_session: SessionFactory) -> None:
         """`limit=N` gives the latest N oldest first; 0 gives `[]`; negative raises."""
@@ -381,3 +411,48 @@ class SessionConformanceTests:
         with pytest.raises(TypeError, match=rf"\b{index}\b"):
             await session.add_items(bad)
         assert _texts(await session.get_items()) == ["before"]
+
+    async def test_pop_skips_a_corrupt_row_and_leaves_it_in_place(
+        self, new_session: SessionFactory
+    ) -> None:
+        """`pop_item` pops the newest valid item; a corrupt row is never deleted, only skipped."""
+        session = await new_session()
+        await session.add_items([_msg("a"), _msg("b"), _msg("c")])
+        try:
+            await self.corrupt_latest_row(session)
+        except NotImplementedError:
+            pytest.skip("corrupt_latest_row() is not provided for this backend")
+        assert _texts([await session.pop_item()]) == ["b"]
+        assert _texts(await session.get_items()) == ["a"]
+        assert _texts([await session.pop_item()]) == ["a"]
+        assert await session.pop_item() is None
+        assert await session.get_items() == []
+        try:
+            rows = await self.stored_row_count(session)
+        except NotImplementedError:
+            return
+        assert rows == 1, "pop_item deleted a corrupt row (it must be left in place)"
+
+    async def test_a_closed_session_raises_session_closed_error(
+        self, new_session: SessionFactory
+    ) -> None:
+        """After `close()` every operation raises `SessionClosedError`; closing again is fine."""
+        session = await new_session()
+        await session.add_items([_msg("a")])
+        for _ in range(2):
+            result = session.close()
+            if inspect.isawaitable(result):
+                await result
+        calls: list[Callable[[], Awaitable[Any]]] = [
+            lambda: session.get_items(),
+            lambda: session.get_items(1),
+            lambda: session.add_items([_msg("b")]),
+            lambda: session.pop_item(),
+            lambda: session.clear_session(),
+        ]
+        for call in calls:
+            with pytest.raises(SessionClosedError):
+                await call()
+        reopened = await new_session(session.session_id) if self.shared_storage else None
+        if reopened is not None and session.session_id:
+            assert _texts(await reopened.get_items()) == ["a"]  # closing lost nothing

@@ -17,7 +17,7 @@ from typing_extensions import TypedDict
 
 from ...agent import default_model_name
 from ...conversion import clean_input_item
-from ...exceptions import SessionError, SessionStorageError, UserError
+from ...exceptions import SessionClosedError, SessionError, SessionStorageError, UserError
 from ...items import TResponseInputItem
 from ..closing import AsyncCloseable
 from ..mutation import await_session_mutation
@@ -205,6 +205,7 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
         self._response_stored: bool | None = None
         self._compaction_lock = asyncio.Lock()
         self._mutation_lock = asyncio.Lock()
+        self._closed = False
         # The stored history as this object wrote and read it, or None when unknown. Kept up to
         # date by every write through this object, so that deciding whether to compact reads
         # nothing: the history is read only when compaction is due (or still unknown).
@@ -231,6 +232,7 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
         Returns:
             The stored items; after a compaction, the compacted items come first.
         """
+        self._check_open()
         try:
             whole = resolve_session_limit(limit, self.session_settings) is None
         except (TypeError, ValueError):
@@ -250,6 +252,7 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
         Args:
             items: The items to append, in order.
         """
+        self._check_open()
         async with self._mutation_lock:
             try:
                 await self.underlying_session.add_items(items)
@@ -265,6 +268,7 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
         Returns:
             The removed item, or `None` when the history is empty.
         """
+        self._check_open()
         async with self._mutation_lock:
             try:
                 item = await self.underlying_session.pop_item()
@@ -280,6 +284,7 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
 
     async def clear_session(self) -> None:
         """Remove every item of the wrapped session and forget the latest response id."""
+        self._check_open()
         async with self._mutation_lock:
             self._known = None
             await self.underlying_session.clear_session()
@@ -295,13 +300,22 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
     # -- lifecycle -------------------------------------------------------------------------
 
     async def close(self) -> None:
-        """Close the client this session built from the environment.
+        """Close the session, and the client it built from the environment.
 
         A client passed in and the wrapped session are left open (close the wrapped session
-        yourself). The session remains usable: a later compaction builds a new client.
-        `async with` calls `close()` at the end of the block.
+        yourself). Like every session of this package, a closed session raises
+        [`SessionClosedError`][turnstore.SessionClosedError] on any further operation; closing
+        twice is harmless. `async with` calls `close()` at the end of the block.
         """
+        self._closed = True
         await self._client.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SessionClosedError(
+                f"OpenAIResponsesCompactionSession {self.session_id!r} is closed; "
+                "create a new session object"
+            )
 
     def _note_args(self, args: OpenAIResponsesCompactionArgs | None) -> tuple[str, bool, bool]:
         """Validate `args`, remember what they say about the latest response, resolve the mode.
@@ -381,6 +395,7 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
                 changed nothing; elsewhere the previous history was restored (or, if even that
                 failed, the message says so and the items are logged).
         """
+        self._check_open()
         mode, automatic, force = self._note_args(args)
         async with self._compaction_lock:
             decided_on: list[TResponseInputItem] | None = None

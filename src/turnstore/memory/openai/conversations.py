@@ -11,7 +11,7 @@ from typing import Any, cast
 import openai
 from openai import AsyncOpenAI
 
-from ...exceptions import SessionStorageError
+from ...exceptions import SessionClosedError, SessionStorageError
 from ...items import TResponseInputItem
 from ..closing import AsyncCloseable
 from ..mutation import await_session_mutation
@@ -114,6 +114,7 @@ class OpenAIConversationsSession(SessionABC, AsyncCloseable):
         self._client = OwnedOpenAIClient(client, what="OpenAIConversationsSession")
         self.session_settings: SessionSettings | None = coerce_session_settings(session_settings)
         self._lock = asyncio.Lock()
+        self._closed = False
 
     # -- identity --------------------------------------------------------------------------
 
@@ -140,6 +141,7 @@ class OpenAIConversationsSession(SessionABC, AsyncCloseable):
         Raises:
             SessionStorageError: The API call failed.
         """
+        self._check_open()
         async with self._lock:
             if self._conversation_id is None:
                 await await_session_mutation(self._create_conversation([]))
@@ -152,13 +154,23 @@ class OpenAIConversationsSession(SessionABC, AsyncCloseable):
     # -- lifecycle -------------------------------------------------------------------------
 
     async def close(self) -> None:
-        """Close the client this session built from the environment.
+        """Close the session, and the client it built from the environment.
 
-        A client passed in is left open, and the conversation stays on the server. The session
-        remains usable: a later call builds a new client. `async with` calls `close()` at the
-        end of the block.
+        A client passed in is left open, and the conversation stays on the server. Like every
+        session of this package, a closed session raises
+        [`SessionClosedError`][turnstore.SessionClosedError] on any further operation (make a
+        new one with the same `conversation_id` to go on); closing twice is harmless.
+        `async with` calls `close()` at the end of the block.
         """
+        self._closed = True
         await self._client.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SessionClosedError(
+                f"OpenAIConversationsSession {self.session_id!r} is closed; "
+                "create a new session object"
+            )
 
     async def _create_conversation(self, items: list[TResponseInputItem]) -> str:
         client = await self._get_client()
@@ -190,6 +202,7 @@ class OpenAIConversationsSession(SessionABC, AsyncCloseable):
             ValueError: `limit` is negative.
             SessionStorageError: The API call failed.
         """
+        self._check_open()
         resolved = resolve_session_limit(limit, self.session_settings)
         if resolved is not None and resolved < 0:
             raise ValueError(f"limit must be >= 0 or None, got {resolved}")
@@ -241,6 +254,7 @@ class OpenAIConversationsSession(SessionABC, AsyncCloseable):
             SessionStorageError: An API call failed; the items of this call that had been
                 created were removed again.
         """
+        self._check_open()
         _check_items(items)
         if not items:
             return
@@ -310,6 +324,7 @@ class OpenAIConversationsSession(SessionABC, AsyncCloseable):
         Raises:
             SessionStorageError: An API call failed.
         """
+        self._check_open()
         async with self._lock:
             conversation_id = self._conversation_id
             if conversation_id is None:
@@ -343,6 +358,7 @@ class OpenAIConversationsSession(SessionABC, AsyncCloseable):
         Raises:
             SessionStorageError: The API call failed.
         """
+        self._check_open()
         async with self._lock:
             conversation_id = self._conversation_id
             if conversation_id is None:

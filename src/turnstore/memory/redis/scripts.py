@@ -7,7 +7,18 @@ command can fail after a write: each script is all or nothing.
 
 from __future__ import annotations
 
-__all__ = ["ADD", "CLEAR", "POP", "PRUNE"]
+__all__ = ["ADD", "CLEAR", "IMPORT", "MAX_TTL_SECONDS", "POP", "PRUNE"]
+
+MAX_TTL_SECONDS = 1000 * 365 * 24 * 3600
+"""The longest `ttl` accepted: 1,000 years (Redis refuses expiry times past a 64-bit limit)."""
+
+# ARGV[2] is the TTL in milliseconds (0: none), checked before anything is written.
+_CHECK_TTL = f"""
+local ttl = tonumber(ARGV[2])
+if not ttl or ttl < 0 or ttl > {MAX_TTL_SECONDS * 1000} or ttl ~= math.floor(ttl) then
+  return redis.error_reply('ERR invalid ttl ' .. tostring(ARGV[2]) .. ' ms: nothing was written')
+end
+"""
 
 # KEYS[1] is the item list, KEYS[2] the index.
 _CHECK_TYPES = """
@@ -22,7 +33,8 @@ end
 """
 
 ADD = (
-    _CHECK_TYPES
+    _CHECK_TTL
+    + _CHECK_TYPES
     + """
 local last = #ARGV
 local first = 4
@@ -44,12 +56,29 @@ ARGV[1] is the session id, ARGV[2] the TTL in milliseconds (0: leave it), ARGV[3
 score (the write's time in milliseconds)."""
 
 POP = (
-    _CHECK_TYPES
+    _CHECK_TTL
+    + _CHECK_TYPES
     + """
-local element = redis.call('RPOP', KEYS[1])
-if not element then
+local length = redis.call('LLEN', KEYS[1])
+local index = -1
+local found = false
+while -index <= length do
+  local element = redis.call('LINDEX', KEYS[1], index)
+  local bar = string.find(element, '|', 1, true)
+  if bar and string.match(string.sub(element, 1, bar - 1), '^%-?%d+$') then
+    local body = string.sub(element, bar + 1)
+    if string.match(body, '^%s*{') and pcall(cjson.decode, body) then
+      found = element
+      break
+    end
+  end
+  index = index - 1
+end
+if not found then
   return false
 end
+redis.call('LSET', KEYS[1], index, ARGV[4])
+redis.call('LREM', KEYS[1], -1, ARGV[4])
 if redis.call('EXISTS', KEYS[1]) == 1 then
   if tonumber(ARGV[2]) > 0 then
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -58,11 +87,13 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
 else
   redis.call('ZREM', KEYS[2], ARGV[1])
 end
-return element
+return found
 """
 )
-"""Pop the newest element, refresh the TTL and record the write; an emptied session leaves the
-index. ARGV as for `ADD`, without elements."""
+"""Pop the newest VALID element ("<ms>|<JSON object>"), refresh the TTL and record the write; an
+emptied session leaves the index. Corrupt elements are skipped and left in place, as on every
+backend: the valid one is swapped for the unique marker ARGV[4], which LREM then removes. ARGV[1..3]
+as for `ADD`."""
 
 CLEAR = (
     _CHECK_TYPES
@@ -73,6 +104,31 @@ return 1
 """
 )
 """Delete the session's list and its index entry. ARGV[1] is the session id."""
+
+IMPORT = (
+    _CHECK_TYPES
+    + """
+if ARGV[2] == '1' then
+  redis.call('DEL', KEYS[1])
+end
+local last = #ARGV
+local first = 4
+while first <= last do
+  local chunk_end = math.min(first + 999, last)
+  redis.call('RPUSH', KEYS[1], unpack(ARGV, first, chunk_end))
+  first = chunk_end + 1
+end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+else
+  redis.call('ZREM', KEYS[2], ARGV[1])
+end
+return last - 3
+"""
+)
+"""The CLI import's write of one session: with ARGV[2] == '1' the list is cleared first, in the
+same script (`--replace`); then ARGV[4..] are appended, keeping any expiry. ARGV[1] is the session
+id, ARGV[3] the index score."""
 
 PRUNE = """
 local removed = 0

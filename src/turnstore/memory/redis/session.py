@@ -15,7 +15,9 @@ id whose list has expired is dropped from it when sessions are listed.
 from __future__ import annotations
 
 import json
+import re
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -44,6 +46,7 @@ from ..settings import (
 )
 from . import scripts
 from .keys import KeyLayout, layout_for
+from .scripts import MAX_TTL_SECONDS
 from .urls import CLUSTER_SCHEMES, SCHEMES
 
 __all__ = [
@@ -73,10 +76,31 @@ def decode_element(raw: bytes | str, *, where: str) -> tuple[int | None, TRespon
         `(milliseconds, item)`; the item is `None` (with a logged warning) when corrupt.
     """
     text = raw.decode("utf-8", "surrogateescape") if isinstance(raw, bytes) else raw
-    stamp, bar, body = text.partition("|")
-    if not bar or not stamp.isdigit():
+    stamp, body = split_stamp(text)
+    if stamp is None:
         return None, decode_item(text, where=where)  # logs the problem
-    return int(stamp), decode_item(body, where=where)
+    return stamp, decode_item(body, where=where)
+
+
+_STAMP = re.compile(r"-?[0-9]{1,19}")
+
+
+def split_stamp(text: str) -> tuple[int | None, str]:
+    """Split `"<milliseconds>|<json>"` into the stamp and the JSON text.
+
+    The stamp is a signed integer: an item imported with a `created_at` before 1970 has a
+    negative one.
+
+    Args:
+        text: The stored element, as text.
+
+    Returns:
+        `(milliseconds, body)`, or `(None, text)` when the element has no valid stamp.
+    """
+    stamp, bar, body = text.partition("|")
+    if not bar or not _STAMP.fullmatch(stamp):
+        return None, text
+    return int(stamp), body
 
 
 _raw_decode = json.JSONDecoder().raw_decode
@@ -106,8 +130,11 @@ def _ttl_ms(ttl: float | timedelta | None) -> int:
     seconds = ttl.total_seconds() if isinstance(ttl, timedelta) else ttl
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
         raise TypeError(f"ttl must be seconds (int or float), a timedelta or None, not {ttl!r}")
-    if seconds <= 0:
-        raise ValueError(f"ttl must be positive, got {ttl!r}")
+    if not (0 < seconds <= MAX_TTL_SECONDS):  # also refuses NaN and infinity
+        raise ValueError(
+            f"ttl must be more than 0 and at most {MAX_TTL_SECONDS} seconds (1,000 years); "
+            f"pass None for a session that never expires. Got {ttl!r}"
+        )
     return max(1, round(seconds * 1000))
 
 
@@ -292,8 +319,8 @@ class RedisSession(SessionABC, AsyncCloseable):
         """Remove and return the newest item, atomically.
 
         Returns:
-            The removed item, or `None` when the history is empty. A corrupt newest element is
-            removed with a logged warning and the next one is popped.
+            The removed item, or `None` when the session has no valid item. Corrupt elements
+            are skipped (and left in place).
 
         Raises:
             SessionClosedError: The session was closed.
@@ -367,17 +394,16 @@ class RedisSession(SessionABC, AsyncCloseable):
         )
 
     async def _pop_valid(self) -> TResponseInputItem | None:
-        while True:
-            stamp = time.time_ns() // 1_000_000
-            raw = await self._pop(
-                keys=[self._items_key, self._index_key],
-                args=[self.session_id, self._ttl_ms, stamp],
-            )
-            if raw is None:
-                return None
-            _, item = decode_element(raw, where=f"session {self.session_id!r}, newest element")
-            if item is not None:
-                return item
+        stamp = time.time_ns() // 1_000_000
+        marker = f"turnstore-pop-{uuid.uuid4().hex}"
+        raw = await self._pop(
+            keys=[self._items_key, self._index_key],
+            args=[self.session_id, self._ttl_ms, stamp, marker],
+        )
+        if raw is None:
+            return None
+        _, item = decode_element(raw, where=f"session {self.session_id!r}, newest element")
+        return item
 
     async def _clear(self) -> None:
         await self._clear_script(keys=[self._items_key, self._index_key], args=[self.session_id])

@@ -38,7 +38,7 @@ class RedisStore(SessionStore):
 
     def __init__(self, url: str, key_prefix: str) -> None:
         from .keys import layout_for
-        from .scripts import ADD, PRUNE
+        from .scripts import IMPORT, PRUNE
         from .session import create_client_for_url
 
         if not key_prefix:
@@ -48,7 +48,7 @@ class RedisStore(SessionStore):
         self._prefix = key_prefix
         self._layout = layout_for(self._redis, key_prefix)
         self._prune = self._redis.register_script(PRUNE)
-        self._add = self._redis.register_script(ADD)
+        self._write = self._redis.register_script(IMPORT)
 
     async def _call(self, work: Any) -> Any:
         from .session import CLIENT_ERRORS, ready
@@ -172,10 +172,12 @@ class RedisStore(SessionStore):
         result: list[SessionRecord] = await self._call(work)
         return result
 
-    async def write_records(self, session_id: str, records: list[SessionRecord]) -> None:
-        """Append records to a session in one transaction, keeping their `created_at`."""
+    async def write_records(
+        self, session_id: str, records: list[SessionRecord], *, replace: bool = False
+    ) -> None:
+        """Write records to a session in one Lua script (atomic), keeping their `created_at`."""
         encoded = encode_items([record.item for record in records])
-        if not encoded:
+        if not encoded and not replace:
             return
         now = _to_ms(datetime.now(UTC))
         stamps = [now if r.created_at is None else _to_ms(r.created_at) for r in records]
@@ -183,8 +185,7 @@ class RedisStore(SessionStore):
         keys = [self._layout.items_key(session_id), self._layout.index_key(session_id)]
 
         async def work() -> None:
-            # The sessions' own append script (TTL 0: any expiry is left as it is).
-            await self._add(keys=keys, args=[session_id, 0, now, *elements])
+            await self._write(keys=keys, args=[session_id, "1" if replace else "0", now, *elements])
 
         await self._call(work)
 
@@ -208,7 +209,8 @@ def _text(value: bytes | str) -> str:
 
 
 def _first_stamp(element: bytes | str | None) -> datetime | None:
+    from .session import split_stamp
+
     if element is None:
         return None
-    stamp = _text(element).partition("|")[0]
-    return _from_ms(int(stamp)) if stamp.isdigit() else None
+    return _from_ms(split_stamp(_text(element))[0])

@@ -67,6 +67,19 @@ _T = TypeVar("_T")
 _TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,47}")
 MAX_SESSION_ID_LENGTH = 255
 
+DEFAULT_COMMAND_TIMEOUT = 60.0
+"""Seconds one `SQLAlchemySession` operation may spend in the database, unless set otherwise."""
+
+
+def _check_command_timeout(value: float | None) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"command_timeout must be seconds or None, not {type(value).__name__}")
+    if not (0 < value < float("inf")):
+        raise ValueError(f"command_timeout must be a positive number of seconds, got {value!r}")
+    return float(value)
+
 
 def validate_table_name(name: str, *, argument: str) -> str:
     """Check that a table name is a plain SQL identifier.
@@ -175,11 +188,18 @@ class SQLAlchemySession(SessionABC, AsyncCloseable):
         sessions_table: Name of the table with one row per session.
         messages_table: Name of the table with one row per item.
         session_settings: Default settings for runs that use this session (or a dict of them).
+        command_timeout: The most seconds one operation (`get_items`, `add_items`, `pop_item`,
+            `clear_session`: each one transaction) may spend in the database, 60 by default;
+            `None` for no bound. Past it the connection is dropped (a database that stops
+            answering, or a connection killed mid-write, can otherwise leave the driver waiting
+            forever) and the call raises [`SessionStorageError`][turnstore.SessionStorageError];
+            the session stays usable.
 
     Raises:
         TypeError: `session_id` is not a string, or the settings are invalid.
-        ValueError: A table name is not a plain identifier, or `session_id` is too long, holds
-            a lone surrogate, or (on PostgreSQL) a NUL character.
+        ValueError: A table name is not a plain identifier, `session_id` is too long, holds
+            a lone surrogate, or (on PostgreSQL) a NUL character, or `command_timeout` is not a
+            positive number.
 
     Example:
         ```python
@@ -209,9 +229,11 @@ class SQLAlchemySession(SessionABC, AsyncCloseable):
         sessions_table: str = "agent_sessions",
         messages_table: str = "agent_messages",
         session_settings: SessionSettingsLike | None = None,
+        command_timeout: float | None = DEFAULT_COMMAND_TIMEOUT,
     ) -> None:
         if not isinstance(session_id, str):
             raise TypeError(f"session_id must be a str, not {type(session_id).__name__}")
+        self.command_timeout = _check_command_timeout(command_timeout)
         if len(session_id) > MAX_SESSION_ID_LENGTH:
             raise ValueError(
                 f"session_id must be at most {MAX_SESSION_ID_LENGTH} characters, "
@@ -249,6 +271,7 @@ class SQLAlchemySession(SessionABC, AsyncCloseable):
         sessions_table: str = "agent_sessions",
         messages_table: str = "agent_messages",
         session_settings: SessionSettingsLike | None = None,
+        command_timeout: float | None = DEFAULT_COMMAND_TIMEOUT,
         **engine_kwargs: Any,
     ) -> SQLAlchemySession:
         """Create a session with its own engine; `close()` disposes of that engine.
@@ -263,6 +286,8 @@ class SQLAlchemySession(SessionABC, AsyncCloseable):
             sessions_table: Name of the table with one row per session.
             messages_table: Name of the table with one row per item.
             session_settings: Default settings for runs that use this session.
+            command_timeout: The most seconds one operation may spend in the database (see the
+                class); `None` for no bound.
             **engine_kwargs: Passed to `sqlalchemy.ext.asyncio.create_async_engine` as they are:
                 pool settings (`pool_size`, `max_overflow`, `pool_timeout`, `pool_recycle`,
                 `pool_pre_ping`, `poolclass`), `connect_args`, `echo`, and so on.
@@ -282,6 +307,7 @@ class SQLAlchemySession(SessionABC, AsyncCloseable):
             sessions_table=sessions_table,
             messages_table=messages_table,
             session_settings=session_settings,
+            command_timeout=command_timeout,
         )
         session._owns_engine = True
         return session
@@ -333,25 +359,22 @@ class SQLAlchemySession(SessionABC, AsyncCloseable):
         if not rows:
             return
         await self._run(
-            "add_items",
-            lambda: await_session_mutation(_retry_deadlocks(lambda: self._insert(rows))),
+            "add_items", lambda: _retry_deadlocks(lambda: self._insert(rows)), mutation=True
         )
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the newest item, atomically.
 
         Returns:
-            The removed item, or `None` when the history is empty. A corrupt newest row is
-            removed with a logged warning and the next one is popped.
+            The removed item, or `None` when the session has no valid item. Corrupt rows are
+            skipped (and left in place) with a logged warning.
 
         Raises:
             SessionClosedError: The session was closed.
             SessionStorageError: The database failed.
         """
         self._check_open()
-        return await self._run(
-            "pop_item", lambda: await_session_mutation(_retry_deadlocks(self._pop))
-        )
+        return await self._run("pop_item", lambda: _retry_deadlocks(self._pop), mutation=True)
 
     async def clear_session(self) -> None:
         """Remove every item of this session atomically; other sessions are untouched.
@@ -361,9 +384,7 @@ class SQLAlchemySession(SessionABC, AsyncCloseable):
             SessionStorageError: The database failed.
         """
         self._check_open()
-        await self._run(
-            "clear_session", lambda: await_session_mutation(_retry_deadlocks(self._clear))
-        )
+        await self._run("clear_session", lambda: _retry_deadlocks(self._clear), mutation=True)
 
     async def close(self) -> None:
         """Close the session; dispose of the engine if `from_url` created it.
@@ -392,10 +413,31 @@ class SQLAlchemySession(SessionABC, AsyncCloseable):
             )
         self._loop_binding.check()
 
-    async def _run(self, operation: str, call: Callable[[], Awaitable[_T]]) -> _T:
+    async def _run(
+        self, operation: str, call: Callable[[], Awaitable[_T]], *, mutation: bool = False
+    ) -> _T:
+        async def bounded() -> _T:
+            # The bound is inside the shield of a mutation: it cancels the database work itself
+            # (SQLAlchemy then drops that connection), not only the caller's wait for it.
+            async with asyncio.timeout(self.command_timeout):
+                await self._ensure_tables()
+                return await call()
+
         try:
-            await self._ensure_tables()
-            return await call()
+            if mutation:
+                return await await_session_mutation(bounded())
+            return await bounded()
+        except TimeoutError as exc:
+            outcome = (
+                "nothing was read"
+                if not mutation
+                else "it was rolled back, unless the database had already committed it"
+            )
+            raise SessionStorageError(
+                f"{operation} on session {self.session_id!r} failed: the database did not answer "
+                f"within command_timeout={self.command_timeout} s; the connection was dropped "
+                f"and {outcome}. The next call uses a new connection."
+            ) from exc
         except SQLAlchemyError as exc:
             raise _storage_error(operation, self.session_id, exc) from exc
         except OSError as exc:
@@ -521,35 +563,33 @@ class SQLAlchemySession(SessionABC, AsyncCloseable):
         async with self._engine.begin() as conn:
             if not await self._lock_session_row(conn, create=False):
                 return None
+            # Newest first; a corrupt row is skipped and left in place (never deleted), as on
+            # every backend. The session row's lock keeps other writers out meanwhile.
+            before: int | None = None
             while True:
-                newest = select(func.max(m.c.id)).where(m.c.session_id == sid).scalar_subquery()
-                if conn.dialect.name == "postgresql":
-                    found = (
-                        await conn.execute(
-                            delete(m).where(m.c.id == newest).returning(m.c.id, m.c.message_data)
-                        )
-                    ).first()
-                else:
-                    found = (
-                        await conn.execute(
-                            select(m.c.id, m.c.message_data)
-                            .where(m.c.session_id == sid)
-                            .order_by(m.c.id.desc())
-                            .limit(1)
-                        )
-                    ).first()
-                    if found is not None:
-                        await conn.execute(delete(m).where(m.c.id == found[0]))
-                if found is None:
+                stmt = (
+                    select(m.c.id, m.c.message_data)
+                    .where(m.c.session_id == sid)
+                    .order_by(m.c.id.desc())
+                    .limit(20)
+                )
+                if before is not None:
+                    stmt = stmt.where(m.c.id < before)
+                rows = (await conn.execute(stmt)).all()
+                if not rows:
                     return None
-                item = decode_item(found[1], where=f"session {sid!r} row {found[0]}")
-                if item is not None:
+                for row_id, data in rows:
+                    item = decode_item(data, where=f"session {sid!r} row {row_id}")
+                    if item is None:
+                        continue
+                    await conn.execute(delete(m).where(m.c.id == row_id))
                     await conn.execute(
                         update(self._sessions)
                         .where(self._sessions.c.session_id == sid)
                         .values(updated_at=func.now())
                     )
                     return item
+                before = rows[-1][0]
 
     async def _clear(self) -> None:
         sid = self.session_id

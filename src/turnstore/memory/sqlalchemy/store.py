@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -121,13 +122,15 @@ class SQLAlchemyStore(SessionStore):
 
         return list(await self._call(work) or [])
 
-    async def write_records(self, session_id: str, records: list[SessionRecord]) -> None:
-        """Append records to a session in one transaction, keeping their `created_at`."""
-        from sqlalchemy import insert
+    async def write_records(
+        self, session_id: str, records: list[SessionRecord], *, replace: bool = False
+    ) -> None:
+        """Write records to a session in one transaction, keeping their `created_at`."""
+        from sqlalchemy import delete, insert
         from sqlalchemy.exc import SQLAlchemyError
 
         encoded = encode_items([record.item for record in records])
-        if not encoded:
+        if not encoded and not replace:
             return
         now = datetime.now(UTC)
         rows = [
@@ -139,9 +142,16 @@ class SQLAlchemyStore(SessionStore):
             await session._ensure_tables()  # type: ignore[attr-defined]
             async with self._engine.begin() as conn:
                 await session._lock_session_row(conn, create=True)  # type: ignore[attr-defined]
-                await conn.execute(insert(self._m), rows)
+                if replace:
+                    await conn.execute(delete(self._m).where(self._m.c.session_id == session_id))
+                if rows:
+                    await conn.execute(insert(self._m), rows)
         except SQLAlchemyError as exc:
             raise SessionStorageError(f"{self.target}: {_first_line(exc)}") from exc
+        except OSError as exc:
+            raise SessionStorageError(f"cannot reach {self.target}: {exc}") from exc
+        finally:
+            await session.close()  # type: ignore[attr-defined]
 
     def session(self, session_id: str) -> Session:
         """Return a `SQLAlchemySession` that shares the store's engine."""
@@ -168,11 +178,33 @@ def _maybe_utc(value: Any) -> datetime | None:
     return None
 
 
+_UNDEFINED_TABLE_SQLSTATE = "42P01"
+"""PostgreSQL: undefined_table."""
+_MYSQL_NO_SUCH_TABLE = 1146
+"""MySQL/MariaDB: ER_NO_SUCH_TABLE."""
+
+
 def _missing_table(exc: BaseException) -> bool:
-    text = str(exc).lower()
-    if "prepared statement" in text:  # a pooler problem, not a missing table
+    """Tell whether a database error means "this table does not exist", by its error code.
+
+    Only that error reads as an empty store. A wrong database, a wrong role or password, a
+    missing permission all have other codes (their text may also say "does not exist"), and
+    are reported as errors.
+    """
+    orig = getattr(exc, "orig", None)
+    if orig is None:
         return False
-    return "does not exist" in text or "doesn't exist" in text or "no such table" in text
+    args = getattr(orig, "args", ())
+    if args and isinstance(args[0], int):  # MySQL drivers: (error number, message)
+        return bool(args[0] == _MYSQL_NO_SUCH_TABLE)
+    for source in (orig, getattr(orig, "__cause__", None)):
+        code = getattr(source, "sqlstate", None) or getattr(source, "pgcode", None)
+        if code is not None:
+            return bool(code == _UNDEFINED_TABLE_SQLSTATE)
+    if isinstance(orig, sqlite3.OperationalError):
+        # SQLite has no specific code for it (SQLITE_ERROR): its message is fixed.
+        return str(orig).startswith("no such table")
+    return False
 
 
 def _first_line(exc: BaseException) -> str:

@@ -39,7 +39,13 @@ from typing import Any
 
 from ...exceptions import SessionClosedError, SessionStorageError
 
-__all__ = ["Job", "SQLiteDatabase", "acquire_database", "release_database"]
+__all__ = [
+    "Job",
+    "SQLiteDatabase",
+    "acquire_database",
+    "release_database",
+    "release_later",
+]
 
 logger = logging.getLogger("turnstore.memory.sqlite")
 
@@ -114,6 +120,10 @@ class _Stop:
     done: threading.Event = field(default_factory=threading.Event)
 
 
+class _Wake:
+    """Tells the writer to carry out the releases that finalizers left (see `release_later`)."""
+
+
 _thread_ids = itertools.count()
 
 
@@ -185,6 +195,7 @@ class SQLiteDatabase:
         self.prepared: set[Hashable] = set()
         """Table pairs whose schema the writer has created or checked."""
         self._stopped = False
+        self._connections: list[sqlite3.Connection] = []
         self.busy = False
         """True while the writer waits for another connection's lock (set on its thread)."""
         self._reset_threads()
@@ -192,8 +203,13 @@ class SQLiteDatabase:
 
     def _reset_threads(self) -> None:
         # Also run in a forked child, where the parent's threads do not exist: the next job
-        # starts new ones (and opens new connections; the parent's are never touched).
-        self._writes: queue.SimpleQueue[Job | _Stop] = queue.SimpleQueue()
+        # starts new ones, which open new connections. The parent's connections are kept
+        # referenced forever and never used or closed here: closing an inherited connection
+        # would drop locks that only the parent holds, and could let the child checkpoint and
+        # delete the parent's WAL file.
+        _inherited_connections.extend(getattr(self, "_connections", ()))
+        self._connections = []
+        self._writes: queue.SimpleQueue[Job | _Stop | _Wake] = queue.SimpleQueue()
         self._reads: queue.SimpleQueue[Job | _Stop] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._writer_thread: threading.Thread | None = None
@@ -202,18 +218,36 @@ class SQLiteDatabase:
     # --- called from the event loop thread: no SQLite here -------------------------------------
 
     def submit_write(self, job: Job) -> None:
-        """Queue a job for the writer (grouped with other pending writes)."""
-        self._start()
-        job.database = self
-        self._writes.put(job)
+        """Queue a job for the writer (grouped with other pending writes).
+
+        Raises:
+            SessionClosedError: The database was stopped; the job was not queued.
+        """
+        self._submit(self._writes, job)
 
     def submit_read(self, job: Job) -> None:
-        """Queue a job for a reader thread (the writer, for `:memory:`)."""
-        self._start()
-        if self.memory:
-            self._writes.put(job)
-        else:
-            self._reads.put(job)
+        """Queue a job for a reader thread (the writer, for `:memory:`).
+
+        Raises:
+            SessionClosedError: The database was stopped; the job was not queued.
+        """
+        self._submit(self._writes if self.memory else self._reads, job)
+
+    def _submit(self, into: queue.SimpleQueue[Any], job: Job) -> None:
+        # The open check and the put happen under the lock that `stop` takes: a job is either
+        # queued before the stop markers (and run) or refused here, never left behind them.
+        with self._start_lock:
+            if self._stopped:
+                raise SessionClosedError(f"the SQLite database {self.path!r} was closed")
+            if not self._threads:
+                self._start_threads()
+            job.database = self
+            into.put(job)
+
+    def wake(self) -> None:
+        """Ask the writer to carry out pending releases; lock-free, safe in a finalizer."""
+        if self._writer_thread is not None:
+            self._writes.put(_Wake())  # SimpleQueue.put is reentrant: no lock is taken
 
     def stop(self) -> list[threading.Thread]:
         """Ask every thread to finish its queued jobs, close its connection and exit.
@@ -231,30 +265,24 @@ class SQLiteDatabase:
                     self._reads.put(stop)
             return list(self._threads)
 
-    def _start(self) -> None:
-        if self._threads:
-            return
-        with self._start_lock:
-            if self._stopped:
-                raise SessionClosedError(f"the SQLite database {self.path!r} was closed")
-            if self._threads:
-                return
-            n = next(_thread_ids)
-            self._writer_thread = threading.Thread(
-                target=self._writer, name=f"turnstore-sqlite-writer-{n}", daemon=True
-            )
-            self._threads.append(self._writer_thread)
-            if not self.memory:
-                for i in range(READER_THREADS):
-                    self._threads.append(
-                        threading.Thread(
-                            target=self._reader,
-                            name=f"turnstore-sqlite-reader-{n}.{i}",
-                            daemon=True,
-                        )
+    def _start_threads(self) -> None:
+        # Called with `_start_lock` held.
+        n = next(_thread_ids)
+        self._writer_thread = threading.Thread(
+            target=self._writer, name=f"turnstore-sqlite-writer-{n}", daemon=True
+        )
+        self._threads.append(self._writer_thread)
+        if not self.memory:
+            for i in range(READER_THREADS):
+                self._threads.append(
+                    threading.Thread(
+                        target=self._reader,
+                        name=f"turnstore-sqlite-reader-{n}.{i}",
+                        daemon=True,
                     )
-            for thread in self._threads:
-                thread.start()
+                )
+        for thread in self._threads:
+            thread.start()
 
     # --- database threads ------------------------------------------------------------------------
 
@@ -267,6 +295,7 @@ class SQLiteDatabase:
             isolation_level=None,  # we issue BEGIN/COMMIT ourselves
             check_same_thread=True,  # a connection lives and dies on its own thread
         )
+        self._connections.append(conn)
         try:
             conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
             if self.memory:
@@ -306,6 +335,9 @@ class SQLiteDatabase:
                 if isinstance(first, _Stop):
                     stop = first
                     break
+                if isinstance(first, _Wake):
+                    _release_orphans()
+                    continue
                 writes: list[Job] = []
                 reads: list[Job] = []
                 item: Job = first
@@ -323,6 +355,9 @@ class SQLiteDatabase:
                     if isinstance(nxt, _Stop):
                         stop = nxt
                         break
+                    if isinstance(nxt, _Wake):
+                        _release_orphans()
+                        break
                     item = nxt
                 if conn is None:
                     try:
@@ -336,10 +371,16 @@ class SQLiteDatabase:
                 for job in reads:
                     self._run_read(conn, job)
         finally:
-            if conn is not None:
-                conn.close()
+            self._close(conn)
+            _fail_left_behind(self._writes, self.path)
             if stop is not None:
                 stop.done.set()
+
+    def _close(self, conn: sqlite3.Connection | None) -> None:
+        if conn is not None:
+            with contextlib.suppress(ValueError):
+                self._connections.remove(conn)
+            conn.close()
 
     def _reader(self) -> None:
         conn: sqlite3.Connection | None = None
@@ -360,8 +401,7 @@ class SQLiteDatabase:
                         continue
                 self._run_read(conn, job)
         finally:
-            if conn is not None:
-                conn.close()
+            self._close(conn)
             if stop is not None:
                 stop.done.set()
 
@@ -507,9 +547,28 @@ def _rollback(conn: sqlite3.Connection) -> None:
             logger.exception("SQLite rollback failed")
 
 
+def _fail_left_behind(jobs: queue.SimpleQueue[Any], path: str) -> None:
+    # `_submit` queues nothing after the stop marker; should a job still be there, its caller
+    # gets an error rather than waiting forever.
+    while True:
+        try:
+            job = jobs.get_nowait()
+        except queue.Empty:
+            return
+        if isinstance(job, Job):
+            _post(job, False, SessionClosedError(f"the SQLite database {path!r} was closed"))
+
+
 _registry: dict[str, SQLiteDatabase] = {}
 _registry_lock = threading.Lock()
 _all_databases: weakref.WeakSet[SQLiteDatabase] = weakref.WeakSet()
+
+
+_inherited_connections: list[sqlite3.Connection] = []
+"""In a forked child: the parent's connections, kept alive so that they are never closed here."""
+
+_orphans: queue.SimpleQueue[SQLiteDatabase] = queue.SimpleQueue()
+"""Databases whose session was garbage-collected without `close()`, waiting for their release."""
 
 
 def _after_fork_in_child() -> None:
@@ -527,6 +586,7 @@ def acquire_database(path: str) -> SQLiteDatabase:
 
     Pure bookkeeping: nothing touches the file system here. `:memory:` always gets a new one.
     """
+    _release_orphans()
     if path == ":memory:":
         db = SQLiteDatabase(path)
         db.refs = 1
@@ -538,6 +598,27 @@ def acquire_database(path: str) -> SQLiteDatabase:
             shared = _registry[key] = SQLiteDatabase(key)
         shared.refs += 1
         return shared
+
+
+def release_later(db: SQLiteDatabase) -> None:
+    """Release `db` from a finalizer: take no lock, only queue the release.
+
+    A finalizer can run inside any allocation of any thread, including one that already holds
+    the registry lock or a database's start lock: taking a lock here could deadlock the process.
+    The release is carried out by the database's writer thread (woken with a lock-free put), or
+    by the next `acquire_database` / `release_database` call, whichever comes first.
+    """
+    _orphans.put(db)
+    db.wake()
+
+
+def _release_orphans() -> None:
+    while True:
+        try:
+            db = _orphans.get_nowait()
+        except queue.Empty:
+            return
+        release_database(db)
 
 
 def release_database(db: SQLiteDatabase) -> list[threading.Thread]:

@@ -114,10 +114,17 @@ class SQLiteSchema:
             "session_id TEXT NOT NULL, message_data TEXT NOT NULL, created_at TIMESTAMP, "
             "archived_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP)"
         )
-        for table, needed in (
-            (self.sessions_table, {"session_id", "updated_at"}),
-            (self.messages_table, {"id", "session_id", "message_data", "created_at"}),
-            (self.archive_table, {"id", "session_id", "message_data", "created_at"}),
+        # Only an archive table has `archived_at`: a pair whose archive table is another pair's
+        # messages table (messages_table="chat" beside messages_table="chat_archive"), or whose
+        # messages table is another pair's archive, is refused, so no pair reaches another's rows.
+        for table, needed, role in (
+            (self.sessions_table, {"session_id", "updated_at"}, "sessions"),
+            (self.messages_table, {"id", "session_id", "message_data", "created_at"}, "messages"),
+            (
+                self.archive_table,
+                {"id", "session_id", "message_data", "created_at", "archived_at"},
+                "archive",
+            ),
         ):
             columns = {
                 row[1] for row in conn.execute(f"PRAGMA table_info({quote_identifier(table)})")
@@ -125,8 +132,14 @@ class SQLiteSchema:
             missing = needed - columns
             if missing:
                 raise SessionSchemaError(
-                    f"table {table!r} exists but is not a session table (missing columns: "
-                    f"{', '.join(sorted(missing))}); choose other table names"
+                    f"table {table!r} exists but is not a session {role} table (missing "
+                    f"columns: {', '.join(sorted(missing))}); it may belong to another table "
+                    "pair on this file: choose other table names"
+                )
+            if role != "archive" and "archived_at" in columns:
+                raise SessionSchemaError(
+                    f"table {table!r} is the compaction archive of another table pair on this "
+                    f"file, so it cannot be a {role} table: choose other table names"
                 )
         conn.execute(
             "CREATE INDEX IF NOT EXISTS "
@@ -182,26 +195,11 @@ class SQLiteSchema:
         )
 
     @property
-    def select_chunk(self) -> str:
-        """The next `?` rows after id `?`, oldest first, folded into one row by SQLite.
-
-        Returns (row count, valid-JSON count, the ids as a JSON array, the items as a JSON
-        array), so that Python decodes two strings instead of a thousand rows.
-        """
-        return (
-            "SELECT count(*), total(valid), '[' || group_concat(id) || ']', "
-            "'[' || group_concat(message_data, ',') || ']' FROM "
-            f"(SELECT id, message_data, {_VALID} AS valid "
-            f"FROM {quote_identifier(self.messages_table)} "
-            "WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?)"
-        )
-
-    @property
-    def select_range(self) -> str:
-        """Rows with `?` < id <= `?`, oldest first, with the validity flag."""
+    def select_after(self) -> str:
+        """Up to `?` rows after id `?`, oldest first, with the validity flag; uses the index."""
         return (
             f"SELECT id, message_data, {_VALID} FROM {quote_identifier(self.messages_table)} "
-            "WHERE session_id = ? AND id > ? AND id <= ? ORDER BY id"
+            "WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?"
         )
 
     @property

@@ -21,6 +21,7 @@ from ..store import (
     _records,
     _utc,
 )
+from .schema import quote_identifier
 
 if TYPE_CHECKING:
     pass
@@ -38,7 +39,14 @@ class SQLiteStore(SessionStore):
         validate_identifier(messages_table, "messages_table")
         if path in ("", ":memory:"):
             raise ValueError("an in-memory SQLite database cannot be opened from another process")
-        if not create and not Path(path).is_file():
+        file = Path(path)
+        if file.is_dir():
+            raise IsADirectoryError(f"{path!r} is a directory: give the path of a SQLite file")
+        if not file.parent.is_dir():
+            raise FileNotFoundError(
+                f"the directory {str(file.parent)!r} of the SQLite database {path!r} does not exist"
+            )
+        if not create and not file.is_file():
             raise FileNotFoundError(f"no SQLite database at {path!r}")
         self.target = path
         self._path = path
@@ -152,10 +160,12 @@ class SQLiteStore(SessionStore):
         result: list[SessionRecord] = await self._call(work)
         return result
 
-    async def write_records(self, session_id: str, records: list[SessionRecord]) -> None:
-        """Append records to a session in one transaction, keeping their `created_at`."""
+    async def write_records(
+        self, session_id: str, records: list[SessionRecord], *, replace: bool = False
+    ) -> None:
+        """Write records to a session in one transaction, keeping their `created_at`."""
         encoded = encode_items([record.item for record in records])
-        if not encoded:
+        if not encoded and not replace:
             return
         now = datetime.now(UTC)
         stamps = [_sqlite_time(record.created_at or now) for record in records]
@@ -164,6 +174,12 @@ class SQLiteStore(SessionStore):
             conn.execute("BEGIN IMMEDIATE")
             try:
                 self._schema.create(conn)
+                if replace:
+                    for table in (self._schema.messages_table, self._schema.archive_table):
+                        conn.execute(
+                            f"DELETE FROM {quote_identifier(table)} WHERE session_id = ?",
+                            (session_id,),
+                        )
                 conn.execute(self._schema.touch_session, (session_id,))
                 conn.executemany(
                     self._schema.insert_with_time,

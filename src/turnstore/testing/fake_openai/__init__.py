@@ -4,6 +4,9 @@ Point the real `openai` client at it (`base_url=server.base_url`) and script wha
 Nothing in the client is patched: requests travel over a real socket, so retries, streaming and
 error mapping are exercised exactly as in production.
 
+From a shell, `python -m turnstore.testing.fake_openai [--port N]` runs it with every endpoint
+the examples use and replies that quote the conversation, until Ctrl-C (see `__main__.py`).
+
 Example:
     ```python
     from turnstore.testing import FakeOpenAIServer, text_response
@@ -284,10 +287,12 @@ class FakeOpenAIServer:
 
     Args:
         default_delay: Seconds added before every answer (to simulate network latency).
+        port: The TCP port to listen on; 0 (the default) picks a free one.
     """
 
-    def __init__(self, *, default_delay: float = 0.0) -> None:
+    def __init__(self, *, default_delay: float = 0.0, port: int = 0) -> None:
         self.default_delay = default_delay
+        self._port = port
         self.requests: list[RecordedRequest] = []
         self._queue: deque[FakeReply | dict[str, Any] | Handler] = deque()
         self._routes: list[tuple[str, str, Handler]] = []
@@ -298,7 +303,11 @@ class FakeOpenAIServer:
     # -- lifecycle -----------------------------------------------------------------------------
 
     def start(self) -> FakeOpenAIServer:
-        """Start serving on a free port and return `self`."""
+        """Start serving and return `self`.
+
+        Raises:
+            OSError: The port is taken (or otherwise cannot be listened on).
+        """
         server = self
 
         class _Handler(BaseHTTPRequestHandler):
@@ -312,7 +321,7 @@ class FakeOpenAIServer:
 
             do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = _handle
 
-        httpd = _Server(("127.0.0.1", 0), _Handler)
+        httpd = _Server(("127.0.0.1", self._port), _Handler)
         self._httpd = httpd
         # A short poll interval: stop() waits up to one interval for the serving loop to notice.
         self._thread = threading.Thread(
