@@ -20,7 +20,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,docs,postgres,redis]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,docs,postgres,redis,encryption]'
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP) $(DOCS_STAMP)
 

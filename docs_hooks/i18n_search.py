@@ -12,11 +12,20 @@ This hook instead:
    language, separator, pipeline);
 2. writes `search/search_index.json` with the English entries only, and
    `<lang>/search/search_index.json` for each translation, with locations relative to `<lang>/`.
-   The English API reference entries are added to every translated index (the API is not
-   translated, see i18n_ref_once.py), so API names stay searchable in every language. Japanese
-   entries lose the U+200B marks that Material's jieba segmentation puts between Han words
-   (meant for Chinese, they break Japanese search);
-3. rewrites `base` in the config of every translated page to that language's root, so the page
+   The English API reference entries are added to every translated index, located at that
+   language's copy of the reference (the API is rendered once, see i18n_ref_once.py), so API
+   names stay searchable in every language. Japanese entries lose the U+200B marks that
+   Material's jieba segmentation puts between Han words (meant for Chinese, they break Japanese
+   search);
+3. makes API objects findable by name: an object's entry is titled with its qualified name
+   (`Session.pop_item`, not "pop_item async" with its symbol labels), `.` separates words (so
+   both `pop_item` and `Session.pop_item` match it) and object entries get a boost, so the
+   object's own entry ranks first for its name (source listings are kept out of the index by
+   docs_hooks/source_links.py);
+4. adds the glossary's search synonyms for the language (`search_synonyms` in
+   i18n/glossary.yml: 圧縮 finds コンパクション) to the index's config, where the search worker
+   of docs_hooks/search_cjk.py reads them;
+5. rewrites `base` in the config of every translated page to that language's root, so the page
    loads its language's index and resolves result links against it.
 
 It relies on mkdocs-static-i18n's `building` and `search_entries` attributes (its version is
@@ -29,8 +38,11 @@ import copy
 import json
 import os
 import re
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+import yaml
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.plugins import event_priority
 from mkdocs.structure.pages import Page
@@ -40,6 +52,11 @@ REF_PREFIX = "ref/"
 ZERO_WIDTH_SPACE = "\u200b"
 # Languages whose words Material's jieba segmentation must not split (it is meant for Chinese).
 UNSEGMENTED = frozenset({"ja"})
+GLOSSARY = Path("i18n") / "glossary.yml"
+# An API object's anchor, e.g. "ref/session/#turnstore.Session.pop_item".
+_OBJECT = re.compile(r"#turnstore\.(?P<name>[\w.]+)$")
+# How much an API object's entry outweighs a guide section with the same words in its title.
+OBJECT_BOOST = 3
 
 
 def _i18n(config: MkDocsConfig) -> Any:
@@ -103,12 +120,53 @@ def split_by_language(
 
 
 def shared_api_entries(english: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Return the English API entries, located relative to a language's root (`../ref/...`)."""
-    return [
-        {**entry, "location": "../" + entry["location"]}
-        for entry in english
-        if entry["location"].startswith(REF_PREFIX)
-    ]
+    """Return the English API entries (a language's own copy of the reference has the same path)."""
+    return [dict(entry) for entry in english if entry["location"].startswith(REF_PREFIX)]
+
+
+def name_api_objects(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Title API object entries with their qualified name and boost them.
+
+    Among objects that share a short name (`Session.pop_item`, `SQLiteSession.pop_item`, ...),
+    the one with the shortest qualified name (the protocol's, usually) gets a little more, so a
+    search for the bare name starts with it.
+    """
+    named: list[dict[str, Any]] = []
+    shortest: dict[str, tuple[int, int]] = {}
+    for entry in entries:
+        match = _OBJECT.search(entry["location"])
+        if match:
+            name = match["name"]
+            entry = {**entry, "title": name, "boost": OBJECT_BOOST}
+            short = name.rsplit(".", 1)[-1]
+            if short not in shortest or len(name) < shortest[short][0]:
+                shortest[short] = (len(name), len(named))
+        named.append(entry)
+    for _, index in shortest.values():
+        named[index]["boost"] = OBJECT_BOOST + 1
+    return named
+
+
+def with_dot_separator(separator: str) -> str:
+    """The separator regex with `.` added to its character class (`.` then splits words)."""
+    if separator.startswith("[") and "]" in separator and "." not in separator.split("]")[0]:
+        close = separator.index("]")
+        return separator[:close] + "." + separator[close:]
+    return separator
+
+
+def search_synonyms(root: Path, language: str) -> dict[str, list[str]]:
+    """The glossary's search synonyms for `language`: a word readers type -> the pages' words."""
+    path = root / GLOSSARY
+    if not path.is_file():
+        return {}
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    table = (data.get("search_synonyms") or {}).get(language) or {}
+    synonyms: dict[str, list[str]] = {}
+    for word, targets in table.items():
+        values = targets if isinstance(targets, list) else [targets]
+        synonyms[str(word)] = [str(value) for value in values]
+    return synonyms
 
 
 @event_priority(-200)  # after mkdocs-static-i18n (-100) has built every language
@@ -122,11 +180,17 @@ def on_post_build(config: MkDocsConfig) -> None:
     # The plugin keeps every language's entries, before its de-duplication, in build order.
     groups = split_by_language(i18n.search_entries, languages, default)
     fields = copy.deepcopy(_search(config).config.fields)
+    root = Path(config.config_file_path or ".").resolve().parent
     for language in languages:
         docs = groups.get(language, [])
         if language != default:
             docs = docs + shared_api_entries(groups.get(default, []))
-        settings = {**material_search_settings(config, language), "fields": fields}
+        docs = name_api_objects(docs)
+        settings: dict[str, Any] = {**material_search_settings(config, language), "fields": fields}
+        settings["separator"] = with_dot_separator(settings["separator"])
+        synonyms = search_synonyms(root, language)
+        if synonyms:
+            settings["synonyms"] = synonyms
         subdir = "" if language == default else language
         path = os.path.join(config.site_dir, subdir, "search", "search_index.json")
         data = {"config": settings, "docs": docs}
@@ -153,3 +217,16 @@ def on_post_page(output: str, page: Page, config: MkDocsConfig) -> str:
     if language == i18n.default_language:
         return output
     return rewrite_base(output, get_relative_url(f"{language}/", page.url or "."))
+
+
+@event_priority(-110)
+def on_post_template(output: str, template_name: str, config: MkDocsConfig) -> str:
+    """A translated 404 page (absolute URLs, served anywhere) searches its language too."""
+    i18n = _i18n(config)
+    language = i18n.current_language
+    if template_name != "404.html" or language == i18n.default_language:
+        return output
+    base = urlsplit(config.site_url or "/").path or "/"
+    if not base.endswith("/"):
+        base += "/"
+    return rewrite_base(output, f"{base}{language}/")

@@ -1,4 +1,4 @@
-"""Japanese and Chinese search find their words: query and index are split alike.
+"""Search finds its words: query and index split alike, synonyms, Python names ranked.
 
 Three gaps in Material's search for these languages, seen in the browser:
 
@@ -17,8 +17,9 @@ This hook
    loop bound corrected (`<` to `<=`; if a Material release changes the code, its worker is used
    unchanged), and `search_cjk.js` (from `search_cjk_worker.js` beside this file), which segments
    Japanese queries and then runs it;
-3. points the Japanese and Chinese pages' search at `search_cjk.js` (the `search` entry of
-   Material's config in each page). Other languages keep Material's worker as it is.
+3. points every page's search at `search_cjk.js` (the `search` entry of Material's config in each
+   page), which also adds the glossary's search synonyms to a query and asks for the parts of a
+   Python name (`Session.pop_item`) as exact words, so the object's own entry ranks first.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from mkdocs.utils import write_file
 
 log = logging.getLogger(f"mkdocs.hooks.{__name__}")
 
-LANGUAGES = frozenset({"ja", "zh"})
+LANGUAGES = frozenset({"en", "ja", "ko", "zh"})
 WORKERS = "assets/javascripts/workers"
 WORKER = "search_cjk.js"
 PATCHED = "search_cjk_material.js"
@@ -105,6 +106,14 @@ def on_config(config: MkDocsConfig) -> None:
 def on_post_page(output: str, page: Page, config: MkDocsConfig) -> str:
     """Japanese and Chinese pages search with the CJK worker."""
     if _language(config) not in LANGUAGES:
+        return output
+    return use_cjk_worker(output)
+
+
+@event_priority(-120)
+def on_post_template(output: str, template_name: str, config: MkDocsConfig) -> str:
+    """The 404 page of these languages too."""
+    if template_name != "404.html" or _language(config) not in LANGUAGES:
         return output
     return use_cjk_worker(output)
 

@@ -2,7 +2,9 @@
 
 mkdocstrings shows the source of every documented object in a collapsible block titled
 "Source code in `src/...py`". This hook turns that path into a link to the file in the
-repository (`repo_url`, the branch of `edit_uri`), pointing at the object's lines.
+repository (`repo_url`, the branch of `edit_uri`), pointing at the object's lines, and keeps the
+listing out of the search index (`data-search-exclude`): source filled a third of the index and
+pushed guides and other objects above the object searched for.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from mkdocs.structure.pages import Page
 _SUMMARY = re.compile(r"<summary>Source code in <code>(?P<path>[^<]+)</code></summary>")
 _LINE = re.compile(r'codelineno-\d+-(\d+)"')
 _BLOCK_END = "</td>"
+SOURCE_BLOCK = '<details class="mkdocstrings-source">'
+UNSEARCHED_SOURCE_BLOCK = '<details class="mkdocstrings-source" data-search-exclude>'
 
 
 def source_url(config: MkDocsConfig, path: str, first: int | None, last: int | None) -> str | None:
@@ -53,7 +57,7 @@ def link_sources(content: str, config: MkDocsConfig) -> str:
             )
         position = match.end()
     pieces.append(content[position:])
-    return "".join(pieces)
+    return "".join(pieces).replace(SOURCE_BLOCK, UNSEARCHED_SOURCE_BLOCK)
 
 
 def on_page_content(html_text: str, page: Page, config: MkDocsConfig, **kwargs: Any) -> str:

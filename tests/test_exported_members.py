@@ -14,7 +14,9 @@ TOP_LEVEL = [
     "Agent",
     "AgentsError",
     "AtomicReplacementSession",
+    "Closing",
     "CompactionTriggerContext",
+    "EncryptedSession",
     "FunctionTool",
     "HistorySnapshot",
     "MaxTurnsExceeded",
@@ -41,6 +43,7 @@ TOP_LEVEL = [
     "Session",
     "SessionABC",
     "SessionClosedError",
+    "SessionDecryptionError",
     "SessionError",
     "SessionInfo",
     "SessionInputCallback",
@@ -68,7 +71,9 @@ TOP_LEVEL = [
 
 MEMORY = [
     "AtomicReplacementSession",
+    "Closing",
     "CompactionTriggerContext",
+    "EncryptedSession",
     "HistorySnapshot",
     "OpenAIConversationsSession",
     "OpenAIResponsesCompactionArgs",

@@ -8,7 +8,10 @@ import textwrap
 
 # Setting a module to None in sys.modules makes importing it raise ImportError, as if the extra
 # were not installed.
-HIDE_EXTRAS = "import sys\nsys.modules['sqlalchemy'] = None\nsys.modules['redis'] = None\n"
+HIDE_EXTRAS = (
+    "import sys\nsys.modules['sqlalchemy'] = None\nsys.modules['redis'] = None\n"
+    "sys.modules['cryptography'] = None\n"
+)
 
 
 def _run(code: str) -> subprocess.CompletedProcess[str]:
@@ -81,3 +84,19 @@ def test_testing_helpers_work_without_pytest() -> None:
         "SessionConformanceTests needs pytest and pytest-asyncio: "
         "pip install pytest pytest-asyncio",
     ]
+
+
+def test_encrypted_session_without_its_extra_names_the_install_command() -> None:
+    done = _run(
+        """
+        import turnstore
+        from turnstore import EncryptedSession, SQLiteSession
+        assert "EncryptedSession" not in turnstore.__all__
+        try:
+            EncryptedSession("s", SQLiteSession("s"), "key")
+        except ImportError as exc:
+            print(exc)
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    assert "pip install 'turnstore[encryption]'" in done.stdout, done.stdout

@@ -26,6 +26,7 @@ from .exceptions import (
     ModelBehaviorError,
     ModelCallError,
     SessionClosedError,
+    SessionDecryptionError,
     SessionError,
     SessionSchemaError,
     SessionStorageError,
@@ -35,6 +36,7 @@ from .exceptions import (
 from .items import TResponseInputItem
 from .memory import (
     AtomicReplacementSession,
+    Closing,
     CompactionTriggerContext,
     HistorySnapshot,
     OpenAIConversationsSession,
@@ -65,7 +67,7 @@ from .stream_events import RawResponseEvent, RunItemEvent, TextDeltaEvent
 from .tools import FunctionTool, function_tool
 
 if TYPE_CHECKING:
-    from .memory import RedisSession, SQLAlchemySession
+    from .memory import EncryptedSession, RedisSession, SQLAlchemySession
 
 __version__ = "0.2.0"
 """The release: the one place the version is written (pyproject.toml reads it from here)."""
@@ -74,7 +76,9 @@ __all__ = [
     "Agent",
     "AgentsError",
     "AtomicReplacementSession",
+    "Closing",
     "CompactionTriggerContext",
+    "EncryptedSession",
     "FunctionTool",
     "HistorySnapshot",
     "MaxTurnsExceeded",
@@ -101,6 +105,7 @@ __all__ = [
     "Session",
     "SessionABC",
     "SessionClosedError",
+    "SessionDecryptionError",
     "SessionError",
     "SessionInfo",
     "SessionInputCallback",
@@ -128,15 +133,15 @@ __all__ = [
 
 # `from turnstore import *` imports every name in `__all__`: leave out the backends whose
 # extra is not installed, as `turnstore.memory` does.
-for _name in ("SQLAlchemySession", "RedisSession"):
+for _name in ("SQLAlchemySession", "RedisSession", "EncryptedSession"):
     if _name not in _memory_all:
         __all__.remove(_name)
 del _name
 
 
 def __getattr__(name: str) -> Any:
-    # SQLAlchemySession and RedisSession need extras: imported on first use.
-    if name in ("SQLAlchemySession", "RedisSession"):
+    # SQLAlchemySession, RedisSession and EncryptedSession need extras: imported on first use.
+    if name in ("SQLAlchemySession", "RedisSession", "EncryptedSession"):
         from . import memory
 
         return getattr(memory, name)

@@ -1,4 +1,4 @@
-"""The `turnstore` command: list, show, export, import, clear and count stored sessions.
+"""The `turnstore` command: list, show, export, import, clear, prune and count stored sessions.
 
 Works on a SQLite file, a PostgreSQL (or other SQLAlchemy) URL or a Redis URL, given with `--db`
 or the `TURNSTORE_DB` environment variable:
@@ -8,6 +8,8 @@ turnstore --db conversations.db list
 turnstore --db postgresql://postgres@localhost/app show user-123 --limit 5
 turnstore --db redis://localhost:6379/0 export --all -o backup.jsonl
 turnstore --db postgresql://postgres@localhost/app import backup.jsonl
+turnstore --db conversations.db list --prefix user-123/
+turnstore --db redis://localhost:6379/0 prune --idle 30d
 ```
 
 An export is JSON Lines, one item per line:
@@ -26,7 +28,7 @@ import sys
 import tempfile
 import unicodedata
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import IO, Any
 
 from . import __version__
@@ -68,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     listing.add_argument("--page", type=_positive, default=1, help="page number (from 1)")
     listing.add_argument("--page-size", type=_positive, default=50, help="sessions per page")
+    listing.add_argument("--prefix", default="", help="only sessions whose id starts with this")
     listing.add_argument("--json", action="store_true", help="print JSON Lines")
 
     show = commands.add_parser(
@@ -102,6 +105,19 @@ def build_parser() -> argparse.ArgumentParser:
     clear = commands.add_parser("clear", parents=[storage], help="remove every item of a session")
     clear.add_argument("session_id", metavar="ID")
 
+    prune = commands.add_parser(
+        "prune",
+        parents=[storage],
+        help="delete the sessions with no activity for longer than a given time",
+    )
+    prune.add_argument(
+        "--idle",
+        metavar="AGE",
+        type=_duration,
+        required=True,
+        help="idle time: a number with a unit, s, m, h or d (for example 30d, 12h)",
+    )
+
     stats = commands.add_parser("stats", parents=[storage], help="count sessions and items")
     stats.add_argument("--json", action="store_true", help="print JSON")
     return parser
@@ -132,6 +148,21 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
     return value
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _duration(text: str) -> timedelta:
+    number, unit = text[:-1], text[-1:].lower()
+    if unit not in _UNITS or not number.isdigit():
+        raise argparse.ArgumentTypeError(
+            f"not a duration: {text!r} (a whole number and a unit: 90s, 30m, 12h, 30d)"
+        )
+    try:
+        return timedelta(seconds=int(number) * _UNITS[unit])
+    except OverflowError:
+        raise argparse.ArgumentTypeError(f"duration too large: {text!r}") from None
 
 
 def _non_negative(text: str) -> int:
@@ -218,6 +249,7 @@ async def _run(store: SessionStore, args: argparse.Namespace) -> None:
             "import": _import,
             "clear": _clear,
             "stats": _stats,
+            "prune": _prune,
         }[args.command]
         await handler(store, args)
     finally:
@@ -239,7 +271,7 @@ def _dump(value: Any) -> str:
 async def _list(store: SessionStore, args: argparse.Namespace) -> None:
     offset = (args.page - 1) * args.page_size
     # One more than a page tells whether there is a next page.
-    infos = await store.list_sessions(offset=offset, limit=args.page_size + 1)
+    infos = await store.list_sessions(offset=offset, limit=args.page_size + 1, prefix=args.prefix)
     more = len(infos) > args.page_size
     infos = infos[: args.page_size]
     if args.json:
@@ -470,6 +502,14 @@ async def _clear(store: SessionStore, args: argparse.Namespace) -> None:
     finally:
         await _close(session)
     print(f"cleared session {args.session_id!r} ({info.item_count} items)")
+
+
+async def _prune(store: SessionStore, args: argparse.Namespace) -> None:
+    deleted = await store.delete_idle_sessions(args.idle)
+    seconds = int(args.idle.total_seconds())
+    unit = next(u for u in "dhms" if seconds % _UNITS[u] == 0)
+    age = f"{seconds // _UNITS[unit]}{unit}"
+    print(f"deleted {deleted} session{'' if deleted == 1 else 's'} idle for more than {age}")
 
 
 async def _stats(store: SessionStore, args: argparse.Namespace) -> None:

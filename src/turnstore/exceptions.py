@@ -9,7 +9,8 @@ TurnstoreError
 ├── SessionError                  a session could not do what was asked
 │   ├── SessionClosedError        the session (or its database) was closed
 │   ├── SessionStorageError       the storage backend failed (a driver error is chained)
-│   └── SessionSchemaError        the stored schema is newer than this release understands
+│   ├── SessionSchemaError        the stored schema is newer than this release understands
+│   └── SessionDecryptionError    stored items cannot be decrypted with the keys given
 ├── UserError                     the caller passed something that cannot work (bad options)
 └── AgentsError                   a run did not finish
     ├── MaxTurnsExceeded          the agent used up `max_turns` without a final answer
@@ -29,6 +30,7 @@ __all__ = [
     "ModelBehaviorError",
     "ModelCallError",
     "SessionClosedError",
+    "SessionDecryptionError",
     "SessionError",
     "SessionSchemaError",
     "SessionStorageError",
@@ -45,8 +47,11 @@ class SessionError(TurnstoreError):
     """A session could not carry out the requested operation."""
 
 
-class SessionClosedError(SessionError):
-    """The session, or the database it uses, was closed before the operation."""
+class SessionClosedError(SessionError, RuntimeError):
+    """The session, or the database it uses, was closed before the operation.
+
+    Also a `RuntimeError`, which is what the OpenAI Agents SDK's sessions raise then.
+    """
 
 
 class SessionStorageError(SessionError):
@@ -55,6 +60,10 @@ class SessionStorageError(SessionError):
 
 class SessionSchemaError(SessionError):
     """The stored schema was written by a newer release, or is not a session schema at all."""
+
+
+class SessionDecryptionError(SessionError):
+    """Stored items cannot be decrypted with the keys given (a wrong key); nothing was changed."""
 
 
 class UserError(TurnstoreError):

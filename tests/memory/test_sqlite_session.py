@@ -62,7 +62,7 @@ def test_constructor_touches_nothing(db_path: str) -> None:
     session = SQLiteSession("s", db_path)
     assert not os.path.exists(db_path)
     assert session.db_path == db_path
-    assert session.session_settings is None
+    assert session.session_settings == SessionSettings()
 
 
 @pytest.mark.parametrize(

@@ -64,17 +64,42 @@ def test_every_public_name_has_an_api_entry(built_site: BuiltSite) -> None:
     assert not missing, f"public names without an API entry in docs/ref/: {missing}"
 
 
-def test_api_reference_is_rendered_once_in_english(built_site: BuiltSite) -> None:
-    for language in TRANSLATIONS:
-        assert not (built_site.path / language / "ref").exists(), language
-        # The translated nav still lists the API pages, pointing at the English ones.
-        links = parse(built_site.page(language))[1]
-        assert "../ref/session/" in links, language
-    for path in (built_site.path / "ref").rglob("index.html"):
+def test_api_reference_is_shown_in_each_language_with_english_docstrings(
+    built_site: BuiltSite,
+) -> None:
+    english = {
+        path.relative_to(built_site.path): path
+        for path in (built_site.path / "ref").rglob("*.html")
+    }
+    assert english
+    for path in english.values():
         html = path.read_text(encoding="utf-8")
         article = html[html.index("<article") : html.index("</article>")]
         assert '<html lang="en"' in html
         assert not CJK.search(article), f"{path}: labels in another language"
+    for language in TRANSLATIONS:
+        # The translated nav lists the language's own copy of each API page.
+        assert "ref/session/" in parse(built_site.page(language))[1], language
+        for relative, path in english.items():
+            copy = built_site.path / language / relative
+            html = copy.read_text(encoding="utf-8")
+            assert f'<html lang="{language}"' in html, copy
+            # The same objects, with the same ids (the switcher keeps the reader on the object).
+            assert {i for i in parse(copy)[0] if i.startswith("turnstore.")} == {
+                i for i in parse(path)[0] if i.startswith("turnstore.")
+            }, copy
+            # Only the notice is in the reader's language; the docstrings stay English.
+            article = html[html.index("<article") : html.index("</article>")]
+            # (the edit and view buttons' tooltips are the interface's, in the reader's language)
+            article = re.sub(r'<a [^>]*class="md-content__button[^>]*>', "", article)
+            notice = re.search(
+                r'<div class="admonition note reference-language-notice" lang="(\w+)">(.*?)</div>',
+                article,
+                re.S,
+            )
+            assert notice, f"{copy}: no notice that the reference is in English"
+            assert notice.group(1) == language
+            assert not CJK.search(article.replace(notice.group(0), "")), copy
 
 
 def test_every_internal_link_and_anchor_resolves(built_site: BuiltSite) -> None:

@@ -38,9 +38,7 @@ def test_python_examples_parse_and_import_real_names(path: Path) -> None:
     for code in python_blocks(path):
         tree = compile(code, str(path), "exec", ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
-                "turnstore"
-            ):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("turnstore"):
                 module = importlib.import_module(node.module or "")
                 for alias in node.names:
                     assert hasattr(module, alias.name), f"{path.name}: {node.module}.{alias.name}"

@@ -196,7 +196,7 @@ def test_tests_workflow() -> None:
         "pytest",
         "fonts-noto-cjk",
         "TURNSTORE_CHROMIUM",
-        "'.[dev,docs,postgres,redis]'",
+        "'.[dev,docs,postgres,redis,encryption]'",
     ]:
         assert command in runs, command
 

@@ -1,13 +1,15 @@
 """Session memory: the protocol, its settings, and the built-in backends.
 
 Everything here is also exported from the top-level `turnstore` package. The PostgreSQL
-(`SQLAlchemySession`) and Redis (`RedisSession`) backends need extras and are imported lazily.
+(`SQLAlchemySession`) and Redis (`RedisSession`) backends and `EncryptedSession` need extras and
+are imported lazily.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .closing import Closing
 from .mutation import await_session_mutation
 from .open_store import open_session_store
 from .openai.compaction import CompactionTriggerContext, OpenAIResponsesCompactionSession
@@ -27,12 +29,15 @@ from .sqlite.session import SQLiteSession
 from .store import SessionInfo, SessionRecord, SessionStats, SessionStore
 
 if TYPE_CHECKING:
+    from .encrypted import EncryptedSession
     from .redis.session import RedisSession
     from .sqlalchemy.session import SQLAlchemySession
 
 __all__ = [
     "AtomicReplacementSession",
+    "Closing",
     "CompactionTriggerContext",
+    "EncryptedSession",
     "HistorySnapshot",
     "OpenAIConversationsSession",
     "OpenAIResponsesCompactionArgs",
@@ -59,10 +64,15 @@ __all__ = [
 _LAZY: dict[str, tuple[str, str]] = {
     "SQLAlchemySession": (".sqlalchemy.session", "postgres"),
     "RedisSession": (".redis.session", "redis"),
+    "EncryptedSession": (".encrypted", "encryption"),
 }
 
 # The third-party package each lazy backend imports first.
-_EXTRA_PACKAGE = {"SQLAlchemySession": "sqlalchemy", "RedisSession": "redis"}
+_EXTRA_PACKAGE = {
+    "SQLAlchemySession": "sqlalchemy",
+    "RedisSession": "redis",
+    "EncryptedSession": "cryptography",
+}
 
 
 def _extra_missing(name: str) -> bool:

@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Self, TypeVar
 
 from ..exceptions import SessionClosedError, SessionStorageError
 from ..items import TResponseInputItem
-from .closing import AsyncCloseable
+from .closing import AsyncCloseable, Release
 from .codec import check_limit, check_session_id, encode_items
 from .loop_binding import LoopBinding
 from .mutation import await_session_mutation
@@ -36,7 +36,7 @@ from .session import HistorySnapshot, SessionABC
 from .settings import (
     SessionSettings,
     SessionSettingsLike,
-    coerce_session_settings,
+    default_session_settings,
     resolve_session_limit,
 )
 
@@ -76,7 +76,7 @@ class PooledSession(SessionABC, AsyncCloseable):
         nul_allowed: bool = True,
     ) -> None:
         self.session_id = check_session_id(session_id, nul_allowed=nul_allowed)
-        self.session_settings: SessionSettings | None = coerce_session_settings(session_settings)
+        self.session_settings: SessionSettings | None = default_session_settings(session_settings)
         self._owns_client = False
         self._closed = False
         self._loop_binding = LoopBinding(f"{type(self).__name__} {session_id!r}")
@@ -170,12 +170,25 @@ class PooledSession(SessionABC, AsyncCloseable):
             "replace_history", lambda: self._replace(snapshot, encoded), mutation=True
         )
 
-    async def _close(self) -> None:
+    def _close_now(self) -> Release | None:
+        """Close the session; release the client too if `from_url` created it.
+
+        Further operations raise [`SessionClosedError`][turnstore.SessionClosedError].
+        Closing twice is harmless. A session belongs to the event loop it was first used on
+        (its pooled connections do): another loop raises [`UserError`][turnstore.UserError],
+        and `close()` there cannot release those connections, so close it on its own loop.
+        """
         if self._closed:
-            return
+            return None
         self._closed = True
-        if not self._loop_binding.is_foreign() and self._owns_client:
-            await self._release_client()
+        if not self._owns_client:
+            return None
+
+        async def release() -> None:
+            if not self._loop_binding.is_foreign():
+                await self._release_client()
+
+        return release
 
     # -- plumbing ------------------------------------------------------------------------------
 

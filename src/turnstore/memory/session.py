@@ -297,13 +297,21 @@ class AtomicReplacementSession(Session, Protocol):
         ...
 
     async def replace_history(
-        self, snapshot: HistorySnapshot, new_items: list[TResponseInputItem]
+        self,
+        snapshot: HistorySnapshot,
+        new_items: list[TResponseInputItem],
+        *,
+        archive: bool = True,
     ) -> bool:
         """Replace the snapshot's rows by `new_items`, atomically, keeping later additions last.
 
         Args:
             snapshot: What `snapshot_history` returned, possibly narrowed with `prefix`.
             new_items: The items that take the place of the snapshot's rows.
+            archive: Keep the replaced rows in the backend's archive, where it has one
+                (`SQLiteSession`'s `<messages_table>_archive`); `False` deletes them (as
+                [`EncryptedSession.rotate`][turnstore.EncryptedSession.rotate] needs: no old
+                ciphertext stays behind). A backend without an archive deletes them either way.
 
         Returns:
             `True` when replaced; `False`, changing nothing, when a row of the snapshot was

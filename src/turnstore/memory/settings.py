@@ -11,6 +11,8 @@ __all__ = [
     "SessionSettings",
     "SessionSettingsLike",
     "coerce_session_settings",
+    "default_session_settings",
+    "merge_kwargs",
     "resolve_session_limit",
 ]
 
@@ -104,12 +106,30 @@ def coerce_session_settings(value: SessionSettingsLike | None) -> SessionSetting
             )
         value = as_dict
     known = {field.name for field in dataclasses.fields(SessionSettings)}
-    for key in value:
-        if key not in known:
-            raise TypeError(
-                f"unknown session setting {key!r}; known settings: {', '.join(sorted(known))}"
-            )
+    unknown = [str(key) for key in value if key not in known]
+    if unknown:
+        raise TypeError(
+            f"Unknown session settings: {', '.join(unknown)} "
+            f"(known settings: {', '.join(sorted(known))})"
+        )
     return SessionSettings(**dict(value))
+
+
+def default_session_settings(value: SessionSettingsLike | None) -> SessionSettings:
+    """Coerce a session constructor's `session_settings`, `None` meaning empty settings.
+
+    Args:
+        value: What the caller passed (settings, a dict, or `None`).
+
+    Returns:
+        The settings; `SessionSettings()` when `value` is `None`, as in the OpenAI Agents SDK.
+
+    Raises:
+        TypeError: `value` is of another type, or names an unknown setting.
+        ValueError: A field has an invalid value.
+    """
+    resolved = coerce_session_settings(value)
+    return SessionSettings() if resolved is None else resolved
 
 
 def resolve_session_limit(explicit: int | None, settings: SessionSettingsLike | None) -> int | None:
@@ -126,3 +146,31 @@ def resolve_session_limit(explicit: int | None, settings: SessionSettingsLike | 
         return explicit
     resolved = coerce_session_settings(settings)
     return None if resolved is None else resolved.limit
+
+
+def merge_kwargs(
+    as_dict: Mapping[str, Any] | None, as_keywords: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Merge options given as one dict with options given as keywords.
+
+    The OpenAI Agents SDK passes engine or client options as one dict (`engine_kwargs=`,
+    `redis_kwargs=`); ours are keywords. Both forms work, together too.
+
+    Args:
+        as_dict: The dict form, or `None`.
+        as_keywords: The keyword form.
+
+    Returns:
+        One dict with both.
+
+    Raises:
+        TypeError: `as_dict` is not a mapping, or a key is given both ways.
+    """
+    if as_dict is None:
+        return dict(as_keywords)
+    if not isinstance(as_dict, Mapping):
+        raise TypeError(f"the options dict must be a dict, not {type(as_dict).__name__}")
+    both = sorted(set(as_dict) & set(as_keywords))
+    if both:
+        raise TypeError(f"option {both[0]!r} is given both in the dict and as a keyword")
+    return {**as_dict, **as_keywords}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..items import TResponseInputItem
@@ -151,15 +151,57 @@ class SessionStore(AsyncCloseable):
     backend: str
 
     @abstractmethod
-    async def list_sessions(self, *, offset: int = 0, limit: int = 50) -> list[SessionInfo]:
+    async def list_sessions(
+        self, *, offset: int = 0, limit: int = 50, prefix: str = ""
+    ) -> list[SessionInfo]:
         """Return sessions, the most recently active first.
 
         Args:
             offset: How many sessions to skip (for paging).
             limit: The most to return.
+            prefix: Only sessions whose id starts with this text (case-sensitive; `""` for all).
 
         Returns:
-            One entry per session.
+            One entry per session, with its item count and its created and last-activity times.
+
+        Raises:
+            ValueError: `offset` is negative or `limit` is below 1.
+            TypeError: `prefix` is not a string.
+            SessionStorageError: The storage failed.
+
+        Example:
+            ```python
+            page_2 = await store.list_sessions(prefix="user-42/", offset=20, limit=20)
+            ```
+        """
+
+    @abstractmethod
+    async def delete_idle_sessions(self, older_than: timedelta | float) -> int:
+        """Delete every session whose last activity is older than `older_than`, in one call.
+
+        A session is idle from its last write (`add_items`, `pop_item`, an import); SQLite
+        records that time to the second. Its items (and, on SQLite, its archived items) go with
+        it. On SQLite and SQL databases it is one transaction; on Redis each batch of 500
+        sessions is one atomic script that keeps a session written to since the batch was read.
+
+        Args:
+            older_than: The idle time, as a `timedelta` or seconds (`0` deletes every session
+                not written to since the call started).
+
+        Returns:
+            How many sessions were deleted.
+
+        Raises:
+            TypeError: `older_than` is not a `timedelta` or a number.
+            ValueError: `older_than` is negative.
+            SessionStorageError: The storage failed; on SQL backends nothing was deleted.
+
+        Example:
+            ```python
+            from datetime import timedelta
+
+            deleted = await store.delete_idle_sessions(timedelta(days=30))
+            ```
         """
 
     @abstractmethod
@@ -217,10 +259,6 @@ class SessionStore(AsyncCloseable):
             A session that shares the store's connections (close it before the store).
         """
 
-    @abstractmethod
-    async def close(self) -> None:
-        """Release the store's connections."""
-
 
 def _parse_sqlite_time(value: Any) -> datetime | None:
     if value is None:
@@ -248,6 +286,31 @@ def _check_page(offset: int, limit: int) -> None:
         raise ValueError(f"offset must be an int >= 0, got {offset!r}")
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ValueError(f"limit must be an int >= 1, got {limit!r}")
+
+
+def _check_prefix(prefix: str) -> None:
+    if not isinstance(prefix, str):
+        raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
+
+
+def _idle_cutoff(older_than: timedelta | float) -> datetime:
+    """The last-activity time before which a session counts as idle (UTC, milliseconds)."""
+    if isinstance(older_than, timedelta):
+        age = older_than
+    elif isinstance(older_than, int | float) and not isinstance(older_than, bool):
+        if older_than != older_than:  # NaN
+            raise ValueError("older_than must be a number of seconds, got NaN")
+        age = timedelta(seconds=older_than)
+    else:
+        raise TypeError(
+            f"older_than must be a timedelta or seconds, not {type(older_than).__name__}"
+        )
+    if age < timedelta(0):
+        raise ValueError(f"older_than must not be negative, got {older_than!r}")
+    try:
+        return _utc(datetime.now(UTC) - age)
+    except OverflowError:
+        return datetime.min.replace(tzinfo=UTC)  # older than anything stored: deletes nothing
 
 
 def _hide_password(url: str) -> str:

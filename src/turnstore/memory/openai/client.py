@@ -6,6 +6,7 @@ import asyncio
 
 from openai import AsyncOpenAI
 
+from ..closing import Release
 from ..loop_binding import LoopBinding
 
 __all__ = ["OwnedOpenAIClient", "default_openai_client"]
@@ -53,13 +54,31 @@ class OwnedOpenAIClient:
                 await client.close()
         return self._client
 
+    def release(self) -> Release | None:
+        """Forget the client if it was built here, returning what closes it.
+
+        A client passed in is left open (and kept).
+
+        Returns:
+            A coroutine function that closes the built client, or `None`.
+        """
+        client, owned, binding = self._client, self._owned, self._loop_binding
+        if client is None or owned:
+            self._loop_binding = LoopBinding(binding.what)
+        if not owned or client is None:
+            return None
+        self._client, self._owned = None, False
+        built = client
+
+        async def close_client() -> None:
+            # Connections opened on another loop cannot be closed from this one.
+            if not binding.is_foreign():
+                await built.close()
+
+        return close_client
+
     async def close(self) -> None:
         """Close the client if it was built here; a client passed in is left open."""
-        client, owned = self._client, self._owned
-        if owned and client is not None:
-            self._client, self._owned = None, False
-            # Connections opened on another loop cannot be closed from this one.
-            if not self._loop_binding.is_foreign():
-                await client.close()
-        if client is None or owned:
-            self._loop_binding = LoopBinding(self._loop_binding.what)
+        release = self.release()
+        if release is not None:
+            await release()

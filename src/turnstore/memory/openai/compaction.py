@@ -16,7 +16,7 @@ from openai.types.responses import CompactedResponse, ResponseUsage
 from ...defaults import default_model_name
 from ...exceptions import SessionClosedError, SessionError, UserError
 from ...items import TResponseInputItem, clean_input_item
-from ..closing import AsyncCloseable
+from ..closing import AsyncCloseable, Release
 from ..session import (
     HistorySnapshot,
     OpenAIResponsesCompactionArgs,
@@ -260,8 +260,8 @@ class OpenAIResponsesCompactionSession(ReplaceAndRestore, SessionABC, AsyncClose
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    async def close(self) -> None:
-        """Close the session, and the client it built from the environment.
+    def _close_now(self) -> Release | None:
+        """Close the client this session built from the environment.
 
         A client passed in and the wrapped session are left open (close the wrapped session
         yourself). Like every session of this package, a closed session raises
@@ -269,7 +269,7 @@ class OpenAIResponsesCompactionSession(ReplaceAndRestore, SessionABC, AsyncClose
         twice is harmless. `async with` calls `close()` at the end of the block.
         """
         self._closed = True
-        await self._client.close()
+        return self._client.release()
 
     def _check_open(self) -> None:
         if self._closed:

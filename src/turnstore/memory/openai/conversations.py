@@ -12,14 +12,14 @@ from openai import AsyncOpenAI
 
 from ...exceptions import SessionClosedError, SessionStorageError
 from ...items import TResponseInputItem
-from ..closing import AsyncCloseable
+from ..closing import AsyncCloseable, Release
 from ..codec import check_limit, encode_items
 from ..mutation import await_session_mutation
 from ..session import SessionABC
 from ..settings import (
     SessionSettings,
     SessionSettingsLike,
-    coerce_session_settings,
+    default_session_settings,
     resolve_session_limit,
 )
 from .client import OwnedOpenAIClient
@@ -71,9 +71,11 @@ class OpenAIConversationsSession(SessionABC, AsyncCloseable):
             (`OPENAI_API_KEY`, `OPENAI_BASE_URL`) on first use.
         session_settings: Default settings for runs that use this session, as a
             [`SessionSettings`][turnstore.SessionSettings] or a dict.
+        openai_client: The OpenAI Agents SDK's name for `client`; give one or the other.
 
     Raises:
         ValueError: `conversation_id` is an empty string.
+        TypeError: Both `client` and `openai_client` are given.
 
     Example:
         ```python
@@ -91,7 +93,12 @@ class OpenAIConversationsSession(SessionABC, AsyncCloseable):
         conversation_id: str | None = None,
         client: AsyncOpenAI | None = None,
         session_settings: SessionSettingsLike | None = None,
+        openai_client: AsyncOpenAI | None = None,
     ) -> None:
+        if openai_client is not None:
+            if client is not None:
+                raise TypeError("pass the client as client= or openai_client=, not both")
+            client = openai_client
         if conversation_id is not None and (
             not isinstance(conversation_id, str) or not conversation_id
         ):
@@ -100,7 +107,7 @@ class OpenAIConversationsSession(SessionABC, AsyncCloseable):
             )
         self._conversation_id = conversation_id
         self._client = OwnedOpenAIClient(client, what="OpenAIConversationsSession")
-        self.session_settings: SessionSettings | None = coerce_session_settings(session_settings)
+        self.session_settings: SessionSettings | None = default_session_settings(session_settings)
         self._lock = asyncio.Lock()
         self._closed = False
 
@@ -141,8 +148,8 @@ class OpenAIConversationsSession(SessionABC, AsyncCloseable):
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    async def close(self) -> None:
-        """Close the session, and the client it built from the environment.
+    def _close_now(self) -> Release | None:
+        """Close the client this session built from the environment.
 
         A client passed in is left open, and the conversation stays on the server. Like every
         session of this package, a closed session raises
@@ -151,7 +158,7 @@ class OpenAIConversationsSession(SessionABC, AsyncCloseable):
         `async with` calls `close()` at the end of the block.
         """
         self._closed = True
-        await self._client.close()
+        return self._client.release()
 
     def _check_open(self) -> None:
         if self._closed:

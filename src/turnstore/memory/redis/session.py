@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, cast
 
@@ -34,7 +35,7 @@ from ...exceptions import SessionStorageError, UserError
 from ...items import TResponseInputItem
 from ..pooled import PooledSession
 from ..session import HistorySnapshot
-from ..settings import SessionSettingsLike
+from ..settings import SessionSettingsLike, merge_kwargs
 from . import scripts
 from .keys import (
     DEFAULT_KEY_PREFIX,
@@ -165,7 +166,8 @@ class RedisSession(PooledSession):
         key_prefix: str = DEFAULT_KEY_PREFIX,
         ttl: float | timedelta | None = None,
         session_settings: SessionSettingsLike | None = None,
-        **redis_kwargs: Any,
+        redis_kwargs: Mapping[str, Any] | None = None,
+        **more_redis_kwargs: Any,
     ) -> RedisSession:
         """Create a session with its own client; `close()` closes that client.
 
@@ -178,7 +180,9 @@ class RedisSession(PooledSession):
             key_prefix: Prefix of every key this session uses.
             ttl: Expire the session after this long without a write; `None` never expires it.
             session_settings: Default settings for runs that use this session.
-            **redis_kwargs: Passed to `redis.asyncio.Redis.from_url` (or
+            redis_kwargs: Keyword arguments for the client as one dict (the OpenAI Agents SDK's
+                form); merged with `**more_redis_kwargs`.
+            **more_redis_kwargs: Passed to `redis.asyncio.Redis.from_url` (or
                 `redis.asyncio.cluster.RedisCluster.from_url`) as they are (`max_connections`,
                 `socket_timeout`, `retry`, ...).
 
@@ -187,11 +191,14 @@ class RedisSession(PooledSession):
 
         Raises:
             ValueError: The URL is not a Redis URL.
+            TypeError: `redis_kwargs` is not a dict, or repeats a keyword given directly.
         """
         # An invalid argument raises before any connection exists: nothing to close then.
         return cls._owning(
             session_id=session_id,
-            redis_client=create_client_for_url(url, **redis_kwargs),
+            redis_client=create_client_for_url(
+                url, **merge_kwargs(redis_kwargs, more_redis_kwargs)
+            ),
             key_prefix=key_prefix,
             ttl=ttl,
             session_settings=session_settings,
@@ -281,7 +288,11 @@ class RedisSession(PooledSession):
         return await self._snapshot_history()
 
     async def replace_history(
-        self, snapshot: HistorySnapshot, new_items: list[TResponseInputItem]
+        self,
+        snapshot: HistorySnapshot,
+        new_items: list[TResponseInputItem],
+        *,
+        archive: bool = True,
     ) -> bool:
         """Replace the snapshot's elements by `new_items` in one Lua script, keeping later ones.
 
@@ -292,6 +303,8 @@ class RedisSession(PooledSession):
         Args:
             snapshot: What `snapshot_history` returned, possibly narrowed with `prefix`.
             new_items: The items that take the place of the snapshot's elements.
+            archive: Part of the protocol; this backend keeps no archive, so the replaced
+                elements are deleted either way.
 
         Returns:
             `True` when replaced; `False`, changing nothing, when an element of the snapshot was
@@ -303,16 +316,6 @@ class RedisSession(PooledSession):
             SessionStorageError: Redis failed; nothing changed.
         """
         return await self._replace_history(snapshot, new_items)
-
-    async def close(self) -> None:
-        """Close the session; close the client too if `from_url` created it.
-
-        Further operations raise [`SessionClosedError`][turnstore.SessionClosedError].
-        Closing twice is harmless. A session belongs to the event loop it was first used on
-        (its pooled connections do): another loop raises [`UserError`][turnstore.UserError],
-        and `close()` there cannot release those connections, so close it on its own loop.
-        """
-        await self._close()
 
     def __repr__(self) -> str:
         return f"RedisSession({self.session_id!r}, key={self._items_key!r})"

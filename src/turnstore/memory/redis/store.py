@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ...exceptions import SessionStorageError
+from ..closing import Release
 from ..codec import encode_items
 from ..session import Session
 from ..store import (
@@ -14,8 +15,10 @@ from ..store import (
     SessionStats,
     SessionStore,
     _check_page,
+    _check_prefix,
     _from_ms,
     _hide_password,
+    _idle_cutoff,
     _to_ms,
 )
 from .keys import decode_element, encode_element, layout_for, split_stamp
@@ -25,8 +28,25 @@ if TYPE_CHECKING:
     from redis.asyncio import Redis
     from redis.asyncio.cluster import RedisCluster
 
-# Index entries are read in pages of this many.
+# Delete the sessions in ARGV[2..] whose index score is still at most ARGV[1] (a session
+# written to since it was read is kept), atomically. KEYS: their item lists, then the index.
+_DELETE_IDLE_SCRIPT = """
+local cutoff = tonumber(ARGV[1])
+local index = KEYS[#KEYS]
+local deleted = 0
+for i = 2, #ARGV do
+  local score = redis.call('ZSCORE', index, ARGV[i])
+  if score and tonumber(score) <= cutoff then
+    redis.call('DEL', KEYS[i - 1])
+    redis.call('ZREM', index, ARGV[i])
+    deleted = deleted + 1
+  end
+end
+return deleted
+"""
+
 _PAGE = 500
+"""Index entries read (or deleted) per round trip."""
 
 
 class RedisStore(SessionStore):
@@ -49,6 +69,7 @@ class RedisStore(SessionStore):
         self._layout = layout_for(self._redis, key_prefix)
         self._prune = self._redis.register_script(PRUNE)
         self._write = self._redis.register_script(IMPORT)
+        self._delete_idle = self._redis.register_script(_DELETE_IDLE_SCRIPT)
 
     async def _call(self, work: Any) -> Any:
         from .session import CLIENT_ERRORS, ready
@@ -98,20 +119,65 @@ class RedisStore(SessionStore):
         merged.sort(key=lambda entry: (entry[1], entry[0]), reverse=True)
         return merged[offset : offset + count]
 
-    async def list_sessions(self, *, offset: int = 0, limit: int = 50) -> list[SessionInfo]:
-        """Return sessions, the most recently active first; expired ones are dropped."""
+    async def list_sessions(
+        self, *, offset: int = 0, limit: int = 50, prefix: str = ""
+    ) -> list[SessionInfo]:
+        """Return sessions, the most recently active first; expired ones are dropped.
+
+        Without a prefix a page is one range read of the index (of every index, merged, on a
+        cluster); with one, the indexes are read in order until the page is full.
+        """
         _check_page(offset, limit)
+        _check_prefix(prefix)
 
         async def work() -> list[SessionInfo]:
-            while True:
-                entries = await self._newest(offset, limit)
-                infos = await self._describe(entries)
-                if len(infos) == len(entries):
-                    return infos
-                # Expired sessions were pruned from the index: read the window again, so that
-                # a page is never short (a short page reads as the last one) nor skips any.
+            if not prefix:
+                while True:
+                    entries = await self._newest(offset, limit)
+                    infos = await self._describe(entries)
+                    if len(infos) == len(entries):
+                        return infos
+                    # Expired sessions were pruned from the index: read the window again, so
+                    # that a page is never short (a short page reads as the last one) nor skips
+                    # any.
+            found: list[SessionInfo] = []
+            skip, start = offset, 0
+            while len(found) < limit:
+                page = await self._newest(start, _PAGE)
+                matching = [entry for entry in page if entry[0].startswith(prefix)]
+                infos = await self._describe(matching)
+                start += _PAGE - (len(matching) - len(infos))  # pruned entries shifted the rest
+                taken = infos[skip:]
+                skip = max(0, skip - len(infos))
+                found += taken[: limit - len(found)]
+                if len(page) < _PAGE:
+                    break
+            return found
 
         result: list[SessionInfo] = await self._call(work)
+        return result
+
+    async def delete_idle_sessions(self, older_than: timedelta | float) -> int:
+        """Delete every session idle for longer than `older_than`, 500 per atomic script."""
+        cutoff = _to_ms(_idle_cutoff(older_than))
+
+        async def work() -> int:
+            deleted = 0
+            # One index per hash slot on a cluster: each script touches one index and the
+            # sessions it lists, which share its slot.
+            for index in await self._layout.index_keys(self._redis):
+                while True:
+                    raw = await self._redis.zrangebyscore(index, "-inf", cutoff, start=0, num=_PAGE)
+                    ids = [_text(member) for member in raw if isinstance(member, bytes | str)]
+                    if not ids:
+                        break
+                    keys = [*(self._layout.items_key(sid) for sid in ids), index]
+                    deleted += int(await self._delete_idle(keys=keys, args=[cutoff, *ids]))
+                    if len(ids) < _PAGE:
+                        break
+            return deleted
+
+        result: int = await self._call(work)
         return result
 
     async def get_info(self, session_id: str) -> SessionInfo | None:
@@ -196,9 +262,9 @@ class RedisStore(SessionStore):
 
         return RedisSession(session_id, redis_client=self._redis, key_prefix=self._prefix)
 
-    async def close(self) -> None:
+    def _close_now(self) -> Release | None:
         """Close the store's client."""
-        await self._redis.aclose()
+        return self._redis.aclose
 
 
 def _scored(raw: Any) -> list[tuple[str, float]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 try:
@@ -27,7 +28,7 @@ from ...items import TResponseInputItem
 from ..codec import decode_item, decode_rows, decode_snapshot, validate_table_names
 from ..pooled import PooledSession
 from ..session import HistorySnapshot
-from ..settings import SessionSettingsLike
+from ..settings import SessionSettingsLike, merge_kwargs
 from .engine import create_engine_for_url, retry_deadlocks, storage_error
 from .schema import (
     MAX_SESSION_ID_LENGTH,
@@ -156,7 +157,8 @@ class SQLAlchemySession(PooledSession):
         messages_table: str = "agent_messages",
         session_settings: SessionSettingsLike | None = None,
         command_timeout: float | None = DEFAULT_COMMAND_TIMEOUT,
-        **engine_kwargs: Any,
+        engine_kwargs: Mapping[str, Any] | None = None,
+        **more_engine_kwargs: Any,
     ) -> SQLAlchemySession:
         """Create a session with its own engine; `close()` disposes of that engine.
 
@@ -172,8 +174,10 @@ class SQLAlchemySession(PooledSession):
             session_settings: Default settings for runs that use this session.
             command_timeout: The most seconds one operation may spend in the database (see the
                 class); `None` for no bound.
-            **engine_kwargs: Passed to `sqlalchemy.ext.asyncio.create_async_engine` as they are:
-                pool settings (`pool_size`, `max_overflow`, `pool_timeout`, `pool_recycle`,
+            engine_kwargs: Keyword arguments for the engine as one dict (the OpenAI Agents SDK's
+                form); merged with `**more_engine_kwargs`.
+            **more_engine_kwargs: Passed to `sqlalchemy.ext.asyncio.create_async_engine` as they
+                are: pool settings (`pool_size`, `max_overflow`, `pool_timeout`, `pool_recycle`,
                 `pool_pre_ping`, `poolclass`), `connect_args`, `echo`, and so on.
 
         Returns:
@@ -181,11 +185,12 @@ class SQLAlchemySession(PooledSession):
 
         Raises:
             ValueError: The URL cannot be parsed or names a driver that is not async.
+            TypeError: `engine_kwargs` is not a dict, or repeats a keyword given directly.
             ImportError: The driver the URL names is not installed.
         """
         return cls._owning(
             session_id=session_id,
-            engine=create_engine_for_url(url, **engine_kwargs),
+            engine=create_engine_for_url(url, **merge_kwargs(engine_kwargs, more_engine_kwargs)),
             create_tables=create_tables,
             sessions_table=sessions_table,
             messages_table=messages_table,
@@ -276,7 +281,11 @@ class SQLAlchemySession(PooledSession):
         return await self._snapshot_history()
 
     async def replace_history(
-        self, snapshot: HistorySnapshot, new_items: list[TResponseInputItem]
+        self,
+        snapshot: HistorySnapshot,
+        new_items: list[TResponseInputItem],
+        *,
+        archive: bool = True,
     ) -> bool:
         """Replace the snapshot's rows by `new_items` in one transaction, keeping later rows last.
 
@@ -287,6 +296,8 @@ class SQLAlchemySession(PooledSession):
         Args:
             snapshot: What `snapshot_history` returned, possibly narrowed with `prefix`.
             new_items: The items that take the place of the snapshot's rows.
+            archive: Part of the protocol; this backend keeps no archive, so the replaced
+                rows are deleted either way.
 
         Returns:
             `True` when replaced; `False`, changing nothing, when a row of the snapshot was
@@ -298,16 +309,6 @@ class SQLAlchemySession(PooledSession):
             SessionStorageError: The database failed; nothing changed.
         """
         return await self._replace_history(snapshot, new_items)
-
-    async def close(self) -> None:
-        """Close the session; dispose of the engine if `from_url` created it.
-
-        Further operations raise [`SessionClosedError`][turnstore.SessionClosedError].
-        Closing twice is harmless. A session belongs to the event loop it was first used on
-        (its pooled connections do): another loop raises [`UserError`][turnstore.UserError],
-        and `close()` there cannot release those connections, so close it on its own loop.
-        """
-        await self._close()
 
     def __repr__(self) -> str:
         url = self._engine.url.render_as_string(hide_password=True)

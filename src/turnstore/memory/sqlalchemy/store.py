@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sqlite3
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ...exceptions import SessionStorageError
+from ..closing import Release
 from ..codec import encode_items, validate_table_names
 from ..session import Session
 from ..store import (
@@ -15,6 +16,8 @@ from ..store import (
     SessionStats,
     SessionStore,
     _check_page,
+    _check_prefix,
+    _idle_cutoff,
     _parse_sqlite_time,
     _records,
     _utc,
@@ -64,11 +67,15 @@ class SQLAlchemyStore(SessionStore):
     def _info(row: Any) -> SessionInfo:
         return SessionInfo(row[0], int(row[3]), _maybe_utc(row[1]), _maybe_utc(row[2]))
 
-    async def list_sessions(self, *, offset: int = 0, limit: int = 50) -> list[SessionInfo]:
+    async def list_sessions(
+        self, *, offset: int = 0, limit: int = 50, prefix: str = ""
+    ) -> list[SessionInfo]:
         """Return sessions, the most recently active first."""
         _check_page(offset, limit)
+        _check_prefix(prefix)
         query = (
             self._info_query()
+            .where(self._s.c.session_id.startswith(prefix, autoescape=True))
             .order_by(self._s.c.updated_at.desc(), self._s.c.session_id)
             .offset(offset)
             .limit(limit)
@@ -78,6 +85,31 @@ class SQLAlchemyStore(SessionStore):
             return [self._info(row) for row in await conn.execute(query)]
 
         return list(await self._call(work) or [])
+
+    async def delete_idle_sessions(self, older_than: timedelta | float) -> int:
+        """Delete every session idle for longer than `older_than`, in one transaction."""
+        from sqlalchemy import delete, select
+        from sqlalchemy.exc import SQLAlchemyError
+
+        cutoff = _idle_cutoff(older_than)
+        s, m = self._s, self._m
+        idle = select(s.c.session_id).where(s.c.updated_at < cutoff)
+        try:
+            async with self._engine.begin() as conn:
+                # Lock the idle sessions' rows first: a concurrent write to one of them waits,
+                # and one written to just before is no longer idle when re-checked here.
+                locked = (await conn.execute(idle.with_for_update())).scalars().all()
+                if not locked:
+                    return 0
+                await conn.execute(delete(m).where(m.c.session_id.in_(idle.scalar_subquery())))
+                deleted = await conn.execute(delete(s).where(s.c.updated_at < cutoff))
+                return int(deleted.rowcount)
+        except SQLAlchemyError as exc:
+            if _missing_table(exc):
+                return 0
+            raise SessionStorageError(f"{self.target}: {_first_line(exc)}") from exc
+        except OSError as exc:
+            raise SessionStorageError(f"cannot reach {self.target}: {exc}") from exc
 
     async def get_info(self, session_id: str) -> SessionInfo | None:
         """Return one session's entry, or `None` when it does not exist."""
@@ -165,9 +197,9 @@ class SQLAlchemyStore(SessionStore):
             messages_table=self._messages_table,
         )
 
-    async def close(self) -> None:
+    def _close_now(self) -> Release | None:
         """Dispose of the store's engine."""
-        await self._engine.dispose()
+        return self._engine.dispose
 
 
 def _maybe_utc(value: Any) -> datetime | None:

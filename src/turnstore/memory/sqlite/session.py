@@ -22,7 +22,7 @@ from typing import Any
 
 from ...exceptions import SessionClosedError
 from ...items import TResponseInputItem
-from ..closing import AsyncCloseable
+from ..closing import AsyncCloseable, Release
 from ..codec import (
     check_limit,
     check_session_id,
@@ -37,7 +37,7 @@ from ..session import HistorySnapshot, SessionABC
 from ..settings import (
     SessionSettings,
     SessionSettingsLike,
-    coerce_session_settings,
+    default_session_settings,
     resolve_session_limit,
 )
 from .database import (
@@ -104,7 +104,7 @@ class SQLiteSession(SessionABC, AsyncCloseable):
                 f"db_path must be a str or a PathLike of str, not {type(path).__name__}"
             )
         self.session_id = session_id
-        self.session_settings: SessionSettings | None = coerce_session_settings(session_settings)
+        self.session_settings: SessionSettings | None = default_session_settings(session_settings)
         self.db_path = path
         self.sessions_table = sessions_table
         self.messages_table = messages_table
@@ -119,26 +119,31 @@ class SQLiteSession(SessionABC, AsyncCloseable):
 
     # --- lifecycle --------------------------------------------------------------------------
 
-    async def close(self) -> None:
+    def _close_now(self) -> Release | None:
         """Close the session; the last session on a database stops its threads.
 
         Operations already started finish first. Closing twice is harmless; any other operation
-        after `close()` raises `SessionClosedError`.
+        after `close()` raises `SessionClosedError`. `close()` works from synchronous code (as
+        the OpenAI Agents SDK's does) and can be awaited, which also waits for the threads.
         """
         with self._close_lock:
             if self._closed:
-                return
+                return None
             self._closed = True
         if self._finalizer.detach() is None:
-            return
+            return None
         threads = release_database(self._db)
-        if threads:
-            await asyncio.to_thread(_join_all, threads)
+        if not threads:
+            return None
+        if not _loop_running():
+            _join_all(threads)
+            return None
+        return lambda: asyncio.to_thread(_join_all, threads)
 
     def _check_open(self) -> None:
         if self._closed:
             raise SessionClosedError(
-                f"SQLiteSession {self.session_id!r} on {self.db_path!r} is closed"
+                f"SQLiteSession is closed (session {self.session_id!r} on {self.db_path!r})"
             )
 
     # --- plumbing ---------------------------------------------------------------------------
@@ -311,7 +316,11 @@ class SQLiteSession(SessionABC, AsyncCloseable):
         return snapshot
 
     async def replace_history(
-        self, snapshot: HistorySnapshot, new_items: list[TResponseInputItem]
+        self,
+        snapshot: HistorySnapshot,
+        new_items: list[TResponseInputItem],
+        *,
+        archive: bool = True,
     ) -> bool:
         """Replace the snapshot's rows by `new_items`, atomically, keeping later additions last.
 
@@ -322,6 +331,8 @@ class SQLiteSession(SessionABC, AsyncCloseable):
         Args:
             snapshot: What `snapshot_history` returned, possibly narrowed with `prefix`.
             new_items: The items that take the place of the snapshot's rows.
+            archive: Move the replaced rows to the archive table (`False` deletes them, as
+                `EncryptedSession.rotate` needs: old ciphertext must not stay behind).
 
         Returns:
             `True` when replaced; `False` (nothing changed) when some row of the snapshot was
@@ -342,7 +353,8 @@ class SQLiteSession(SessionABC, AsyncCloseable):
             current = conn.execute(schema.select_ids_through, (session_id, through)).fetchall()
             if tuple(row_id for (row_id,) in current) != snapshot.rows:
                 return False
-            conn.execute(schema.archive_through, (session_id, through))
+            if archive:
+                conn.execute(schema.archive_through, (session_id, through))
             later = conn.execute(schema.select_after, (session_id, through)).fetchall()
             conn.execute(schema.delete_messages, (session_id,))
             conn.executemany(schema.insert, [(session_id, data) for data in encoded])
@@ -380,6 +392,14 @@ class _Insert:
 
 def _nothing(conn: sqlite3.Connection) -> None:
     """A write job that only makes the writer prepare the schema."""
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _join_all(threads: list[threading.Thread]) -> None:

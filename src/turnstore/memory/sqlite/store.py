@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...exceptions import SessionStorageError
 from ..codec import encode_items, validate_table_names
@@ -17,14 +17,13 @@ from ..store import (
     SessionStats,
     SessionStore,
     _check_page,
+    _check_prefix,
+    _idle_cutoff,
     _parse_sqlite_time,
     _records,
     _utc,
 )
-from .schema import quote_identifier
-
-if TYPE_CHECKING:
-    pass
+from .schema import SQLiteSchema, quote_identifier
 
 
 class SQLiteStore(SessionStore):
@@ -33,7 +32,6 @@ class SQLiteStore(SessionStore):
     backend = "sqlite"
 
     def __init__(self, path: str, sessions_table: str, messages_table: str, create: bool) -> None:
-        from .schema import SQLiteSchema, quote_identifier
 
         validate_table_names(sessions_table, messages_table)
         if path in ("", ":memory:"):
@@ -98,20 +96,53 @@ class SQLiteStore(SessionStore):
             row[0], int(row[3]), _parse_sqlite_time(row[1]), _parse_sqlite_time(row[2])
         )
 
-    async def list_sessions(self, *, offset: int = 0, limit: int = 50) -> list[SessionInfo]:
+    async def list_sessions(
+        self, *, offset: int = 0, limit: int = 50, prefix: str = ""
+    ) -> list[SessionInfo]:
         """Return sessions, the most recently active first."""
         _check_page(offset, limit)
+        _check_prefix(prefix)
 
         def work(conn: sqlite3.Connection) -> list[SessionInfo]:
             if not self._has_tables(conn):
                 return []
             rows = conn.execute(
-                f"{self._info_sql()} ORDER BY s.updated_at DESC, s.session_id LIMIT ? OFFSET ?",
-                (limit, offset),
+                f"{self._info_sql()} WHERE substr(s.session_id, 1, length(?)) = ? "
+                "ORDER BY s.updated_at DESC, s.session_id LIMIT ? OFFSET ?",
+                (prefix, prefix, limit, offset),
             ).fetchall()
             return [self._info(row) for row in rows]
 
         result: list[SessionInfo] = await self._call(work)
+        return result
+
+    async def delete_idle_sessions(self, older_than: timedelta | float) -> int:
+        """Delete every session idle for longer than `older_than`, in one transaction."""
+        cutoff = _sqlite_time(_idle_cutoff(older_than))
+        archive = quote_identifier(f"{self._messages_table}_archive")
+
+        def work(conn: sqlite3.Connection) -> int:
+            if not self._has_tables(conn):
+                return 0
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                idle = f"(SELECT session_id FROM {self._s} WHERE updated_at < ?)"
+                conn.execute(f"DELETE FROM {self._m} WHERE session_id IN {idle}", (cutoff,))
+                if conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                    (f"{self._messages_table}_archive",),
+                ).fetchone():
+                    conn.execute(f"DELETE FROM {archive} WHERE session_id IN {idle}", (cutoff,))
+                deleted = conn.execute(
+                    f"DELETE FROM {self._s} WHERE updated_at < ?", (cutoff,)
+                ).rowcount
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            return int(deleted)
+
+        result: int = await self._call(work)
         return result
 
     async def get_info(self, session_id: str) -> SessionInfo | None:
@@ -204,9 +235,6 @@ class SQLiteStore(SessionStore):
             sessions_table=self._sessions_table,
             messages_table=self._messages_table,
         )
-
-    async def close(self) -> None:
-        """Nothing to release: each call opens and closes its own connection."""
 
 
 def _sqlite_time(value: datetime) -> str:

@@ -1,0 +1,473 @@
+"""EncryptedSession: every item encrypted at rest, in any session.
+
+Needs the `encryption` extra (`pip install 'turnstore[encryption]'`, which installs
+`cryptography`).
+
+How it stores an item: the item's JSON is encrypted with Fernet (AES-128-CBC with an HMAC-SHA256,
+and a timestamp) under a key derived for this session from the master key and the session id with
+HKDF-SHA256, and the wrapped session stores only the envelope
+`{"__enc__": 1, "v": 1, "kid": "hkdf-v1", "payload": "<token>"}`. The derivation and the envelope
+are those of the OpenAI Agents SDK's `EncryptedSession`, so a history it encrypted reads back here
+with the same key, and the other way round.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from ..exceptions import SessionDecryptionError, UserError
+from ..items import TResponseInputItem
+from .closing import AsyncCloseable, Release
+from .session import Session, SessionABC, is_atomic_replacement_session
+from .settings import SessionSettings, resolve_session_limit
+
+if TYPE_CHECKING:
+    from cryptography.fernet import Fernet
+
+__all__ = ["EncryptedSession"]
+
+logger = logging.getLogger("turnstore.memory.encrypted")
+
+_INFO = b"agents.session-store.hkdf.v1"
+_KEY_ID = "hkdf-v1"
+_VERSION = 1
+_ALL_ITEMS = 2**31 - 1
+_ROTATE_ATTEMPTS = 5
+_PRUNE_EVERY = 60.0
+
+_NOT_PASSED_THROUGH = frozenset({"run_compaction", "snapshot_history", "replace_history"})
+"""Methods of the wrapped session that must not be reached through `EncryptedSession`."""
+"""Seconds between two prunes of expired items triggered by `add_items`."""
+
+
+def _fernet_module() -> Any:
+    try:
+        from cryptography import fernet
+    except ImportError as exc:
+        raise ImportError(
+            "EncryptedSession needs the encryption extra: pip install 'turnstore[encryption]'"
+        ) from exc
+    return fernet
+
+
+def _master_bytes(key: object, index: int) -> bytes:
+    """A Fernet key (url-safe base64 of 32 bytes) gives its 32 bytes; other text its UTF-8."""
+    if isinstance(key, bytes):
+        key = key.decode("ascii", "strict") if key.isascii() else key
+    if isinstance(key, bytes):
+        raw: bytes = key
+    elif isinstance(key, str):
+        if not key:
+            raise ValueError(f"encryption key {index} is empty")
+        try:
+            decoded = base64.urlsafe_b64decode(key)
+        except (binascii.Error, ValueError):
+            decoded = b""
+        raw = decoded if len(decoded) == 32 else key.encode("utf-8")
+    else:
+        raise TypeError(
+            f"encryption key {index} must be a str or bytes (for example "
+            f"Fernet.generate_key()), not {type(key).__name__}"
+        )
+    if not raw:
+        raise ValueError(f"encryption key {index} is empty")
+    return raw
+
+
+def _session_fernet(master: bytes, session_id: str) -> Fernet:
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+    derived = HKDF(
+        algorithm=hashes.SHA256(), length=32, salt=session_id.encode("utf-8"), info=_INFO
+    ).derive(master)
+    fernet: Fernet = _fernet_module().Fernet(base64.urlsafe_b64encode(derived))
+    return fernet
+
+
+def _is_envelope(item: object) -> bool:
+    return (
+        isinstance(item, dict)
+        and item.get("__enc__") == 1
+        and isinstance(item.get("payload"), str)
+        and "kid" in item
+        and "v" in item
+    )
+
+
+_OFF_LOOP_ITEMS = 64
+"""Batches at least this long are encrypted or decrypted on a worker thread, so that the event
+loop is not held up for the length of the batch."""
+
+_T = TypeVar("_T")
+
+
+async def _off_loop_if_large(work: Callable[[list[Any]], _T], batch: list[Any]) -> _T:
+    if len(batch) >= _OFF_LOOP_ITEMS:
+        return await asyncio.to_thread(work, batch)
+    return work(batch)
+
+
+class EncryptedSession(SessionABC, AsyncCloseable):
+    """A wrapper that encrypts every item before the wrapped session stores it.
+
+    Works on any session ([`SQLiteSession`][turnstore.SQLiteSession],
+    [`SQLAlchemySession`][turnstore.SQLAlchemySession],
+    [`RedisSession`][turnstore.RedisSession], your own): the storage only ever sees
+    ciphertext. Each session id gets its own key, derived from the master key with HKDF, so one
+    session's ciphertext cannot be moved into another.
+
+    Reading: items older than `ttl` seconds are skipped. Writing: on a session with an atomic
+    replacement (`SQLiteSession`), `add_items` also deletes the expired items from storage, at
+    most once a minute per session object; elsewhere they stay stored until the wrapped
+    session's own expiry (a Redis `ttl`) or a retention job removes them. Stored items that
+    are not envelopes (plaintext written around this wrapper) are skipped with a logged
+    warning: they were never authenticated.
+    An envelope that none of the keys authenticates raises
+    [`SessionDecryptionError`][turnstore.SessionDecryptionError] and changes nothing: a wrong
+    key never reads as an empty history, and `pop_item` does not remove what it cannot read.
+
+    Key rotation: pass a list of keys. New items are encrypted with the first; every key of the
+    list decrypts. [`rotate`][turnstore.EncryptedSession.rotate] re-encrypts the stored history
+    with the first key (keeping each item's age), after which the old keys can be dropped.
+
+    Args:
+        session_id: Identifies the conversation; also salts the key derivation.
+        underlying_session: The session that stores the envelopes. Its `session_settings` are
+            this session's settings.
+        encryption_key: The master key: a Fernet key (`Fernet.generate_key()`), or any other
+            high-entropy secret as text or bytes (a password is not: HKDF does not stretch it).
+            A list of keys enables rotation; the first encrypts.
+        ttl: Seconds after which an item is no longer returned; `None` keeps items readable
+            forever. The OpenAI Agents SDK's default, 600, applies when omitted.
+
+    Raises:
+        ImportError: The `encryption` extra is not installed.
+        TypeError: A key is not str or bytes, or `ttl` is not a number.
+        ValueError: No key, an empty key, or a `ttl` that is not positive.
+        UserError: `underlying_session` is not a session.
+
+    Example:
+        ```python
+        from cryptography.fernet import Fernet
+        from turnstore import EncryptedSession, SQLiteSession
+
+        key = Fernet.generate_key().decode()  # keep it in your secret store
+        session = EncryptedSession(
+            "user_42", SQLiteSession("user_42", "chats.db"), encryption_key=key, ttl=86400
+        )
+        ```
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        underlying_session: Session,
+        encryption_key: str | bytes | Sequence[str | bytes],
+        ttl: float | None = 600,
+    ) -> None:
+        fernet = _fernet_module()  # first: a missing extra is the error to report
+        if not isinstance(session_id, str):
+            raise TypeError(f"session_id must be a str, not {type(session_id).__name__}")
+        if not isinstance(underlying_session, Session):
+            raise UserError(
+                "underlying_session must be a Session (get_items, add_items, pop_item, "
+                f"clear_session), got {type(underlying_session).__name__}"
+            )
+        if ttl is not None:
+            if isinstance(ttl, bool) or not isinstance(ttl, int | float):
+                raise TypeError(f"ttl must be seconds (int or float) or None, not {ttl!r}")
+            if not ttl > 0:
+                raise ValueError(f"ttl must be positive or None, got {ttl!r}")
+        keys = [encryption_key] if isinstance(encryption_key, str | bytes) else encryption_key
+        if not isinstance(keys, Sequence) or not keys:
+            raise ValueError("encryption_key must be a key or a non-empty list of keys")
+        masters = [_master_bytes(key, index) for index, key in enumerate(keys)]
+        self.session_id = session_id
+        self.underlying_session = underlying_session
+        self.ttl = ttl
+        self._fernets = [_session_fernet(master, session_id) for master in masters]
+        self._invalid_token: type[Exception] = fernet.InvalidToken
+        self._last_prune: float | None = None
+
+    @property
+    def cipher(self) -> Fernet:
+        """The `Fernet` of this session's key derived from the first master key (it encrypts)."""
+        return self._fernets[0]
+
+    def __getattr__(self, name: str) -> Any:
+        # Other public methods of the wrapped session (for example `get_archived_items`) pass
+        # through, as in the OpenAI Agents SDK. Compaction does not: it would send ciphertext
+        # to the model. Nor does the atomic replacement: it would read ciphertext and store
+        # plaintext.
+        if (
+            name.startswith("_")
+            or name in _NOT_PASSED_THROUGH
+            or "underlying_session" not in vars(self)
+        ):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return getattr(self.underlying_session, name)
+
+    # -- settings pass through ---------------------------------------------------------------
+
+    @property
+    def session_settings(self) -> SessionSettings | None:
+        """The wrapped session's settings (reading and setting both pass through)."""
+        return self.underlying_session.session_settings
+
+    @session_settings.setter
+    def session_settings(self, value: SessionSettings | None) -> None:
+        self.underlying_session.session_settings = value
+
+    # -- envelopes -----------------------------------------------------------------------------
+
+    def _seal(self, item: TResponseInputItem, index: int) -> dict[str, Any]:
+        if not isinstance(item, dict):
+            raise TypeError(f"item {index} is a {type(item).__name__}, not a mapping (dict)")
+        try:
+            plain = json.dumps(item, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+            data = plain.encode("utf-8")
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise TypeError(f"item {index} is not JSON-serialisable: {exc}") from exc
+        token = self._fernets[0].encrypt(data).decode("ascii")
+        return {"__enc__": 1, "v": _VERSION, "kid": _KEY_ID, "payload": token}
+
+    def _seal_all(self, items: list[TResponseInputItem]) -> list[dict[str, Any]]:
+        return [self._seal(item, index) for index, item in enumerate(items)]
+
+    def _open(self, stored: Any, where: str) -> tuple[dict[str, Any], int, int] | None:
+        """Authenticate and decrypt one stored item.
+
+        Returns:
+            (item, timestamp, index of the key that opened it), or `None` for a non-envelope.
+
+        Raises:
+            SessionDecryptionError: No key authenticates the envelope.
+        """
+        if not _is_envelope(stored):
+            logger.warning(
+                "skipping %s of encrypted session %r: it is not an encrypted envelope",
+                where,
+                self.session_id,
+            )
+            return None
+        token = stored["payload"].encode("ascii", "replace")
+        for index, fernet in enumerate(self._fernets):
+            try:
+                plain = fernet.decrypt(token)
+                stamp = fernet.extract_timestamp(token)
+            except self._invalid_token:
+                continue
+            item = json.loads(plain)
+            if not isinstance(item, dict):
+                raise SessionDecryptionError(
+                    f"{where} of encrypted session {self.session_id!r} decrypts to a JSON "
+                    f"{type(item).__name__}, not an item"
+                )
+            return item, stamp, index
+        raise SessionDecryptionError(
+            f"{where} of encrypted session {self.session_id!r} cannot be decrypted with "
+            f"{'the given key' if len(self._fernets) == 1 else 'any of the given keys'}: a wrong "
+            "key, or a history written under another session id. Nothing was changed; pass the "
+            "key that wrote it (a list of keys during a rotation)."
+        )
+
+    def _expired(self, stamp: int, now: float) -> bool:
+        return self.ttl is not None and now - stamp > self.ttl
+
+    def _open_all(self, stored: list[Any]) -> list[tuple[dict[str, Any], int, int]]:
+        opened = []
+        for index, element in enumerate(stored):
+            result = self._open(element, f"item {index}")
+            if result is not None:
+                opened.append(result)
+        return opened
+
+    # -- the Session protocol ------------------------------------------------------------------
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """Return the readable, unexpired items, oldest first.
+
+        Args:
+            limit: Return only the latest `limit` such items. `None` uses the settings' limit,
+                or returns everything.
+
+        Returns:
+            The decrypted items.
+
+        Raises:
+            SessionDecryptionError: A stored envelope cannot be decrypted with the keys given.
+            ValueError: `limit` is negative.
+        """
+        wanted = resolve_session_limit(limit, self.session_settings)
+        if wanted is not None:
+            if isinstance(wanted, bool) or not isinstance(wanted, int):
+                raise TypeError(f"limit must be an int or None, not {type(wanted).__name__}")
+            if wanted < 0:
+                raise ValueError(f"limit must be >= 0 or None, got {wanted}")
+            if wanted == 0:
+                return []
+        window = _ALL_ITEMS if wanted is None else wanted
+        while True:
+            stored = await self.underlying_session.get_items(window)
+            opened = await _off_loop_if_large(self._open_all, stored)
+            now = time.time()
+            items = [item for item, stamp, _ in opened if not self._expired(stamp, now)]
+            if wanted is None or len(items) >= wanted or len(stored) < window:
+                return cast(list[TResponseInputItem], items if wanted is None else items[-wanted:])
+            window = min(window * 2, _ALL_ITEMS)
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        """Encrypt the items and append them to the wrapped session, all or none.
+
+        Args:
+            items: The items to append, in order.
+
+        Raises:
+            TypeError: `items` is not a list, or an item is not a JSON-serialisable mapping;
+                nothing is stored.
+        """
+        if not isinstance(items, list):
+            raise TypeError(f"items must be a list of item dicts, not {type(items).__name__}")
+        sealed = await _off_loop_if_large(self._seal_all, items)
+        await self.underlying_session.add_items(cast(list[TResponseInputItem], sealed))
+        if self._prune_due():
+            await self.prune_expired()
+
+    def _prune_due(self) -> bool:
+        """Prune on a write at most once per `_PRUNE_EVERY` seconds, where it can be atomic."""
+        if self.ttl is None or not is_atomic_replacement_session(self.underlying_session):
+            return False
+        now = time.monotonic()
+        if self._last_prune is not None and now - self._last_prune < _PRUNE_EVERY:
+            return False
+        self._last_prune = now
+        return True
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Remove and return the newest unexpired item; expired ones above it go with it.
+
+        The newest stored item is authenticated before it is removed: with a wrong key this
+        raises [`SessionDecryptionError`][turnstore.SessionDecryptionError] and removes
+        nothing.
+
+        Returns:
+            The removed item, or `None` when no unexpired item is left.
+        """
+        while True:
+            newest = await self.underlying_session.get_items(1)
+            if not newest:
+                return None
+            self._open(newest[0], "the newest item")  # raises before anything is removed
+            popped = await self.underlying_session.pop_item()
+            if popped is None:
+                return None
+            try:
+                opened = self._open(popped, "the newest item")
+            except SessionDecryptionError:
+                # Another writer added an unreadable item in between: put it back.
+                await self.underlying_session.add_items([popped])
+                raise
+            if opened is not None and not self._expired(opened[1], time.time()):
+                return cast(TResponseInputItem, opened[0])
+
+    async def clear_session(self) -> None:
+        """Remove every item of the wrapped session."""
+        await self.underlying_session.clear_session()
+
+    # -- rotation and pruning ------------------------------------------------------------------
+
+    async def rotate(self) -> int:
+        """Re-encrypt the stored history with the first key, in one atomic replacement.
+
+        Every stored envelope is decrypted (with whichever key opens it) and encrypted again
+        with the first key, keeping its original timestamp (so `ttl` still counts from when the
+        item was added); expired items and non-envelopes are dropped. Afterwards the other keys
+        are no longer needed for this session.
+
+        Returns:
+            How many items the history holds after the rotation.
+
+        Raises:
+            SessionDecryptionError: An envelope opens with none of the keys; nothing changed.
+            UserError: The wrapped session has no atomic replacement (see
+                [`AtomicReplacementSession`][turnstore.AtomicReplacementSession]; `SQLiteSession`,
+                `SQLAlchemySession` and `RedisSession` have one).
+            SessionStorageError: The history kept changing during five attempts; nothing
+                changed.
+        """
+        return await self._rewrite(rotate=True)
+
+    async def prune_expired(self) -> int:
+        """Delete the expired items (and non-envelopes) from storage, in one atomic replacement.
+
+        Returns:
+            How many items the history holds afterwards.
+
+        Raises:
+            SessionDecryptionError: An envelope opens with none of the keys; nothing changed.
+            UserError: The wrapped session has no atomic replacement (see
+                [`AtomicReplacementSession`][turnstore.AtomicReplacementSession]).
+        """
+        return await self._rewrite(rotate=False)
+
+    async def _rewrite(self, *, rotate: bool) -> int:
+        from ..exceptions import SessionStorageError
+
+        underlying = self.underlying_session
+        if not is_atomic_replacement_session(underlying):
+            raise UserError(
+                f"{type(underlying).__name__} has no atomic replacement, which rotate() and "
+                "prune_expired() need; use a SQLiteSession, SQLAlchemySession or RedisSession "
+                "underneath"
+            )
+        for _ in range(_ROTATE_ATTEMPTS):
+            snapshot = await underlying.snapshot_history()
+            now = time.time()
+            kept: list[dict[str, Any]] = []
+            for index, stored in enumerate(snapshot.items):
+                element = cast(dict[str, Any], stored)
+                opened = self._open(element, f"item {index}")
+                if opened is None or self._expired(opened[1], now):
+                    continue
+                if rotate and opened[2] != 0:
+                    element = self._reseal(element, opened[2])
+                kept.append(element)
+            if kept == snapshot.items and len(kept) == len(snapshot.rows):
+                return len(kept)  # nothing to drop or re-encrypt
+            new_items = cast(list[TResponseInputItem], kept)
+            # No archive: no ciphertext under an old key may stay behind.
+            if await underlying.replace_history(snapshot, new_items, archive=False):
+                return len(kept)
+        raise SessionStorageError(
+            f"the history of encrypted session {self.session_id!r} kept changing during "
+            f"{_ROTATE_ATTEMPTS} attempts to rewrite it; nothing was changed"
+        )
+
+    def _reseal(self, envelope: dict[str, Any], key_index: int) -> dict[str, Any]:
+        multi = _fernet_module().MultiFernet([self._fernets[0], self._fernets[key_index]])
+        token = multi.rotate(envelope["payload"].encode("ascii")).decode("ascii")
+        return {**envelope, "payload": token}
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def _close_now(self) -> Release | None:
+        """Close the wrapped session (awaitable, or callable from synchronous code)."""
+        close = getattr(self.underlying_session, "close", None)
+        if not callable(close):
+            return None
+        result = close()
+        if result is None or not hasattr(result, "__await__"):
+            return None
+
+        async def wait() -> None:
+            await result
+
+        return wait

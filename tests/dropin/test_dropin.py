@@ -1,0 +1,169 @@
+"""Drop-in parity with the OpenAI Agents SDK's sessions: close(), settings, keyword forms."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from pathlib import Path
+
+import pytest
+from openai import AsyncOpenAI
+from sqlalchemy import text
+
+from turnstore import (
+    OpenAIConversationsSession,
+    OpenAIResponsesCompactionSession,
+    RedisSession,
+    SessionClosedError,
+    SessionSettings,
+    SQLAlchemySession,
+    SQLiteSession,
+)
+from turnstore.testing import FakeOpenAIServer
+
+
+def _threads_of(session: SQLiteSession) -> list[threading.Thread]:
+    return list(session._db._threads)
+
+
+def test_sync_close_from_sync_code_stops_the_threads(tmp_path: Path) -> None:
+    session = SQLiteSession("s", tmp_path / "db.sqlite")
+    asyncio.run(session.add_items([{"role": "user", "content": "hi"}]))
+    threads = _threads_of(session)
+    assert any(thread.is_alive() for thread in threads)
+    session.close()  # as with the SDK's SQLiteSession: a plain call, nothing to await
+    assert not any(thread.is_alive() for thread in threads)
+    with pytest.raises(SessionClosedError):
+        asyncio.run(session.get_items())
+    session.close()  # twice is harmless
+
+
+async def test_close_inside_a_loop_without_await_closes_and_releases(tmp_path: Path) -> None:
+    session = SQLiteSession("s", tmp_path / "db.sqlite")
+    await session.add_items([{"role": "user", "content": "hi"}])
+    threads = _threads_of(session)
+    session.close()  # not awaited: closed now, threads released by a task of this loop
+    with pytest.raises(SessionClosedError):
+        await session.get_items()
+    for _ in range(200):
+        if not any(thread.is_alive() for thread in threads):
+            break
+        await asyncio.sleep(0.01)
+    assert not any(thread.is_alive() for thread in threads)
+
+
+async def test_awaited_close_and_a_second_await_are_no_ops_after_a_sync_close(
+    tmp_path: Path,
+) -> None:
+    session = SQLiteSession("s", tmp_path / "db.sqlite")
+    await session.get_items()
+    threads = _threads_of(session)
+    closing = session.close()
+    await closing
+    assert not any(thread.is_alive() for thread in threads)
+    await closing
+    await session.close()
+
+
+async def test_async_with_still_closes(tmp_path: Path) -> None:
+    async with SQLiteSession("s", tmp_path / "db.sqlite") as session:
+        await session.add_items([{"a": 1}])
+    with pytest.raises(SessionClosedError):
+        await session.get_items()
+
+
+def test_session_settings_default_to_empty_settings(tmp_path: Path) -> None:
+    session = SQLiteSession("s", tmp_path / "db.sqlite")
+    assert session.session_settings == SessionSettings()
+    assert OpenAIConversationsSession().session_settings == SessionSettings()
+    session.close()
+
+
+def test_unknown_settings_keys_raise_type_error() -> None:
+    with pytest.raises(TypeError, match="Unknown session settings: limitt"):
+        SQLiteSession("s", session_settings={"limitt": 3})
+
+
+@pytest.mark.services
+async def test_sqlalchemy_sdk_keyword_form_and_sync_close(postgres_url: str) -> None:
+    tag = uuid.uuid4().hex[:10]
+    sessions, messages = f"t{tag}_sessions", f"t{tag}_messages"
+    session = SQLAlchemySession.from_url(
+        "s",
+        url=postgres_url,
+        engine_kwargs={"pool_size": 3},
+        create_tables=True,
+        sessions_table=sessions,
+        messages_table=messages,
+    )
+    try:
+        assert session.engine.pool.size() == 3
+        await session.add_items([{"a": 1}])
+        assert session.engine.pool.checkedin() == 1
+    finally:
+        async with session.engine.begin() as conn:
+            await conn.execute(text(f'DROP TABLE IF EXISTS "{messages}", "{sessions}"'))
+    session.close()  # not awaited: the engine is disposed by a task of this loop
+    with pytest.raises(SessionClosedError):
+        await session.get_items()
+    for _ in range(200):
+        if session.engine.pool.checkedin() == 0:
+            break
+        await asyncio.sleep(0.01)
+    assert session.engine.pool.checkedin() == 0
+    with pytest.raises(TypeError, match="'pool_size' is given both"):
+        SQLAlchemySession.from_url(
+            "s", url=postgres_url, engine_kwargs={"pool_size": 3}, pool_size=4
+        )
+
+
+@pytest.mark.services
+async def test_redis_sdk_keyword_form_and_sync_close(redis_url: str) -> None:
+    prefix = f"test:{uuid.uuid4().hex[:10]}"
+    session = RedisSession.from_url(
+        "s", url=redis_url, redis_kwargs={"max_connections": 4}, key_prefix=prefix
+    )
+    assert session.client.connection_pool.max_connections == 4
+    await session.add_items([{"a": 1}])
+    await session.clear_session()
+    connections = list(session.client.connection_pool._available_connections)
+    assert connections
+    assert all(connection.is_connected for connection in connections)
+    session.close()  # not awaited: the client is closed by a task of this loop
+    with pytest.raises(SessionClosedError):
+        await session.get_items()
+    for _ in range(200):
+        if not any(connection.is_connected for connection in connections):
+            break
+        await asyncio.sleep(0.01)
+    assert not any(connection.is_connected for connection in connections)
+    await session.close()
+
+
+@pytest.mark.services
+def test_redis_sync_close_of_an_unused_session_from_sync_code(redis_url: str) -> None:
+    session = RedisSession.from_url("s", url=redis_url, key_prefix="test:unused")
+    session.close()
+    with pytest.raises(SessionClosedError):
+        asyncio.run(session.get_items())
+
+
+async def test_openai_sessions_take_the_sdk_keywords(fake_openai: FakeOpenAIServer) -> None:
+    client = AsyncOpenAI(api_key="sk-test", base_url=fake_openai.base_url, max_retries=0)
+    conversations = OpenAIConversationsSession(conversation_id="conv_1", openai_client=client)
+    assert await conversations._get_client() is client
+    with pytest.raises(TypeError, match="not both"):
+        OpenAIConversationsSession(client=client, openai_client=client)
+    compaction = OpenAIResponsesCompactionSession(
+        "s",
+        SQLiteSession("s"),
+        client=client,
+        model="gpt-4.1",
+        compaction_mode="input",
+        should_trigger_compaction=lambda context: False,
+    )
+    assert compaction.compaction_mode == "input"
+    compaction.close()
+    await compaction.underlying_session.close()  # type: ignore[attr-defined]
+    await client.close()
