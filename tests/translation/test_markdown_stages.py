@@ -325,7 +325,7 @@ def test_mermaid_labels_are_prose_and_the_diagram_code_is_restored() -> None:
 
 def test_the_published_sessions_diagram_is_translated() -> None:
     english = _read(REPO / "docs" / "sessions.md")
-    for lang, label in {"ja": "自分のコード", "ko": "사용자 코드", "zh": "你的代码"}.items():
+    for lang, label in {"ja": "自分のコード", "ko": "여러분의 코드", "zh": "你的代码"}.items():
         translated = _read(REPO / "docs" / lang / "sessions.md")
         assert f"participant App as {label}" in translated
         assert verify_page(english, translated) == []
