@@ -52,18 +52,23 @@ async def main() -> None:
             "Is a rail pass worth it for this trip?",
             "Remind me: which month am I travelling in?",
         ):
-            result = await Runner.run(agent, question, session=session, run_config=config)
-            stored = await session.get_items()
-            print(f"user: {question}\nassistant: {result.final_output}")
-            print(
-                f"  [stored items: {len(stored)}, tokens this run: {result.usage.total_tokens}]\n"
+            result = await Runner.run(
+                agent,
+                question,
+                session=session,
+                run_config=config,
             )
+            n = len(await session.get_items())
+            tokens = result.usage.total_tokens
+            print(f"user: {question}\nassistant: {result.final_output}")
+            print(f"  [stored items: {n}, tokens this run: {tokens}]\n")
 
         # Compact now, whatever the trigger says; the call's usage is returned.
         usage = await session.run_compaction({"force": True})
         if usage is not None:
             print(f"forced compaction used {usage.total_tokens} tokens")
-        kinds = [item.get("type", "message") for item in await session.get_items()]
+        items = await session.get_items()
+        kinds = [item.get("type", "message") for item in items]
         print(f"stored now: {kinds}")
         print(f"archived items: {len(await store.get_archived_items())}")
 
