@@ -58,10 +58,10 @@ async def main() -> None:
                 session=session,
                 run_config=config,
             )
-            stored = await session.get_items()
+            n = len(await session.get_items())
+            tokens = result.usage.total_tokens
             print(f"user: {question}\nassistant: {result.final_output}")
-            count, tokens = len(stored), result.usage.total_tokens
-            print(f"  [stored items: {count}, tokens this run: {tokens}]\n")
+            print(f"  [stored items: {n}, tokens this run: {tokens}]\n")
 
         # Compact now, whatever the trigger says; the call's usage is returned.
         usage = await session.run_compaction({"force": True})
