@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
@@ -32,8 +33,9 @@ def encode_items(items: Sequence[Any]) -> list[str]:
 
     Raises:
         TypeError: `items` is not a list (or other sequence), or an item is not a mapping, is not
-            JSON-serialisable, or holds text that cannot be stored as UTF-8. The message names the
-            item's index; nothing has been written.
+            JSON-serialisable (NaN and infinities included), is nested too deeply to encode, or
+            holds text that cannot be stored as UTF-8. The message names the item's index;
+            nothing has been written.
     """
     if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
         raise TypeError(f"items must be a list of items, not {type(items).__name__}")
@@ -49,6 +51,11 @@ def encode_items(items: Sequence[Any]) -> list[str]:
             text.encode("utf-8")
         except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
             raise TypeError(f"item {index} is not JSON-serialisable: {exc}") from exc
+        except RecursionError as exc:
+            raise TypeError(
+                f"item {index} is nested too deeply to be stored as JSON "
+                f"(Python's recursion limit is {sys.getrecursionlimit()})"
+            ) from exc
         encoded.append(text)
     return encoded
 

@@ -53,6 +53,14 @@ def _msg(text: str, role: str = "user") -> Any:
     return {"role": role, "content": text}
 
 
+def _deeply_nested(depth: int) -> dict[str, Any]:
+    """An item nested `depth` levels deep: past any JSON encoder's recursion limit."""
+    item: dict[str, Any] = {"role": "user", "content": "bottom"}
+    for _ in range(depth):
+        item = {"inner": item}
+    return item
+
+
 def _texts(items: list[Any]) -> list[Any]:
     # A message's text, whether stored as a string or (as an API returns it) as content parts.
     texts = []
@@ -400,7 +408,10 @@ class SessionConformanceTests:
             ([{"role": "user", "content": "ok"}, "not a mapping"], 1),
             ([42], 0),
             ([{"role": "user", "content": "ok"}, {"x": "y"}, {"role": {1, 2}}], 2),
+            ([{"role": "user", "content": "ok"}, _deeply_nested(100_000)], 1),
+            ([{"role": "user", "content": "ok"}, {"n": float("nan")}], 1),
         ],
+        ids=["an-object", "not-a-mapping", "a-number", "a-set", "too-deep", "nan"],
     )
     async def test_bad_items_are_rejected_and_nothing_is_written(
         self, new_session: SessionFactory, bad: list[Any], index: int

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Mapping
 from typing import Any, cast
@@ -14,6 +13,7 @@ from openai import AsyncOpenAI
 from ...exceptions import SessionClosedError, SessionStorageError
 from ...items import TResponseInputItem
 from ..closing import AsyncCloseable, Release
+from ..codec import encode_items
 from ..mutation import await_session_mutation
 from ..session import SessionABC
 from ..settings import (
@@ -45,15 +45,8 @@ def _item_to_dict(item: Any) -> TResponseInputItem:
 
 
 def _check_items(items: list[TResponseInputItem]) -> None:
-    if not isinstance(items, list):
-        raise TypeError(f"items must be a list of input items, got {type(items).__name__}")
-    for index, item in enumerate(items):
-        if not isinstance(item, Mapping):
-            raise TypeError(f"item {index} is not a mapping: got {type(item).__name__}")
-        try:
-            json.dumps(item)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"item {index} is not JSON-serialisable: {exc}") from exc
+    # The rule every backend applies (the codec's): a list of JSON-serialisable mappings.
+    encode_items(items)
 
 
 class OpenAIConversationsSession(SessionABC, AsyncCloseable):
