@@ -1,6 +1,7 @@
 # Every target builds what it needs from nothing: a fresh clone needs only Python 3.11+ and make.
 #   make docs   build the documentation site and serve it at http://127.0.0.1:8000 (PORT=8001 ...)
 #   make test   ruff, mypy --strict, typos and the whole pytest suite
+#   make test-fast  the edit-run loop: no browser, service or slow tests, on every core (xdist)
 #   make bench  every benchmark in bench/, each table printed; FAIL lines for missed targets
 
 PYTHON ?= python3
@@ -12,7 +13,7 @@ HASH   := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 STAMP      := $(VENV)/.installed-$(HASH)
 DOCS_STAMP := $(VENV)/.installed-docs-$(HASH)
 
-.PHONY: docs docs-build docs-venv test lint venv bench clean
+.PHONY: docs docs-build docs-venv test test-fast lint venv bench clean
 
 venv: $(STAMP)
 
@@ -60,6 +61,9 @@ lint: venv
 
 test: lint
 	$(BIN)/python -m pytest
+
+test-fast: venv
+	$(BIN)/python -m pytest -n auto -m "not browser and not services and not slow" -q
 
 # Every benchmark runs even when an earlier one missed its target; the status says if any did.
 BENCHES ?= $(sort $(wildcard bench/bench_*.py))

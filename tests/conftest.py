@@ -119,3 +119,10 @@ def fake_openai() -> Iterator[FakeOpenAIServer]:
     """A running fake OpenAI server; requests are recorded in `fake_openai.requests`."""
     with FakeOpenAIServer() as server:
         yield server
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests on the built site wait for a whole `mkdocs build`: they count as slow."""
+    for item in items:
+        if "built_site" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)

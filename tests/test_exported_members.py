@@ -13,10 +13,12 @@ import pytest
 TOP_LEVEL = [
     "Agent",
     "AgentsError",
+    "AtomicReplacementSession",
     "Closing",
     "CompactionTriggerContext",
     "EncryptedSession",
     "FunctionTool",
+    "HistorySnapshot",
     "MaxTurnsExceeded",
     "Model",
     "ModelBehaviorError",
@@ -60,6 +62,7 @@ TOP_LEVEL = [
     "__version__",
     "await_session_mutation",
     "function_tool",
+    "is_atomic_replacement_session",
     "is_openai_responses_compaction_aware_session",
     "open_session_store",
     "resolve_session_limit",
@@ -67,9 +70,11 @@ TOP_LEVEL = [
 
 
 MEMORY = [
+    "AtomicReplacementSession",
     "Closing",
     "CompactionTriggerContext",
     "EncryptedSession",
+    "HistorySnapshot",
     "OpenAIConversationsSession",
     "OpenAIResponsesCompactionArgs",
     "OpenAIResponsesCompactionAwareSession",
@@ -85,6 +90,7 @@ MEMORY = [
     "SessionStats",
     "SessionStore",
     "await_session_mutation",
+    "is_atomic_replacement_session",
     "is_openai_responses_compaction_aware_session",
     "open_session_store",
     "resolve_session_limit",

@@ -35,8 +35,10 @@ from .exceptions import (
 )
 from .items import TResponseInputItem
 from .memory import (
+    AtomicReplacementSession,
     Closing,
     CompactionTriggerContext,
+    HistorySnapshot,
     OpenAIConversationsSession,
     OpenAIResponsesCompactionArgs,
     OpenAIResponsesCompactionAwareSession,
@@ -50,23 +52,18 @@ from .memory import (
     SessionStore,
     SQLiteSession,
     await_session_mutation,
+    is_atomic_replacement_session,
     is_openai_responses_compaction_aware_session,
     open_session_store,
     resolve_session_limit,
 )
 from .memory import __all__ as _memory_all
 from .models import Model, ModelRequest, ModelSettings, OpenAIResponsesModel
-from .result import RunResult, RunResultStreaming, Usage
+from .result import RunCompleteEvent, RunResult, RunResultStreaming, StreamEvent, Usage
 from .run_config import RunConfig
 from .runner import Runner
 from .session_input import SessionInputCallback
-from .stream_events import (
-    RawResponseEvent,
-    RunCompleteEvent,
-    RunItemEvent,
-    StreamEvent,
-    TextDeltaEvent,
-)
+from .stream_events import RawResponseEvent, RunItemEvent, TextDeltaEvent
 from .tools import FunctionTool, function_tool
 
 if TYPE_CHECKING:
@@ -78,10 +75,12 @@ __version__ = "0.2.0"
 __all__ = [
     "Agent",
     "AgentsError",
+    "AtomicReplacementSession",
     "Closing",
     "CompactionTriggerContext",
     "EncryptedSession",
     "FunctionTool",
+    "HistorySnapshot",
     "MaxTurnsExceeded",
     "Model",
     "ModelBehaviorError",
@@ -125,6 +124,7 @@ __all__ = [
     "__version__",
     "await_session_mutation",
     "function_tool",
+    "is_atomic_replacement_session",
     "is_openai_responses_compaction_aware_session",
     "open_session_store",
     "resolve_session_limit",

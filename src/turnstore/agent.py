@@ -3,24 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from .defaults import DEFAULT_MODEL, default_model_name
 from .models.interface import Model
 from .models.settings import ModelSettings
 from .tools import FunctionTool
 
 __all__ = ["DEFAULT_MODEL", "Agent", "default_model_name"]
-
-DEFAULT_MODEL = "gpt-5.6-luna"
-"""The model an agent uses when it names none and `OPENAI_DEFAULT_MODEL` is not set: a current
-general model, the same default as the OpenAI Agents SDK's."""
-
-
-def default_model_name() -> str:
-    """Return `$OPENAI_DEFAULT_MODEL` if it is set, else `DEFAULT_MODEL` (`"gpt-5.6-luna"`)."""
-    return os.environ.get("OPENAI_DEFAULT_MODEL") or DEFAULT_MODEL
 
 
 @dataclass

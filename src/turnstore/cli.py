@@ -34,7 +34,8 @@ from typing import IO, Any
 from . import __version__
 from .exceptions import TurnstoreError
 from .memory.codec import encode_items
-from .memory.store import SessionInfo, SessionRecord, SessionStore, open_session_store
+from .memory.open_store import open_session_store
+from .memory.store import SessionInfo, SessionRecord, SessionStore
 
 __all__ = ["build_parser", "main"]
 

@@ -12,12 +12,9 @@ from typing import Any, cast
 
 from pydantic import BaseModel
 
-from .items import TResponseInputItem
+from .items import OUTPUT_ONLY_KEYS, TResponseInputItem, clean_input_item
 
 __all__ = ["clean_input_item", "input_items_from", "output_item_to_input_item"]
-
-# Output-only fields that the Responses API rejects in input items.
-_OUTPUT_ONLY_KEYS = ("created_by",)
 
 
 def output_item_to_input_item(item: BaseModel | Mapping[str, Any]) -> TResponseInputItem:
@@ -47,31 +44,9 @@ def output_item_to_input_item(item: BaseModel | Mapping[str, Any]) -> TResponseI
         raise TypeError(
             f"an output item must be a pydantic model or a dict, not {type(item).__name__}"
         )
-    for key in _OUTPUT_ONLY_KEYS:
+    for key in OUTPUT_ONLY_KEYS:
         data.pop(key, None)
     return cast(TResponseInputItem, data)
-
-
-def clean_input_item(item: Mapping[str, Any]) -> TResponseInputItem:
-    """Return a copy of a stored item without keys the Responses API does not accept.
-
-    Drops output-only fields (`created_by`) and private bookkeeping keys that start with `_`
-    (the OpenAI Agents SDK stores, for example, `_agents_tool_title` on tool calls).
-
-    Args:
-        item: A stored input item.
-
-    Returns:
-        A deep copy fit to send to the model.
-    """
-    return cast(
-        TResponseInputItem,
-        {
-            key: copy.deepcopy(value)
-            for key, value in item.items()
-            if not key.startswith("_") and key not in _OUTPUT_ONLY_KEYS
-        },
-    )
 
 
 def input_items_from(value: str | list[TResponseInputItem]) -> list[TResponseInputItem]:

@@ -71,7 +71,12 @@ class UserError(TurnstoreError):
 
 
 class AgentsError(TurnstoreError):
-    """A run of an agent did not finish."""
+    """A run of an agent did not finish: the family of run failures, not a second base.
+
+    `TurnstoreError` is the one base of the package; `AgentsError` groups the errors of
+    [`Runner`][turnstore.Runner] beneath it, as `SessionError` groups those of sessions. Catch it
+    to handle any failed run and let session and usage errors through.
+    """
 
 
 class MaxTurnsExceeded(AgentsError):

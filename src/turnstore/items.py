@@ -6,11 +6,13 @@ passed to `client.responses.create(input=...)` as it is, and exchanged with the 
 
 from __future__ import annotations
 
-from typing import TypeAlias
+import copy
+from collections.abc import Mapping
+from typing import Any, TypeAlias, cast
 
 from openai.types.responses import ResponseInputItemParam
 
-__all__ = ["OUTPUT_TYPE_OF_CALL", "TResponseInputItem"]
+__all__ = ["OUTPUT_ONLY_KEYS", "OUTPUT_TYPE_OF_CALL", "TResponseInputItem", "clean_input_item"]
 
 TResponseInputItem: TypeAlias = ResponseInputItemParam
 """One Responses API input item: a message, a function call, a function call output, a reasoning
@@ -31,3 +33,28 @@ OUTPUT_TYPE_OF_CALL: dict[str, str] = {
 The call and its output share a `call_id`; the Responses API rejects an output whose call is not in
 the input. The runner (dropping orphaned outputs) and compaction (never separating a call from its
 output) both pair items through this one table."""
+
+OUTPUT_ONLY_KEYS = ("created_by",)
+"""Output-only fields that the Responses API rejects in input items."""
+
+
+def clean_input_item(item: Mapping[str, Any]) -> TResponseInputItem:
+    """Return a copy of a stored item without keys the Responses API does not accept.
+
+    Drops output-only fields (`created_by`) and private bookkeeping keys that start with `_`
+    (the OpenAI Agents SDK stores, for example, `_agents_tool_title` on tool calls).
+
+    Args:
+        item: A stored input item.
+
+    Returns:
+        A deep copy fit to send to the model.
+    """
+    return cast(
+        TResponseInputItem,
+        {
+            key: copy.deepcopy(value)
+            for key, value in item.items()
+            if not key.startswith("_") and key not in OUTPUT_ONLY_KEYS
+        },
+    )

@@ -6,19 +6,26 @@ import asyncio
 import copy
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from openai.types.responses import Response, ResponseUsage
 
 from .conversion import input_items_from
 from .exceptions import UserError
 from .items import TResponseInputItem
-from .stream_events import RunCompleteEvent, StreamEvent
+from .stream_events import RawResponseEvent, RunItemEvent, TextDeltaEvent
 
 if TYPE_CHECKING:
     from .agent import Agent
 
-__all__ = ["RunResult", "RunResultBase", "RunResultStreaming", "Usage"]
+__all__ = [
+    "RunCompleteEvent",
+    "RunResult",
+    "RunResultBase",
+    "RunResultStreaming",
+    "StreamEvent",
+    "Usage",
+]
 
 
 @dataclass
@@ -133,6 +140,22 @@ class RunResult(RunResultBase):
 
 
 _DONE = object()
+
+
+@dataclass(frozen=True)
+class RunCompleteEvent:
+    """The last event: the run finished.
+
+    Attributes:
+        result: The finished run's result.
+    """
+
+    result: RunResult
+    type: Literal["run_complete"] = "run_complete"
+
+
+StreamEvent: TypeAlias = RawResponseEvent | TextDeltaEvent | RunItemEvent | RunCompleteEvent
+"""Any event of a streamed run; tell them apart with `isinstance` or the `type` field."""
 
 
 @dataclass

@@ -1,18 +1,20 @@
-"""The events that `RunResultStreaming.stream_events()` yields while a streamed run goes on."""
+"""The events that `RunResultStreaming.stream_events()` yields while a streamed run goes on.
+
+The last event, `RunCompleteEvent`, carries the run's result, so it lives in `result.py` with the
+`StreamEvent` union: this module imports nothing from `result.py`, which keeps the import graph
+free of cycles.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import Literal
 
 from openai.types.responses import ResponseStreamEvent
 
 from .items import TResponseInputItem
 
-if TYPE_CHECKING:
-    from .result import RunResult
-
-__all__ = ["RawResponseEvent", "RunCompleteEvent", "RunItemEvent", "StreamEvent", "TextDeltaEvent"]
+__all__ = ["RawResponseEvent", "RunItemEvent", "TextDeltaEvent"]
 
 
 @dataclass(frozen=True)
@@ -51,19 +53,3 @@ class RunItemEvent:
 
     item: TResponseInputItem
     type: Literal["run_item"] = "run_item"
-
-
-@dataclass(frozen=True)
-class RunCompleteEvent:
-    """The last event: the run finished.
-
-    Attributes:
-        result: The finished run's result.
-    """
-
-    result: RunResult
-    type: Literal["run_complete"] = "run_complete"
-
-
-StreamEvent: TypeAlias = RawResponseEvent | TextDeltaEvent | RunItemEvent | RunCompleteEvent
-"""Any event of a streamed run; tell them apart with `isinstance` or the `type` field."""

@@ -310,6 +310,7 @@ def test_no_target_is_a_usage_error(
     assert "pass --db TARGET or set TURNSTORE_DB" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_console_script_runs(tmp_path: Path) -> None:
     script = Path(sys.executable).with_name("turnstore")
     command = [str(script)] if script.exists() else [sys.executable, "-m", "turnstore.cli"]

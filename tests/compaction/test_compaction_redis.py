@@ -1,4 +1,4 @@
-"""Compaction on a real non-SQLite backend (Redis): the generic replace-and-restore path."""
+"""Compaction on Redis: its atomic replacement, and the generic replace-and-restore path."""
 
 from __future__ import annotations
 
@@ -11,7 +11,13 @@ import pytest
 from openai import AsyncOpenAI
 from redis.asyncio import Redis
 
-from turnstore import OpenAIResponsesCompactionSession, RedisSession, SessionStorageError
+from turnstore import (
+    OpenAIResponsesCompactionSession,
+    RedisSession,
+    SessionABC,
+    SessionStorageError,
+    is_atomic_replacement_session,
+)
 from turnstore.testing import FakeCompactionAPI
 
 from .conftest import call, output, turns
@@ -47,10 +53,32 @@ async def test_compaction_replaces_the_history_on_redis(
     assert (await redis_session.get_items())[-2:] == [call("c1"), output("c1")]
 
 
+class _NoAtomicReplacement(SessionABC):
+    """Passes the four operations through and hides `replace_history`: the generic path."""
+
+    def __init__(self, inner: RedisSession) -> None:
+        self.inner = inner
+        self.session_id = inner.session_id
+
+    async def get_items(self, limit: int | None = None) -> list[Any]:
+        return await self.inner.get_items(limit)
+
+    async def add_items(self, items: list[Any]) -> None:
+        await self.inner.add_items(items)
+
+    async def pop_item(self) -> Any:
+        return await self.inner.pop_item()
+
+    async def clear_session(self) -> None:
+        await self.inner.clear_session()
+
+
 async def test_a_failed_write_on_redis_restores_the_history(
     redis_session: RedisSession, client: AsyncOpenAI, compaction_api: FakeCompactionAPI
 ) -> None:
-    session = OpenAIResponsesCompactionSession("chat", redis_session, client=client, model="o3")
+    generic = _NoAtomicReplacement(redis_session)
+    assert not is_atomic_replacement_session(generic)
+    session = OpenAIResponsesCompactionSession("chat", generic, client=client, model="o3")
     await session.add_items(turns(10))
     before = copy.deepcopy(await redis_session.get_items())
     # The write of the compacted items, after the history was cleared, fails (as if Redis went

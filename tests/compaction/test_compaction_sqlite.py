@@ -126,10 +126,10 @@ async def test_cancellation_during_the_transaction_leaves_it_whole(
     entered = asyncio.Event()
 
     class SlowReplace(SQLiteSession):
-        async def _replace_compacted(self, snapshot: Any, new_items: list[Any]) -> bool:
+        async def replace_history(self, snapshot: Any, new_items: list[Any]) -> bool:
             entered.set()
             await asyncio.sleep(0)
-            return await super()._replace_compacted(snapshot, new_items)
+            return await super().replace_history(snapshot, new_items)
 
     async with SlowReplace("chat", db) as store:
         session = OpenAIResponsesCompactionSession("chat", store, client=client, model=MODEL)
@@ -195,20 +195,19 @@ async def test_snapshot_prefix_skips_nothing_across_corrupt_rows(db: Path) -> No
             )
         conn.close()
         await store.add_items([user("c")])
-        snapshot = await store._compaction_snapshot()
+        snapshot = await store.snapshot_history()
         assert snapshot.items == [user("a"), user("b"), user("c")]
-        assert snapshot.row_count == 4
-        assert len(snapshot.row_ids) == 4
+        assert len(snapshot.rows) == 4
         part = snapshot.prefix(2)
-        assert (part.items, part.row_count, part.through_id) == (
+        assert (part.items, len(part.rows), part.rows[-1]) == (
             [user("a"), user("b")],
             2,
-            snapshot.item_row_ids[1],
+            snapshot.rows[snapshot.item_rows[1]],
         )
         whole = snapshot.prefix(3)
-        assert (whole.row_count, whole.through_id) == (4, snapshot.through_id)
+        assert (len(whole.rows), whole.rows[-1]) == (4, snapshot.rows[-1])
         with pytest.raises(ValueError, match="cannot narrow"):
             snapshot.prefix(0)
-        assert await store._replace_compacted(part, [user("ab")])
+        assert await store.replace_history(part, [user("ab")])
         assert await store.get_items() == [user("ab"), user("c")]
         assert await store.get_archived_items() == [user("a"), user("b")]

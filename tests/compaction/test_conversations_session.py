@@ -239,6 +239,20 @@ async def test_bad_items_are_refused_before_any_request(
     assert fake_openai.requests == []
 
 
+async def test_too_deep_and_non_json_numbers_are_refused_before_any_request(
+    fake_openai: FakeOpenAIServer, conversations_api: FakeConversationsAPI, client: AsyncOpenAI
+) -> None:
+    deep: dict[str, object] = {"role": "user", "content": "deep"}
+    for _ in range(100_000):
+        deep = {"type": "message", "nested": deep}
+    session = OpenAIConversationsSession(client=client)
+    with pytest.raises(TypeError, match="item 1 is not JSON-serialisable"):
+        await session.add_items([user("ok"), deep])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="item 0 is not JSON-serialisable"):
+        await session.add_items([{"role": "user", "content": "x", "n": float("nan")}])  # type: ignore[typeddict-unknown-key]
+    assert fake_openai.requests == []
+
+
 async def test_api_errors_become_storage_errors(
     fake_openai: FakeOpenAIServer, conversations_api: FakeConversationsAPI, client: AsyncOpenAI
 ) -> None:

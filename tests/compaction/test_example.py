@@ -8,11 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from turnstore.testing import FakeCompactionAPI, FakeOpenAIServer, text_response
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "compaction.py"
 
 
+@pytest.mark.slow
 def test_compaction_example(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
     compaction = FakeCompactionAPI().install(fake_openai)
     fake_openai.enqueue(*(text_response(f"reply {n}", response_id=f"resp_{n}") for n in range(5)))

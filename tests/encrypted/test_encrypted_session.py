@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from turnstore import (
     EncryptedSession,
     RedisSession,
+    SessionABC,
     SessionDecryptionError,
     SQLAlchemySession,
     SQLiteSession,
@@ -155,13 +156,54 @@ async def test_rotation_re_encrypts_atomically_and_keeps_each_items_age(tmp_path
     assert archived == []  # no ciphertext under the old key stays behind
 
 
-async def test_rotate_needs_an_atomic_replacement(redis_url: str) -> None:
-    session = EncryptedSession(
-        "s", RedisSession.from_url("s", redis_url, key_prefix=f"t:{uuid.uuid4().hex}"), KEY
-    )
+async def test_rotation_on_redis_uses_its_atomic_replacement(redis_url: str) -> None:
+    # RedisSession implements AtomicReplacementSession (one Lua script): rotation works there.
+    prefix = f"t:{uuid.uuid4().hex}"
+    async with EncryptedSession(
+        "s", RedisSession.from_url("s", redis_url, key_prefix=prefix), OTHER_KEY
+    ) as old:
+        await old.add_items(ITEMS)
+    async with EncryptedSession(
+        "s", RedisSession.from_url("s", redis_url, key_prefix=prefix), [KEY, OTHER_KEY]
+    ) as both:
+        assert await both.rotate() == 2
+    async with EncryptedSession(
+        "s", RedisSession.from_url("s", redis_url, key_prefix=prefix), KEY
+    ) as new_only:
+        assert await new_only.get_items() == ITEMS
+        await new_only.clear_session()
+
+
+class _PlainSession(SessionABC):
+    """A session without an atomic replacement (a list in memory)."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.session_settings = None
+        self.items: list[Any] = []
+
+    async def get_items(self, limit: int | None = None) -> list[Any]:
+        return list(self.items if limit is None else self.items[len(self.items) - limit :])
+
+    async def add_items(self, items: list[Any]) -> None:
+        self.items += items
+
+    async def pop_item(self) -> Any:
+        return self.items.pop() if self.items else None
+
+    async def clear_session(self) -> None:
+        self.items.clear()
+
+
+async def test_rotate_needs_an_atomic_replacement() -> None:
+    session = EncryptedSession("s", _PlainSession("s"), KEY)
+    await session.add_items(ITEMS)
     with pytest.raises(UserError, match="atomic replacement"):
         await session.rotate()
-    await session.close()
+    # Nor is the wrapped session's replacement reachable through the encrypted session.
+    async with EncryptedSession("s", SQLiteSession("s"), KEY) as encrypted:
+        assert not hasattr(encrypted, "replace_history")
+        assert not hasattr(encrypted, "snapshot_history")
 
 
 async def test_reads_what_the_sdks_encrypted_session_wrote(tmp_path: Path) -> None:

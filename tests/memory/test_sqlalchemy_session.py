@@ -23,7 +23,7 @@ from turnstore import (
     SQLAlchemySession,
     UserError,
 )
-from turnstore.memory.sqlalchemy.session import _tables
+from turnstore.memory.sqlalchemy.schema import session_tables as _tables
 from turnstore.testing import SessionConformanceTests
 
 pytestmark = pytest.mark.services

@@ -418,8 +418,8 @@ async def test_no_sqlite_call_runs_on_the_event_loop_thread(
         await session.get_items()
         await session.get_items(2)
         await session.pop_item()
-        snapshot = await session._compaction_snapshot()
-        await session._replace_compacted(snapshot, [msg("summary")])
+        snapshot = await session.snapshot_history()
+        await session.replace_history(snapshot, [msg("summary")])
         await session.get_archived_items()
         await session.clear_session()
         await session.close()
@@ -500,6 +500,7 @@ async def test_async_with_closes() -> None:
         await session.get_items()
 
 
+@pytest.mark.slow
 def test_no_resource_warning_and_clean_exit(tmp_path: Path) -> None:
     import subprocess
     import sys
@@ -541,11 +542,11 @@ async def test_replace_compacted_keeps_later_items_after_the_new_ones(db_path: s
     async with SQLiteSession("s", db_path) as session, SQLiteSession("t", db_path) as other:
         await other.add_items([msg("other")])
         await session.add_items([msg("a"), msg("b"), msg("c")])
-        snapshot = await session._compaction_snapshot()
+        snapshot = await session.snapshot_history()
         assert texts(snapshot.items) == ["a", "b", "c"]
-        assert snapshot.row_count == 3
+        assert len(snapshot.rows) == 3
         await session.add_items([msg("late")])
-        assert await session._replace_compacted(snapshot, [msg("summary")])
+        assert await session.replace_history(snapshot, [msg("summary")])
         assert texts(await session.get_items()) == ["summary", "late"]
         assert texts(await session.get_archived_items()) == ["a", "b", "c"]
         assert texts(await other.get_items()) == ["other"]
@@ -558,23 +559,23 @@ async def test_replace_compacted_keeps_later_items_after_the_new_ones(db_path: s
 async def test_replace_compacted_refuses_a_stale_snapshot() -> None:
     async with SQLiteSession("s") as session:
         await session.add_items([msg("a"), msg("b")])
-        snapshot = await session._compaction_snapshot()
+        snapshot = await session.snapshot_history()
         await session.pop_item()
         await session.add_items([msg("c")])
-        assert not await session._replace_compacted(snapshot, [msg("summary")])
+        assert not await session.replace_history(snapshot, [msg("summary")])
         assert texts(await session.get_items()) == ["a", "c"]
-        snapshot = await session._compaction_snapshot()
+        snapshot = await session.snapshot_history()
         await session.clear_session()
-        assert not await session._replace_compacted(snapshot, [msg("summary")])
+        assert not await session.replace_history(snapshot, [msg("summary")])
         assert await session.get_items() == []
 
 
 async def test_replace_compacted_checks_items_first() -> None:
     async with SQLiteSession("s") as session:
         await session.add_items([msg("a")])
-        snapshot = await session._compaction_snapshot()
+        snapshot = await session.snapshot_history()
         with pytest.raises(TypeError, match="item 0"):
-            await session._replace_compacted(snapshot, [object()])  # type: ignore[list-item]
+            await session.replace_history(snapshot, [object()])  # type: ignore[list-item]
         assert texts(await session.get_items()) == ["a"]
 
 

@@ -11,18 +11,22 @@ from typing import TYPE_CHECKING, Any
 
 from .closing import Closing
 from .mutation import await_session_mutation
+from .open_store import open_session_store
 from .openai.compaction import CompactionTriggerContext, OpenAIResponsesCompactionSession
 from .openai.conversations import OpenAIConversationsSession
 from .session import (
+    AtomicReplacementSession,
+    HistorySnapshot,
     OpenAIResponsesCompactionArgs,
     OpenAIResponsesCompactionAwareSession,
     Session,
     SessionABC,
+    is_atomic_replacement_session,
     is_openai_responses_compaction_aware_session,
 )
 from .settings import SessionSettings, resolve_session_limit
 from .sqlite.session import SQLiteSession
-from .store import SessionInfo, SessionRecord, SessionStats, SessionStore, open_session_store
+from .store import SessionInfo, SessionRecord, SessionStats, SessionStore
 
 if TYPE_CHECKING:
     from .encrypted import EncryptedSession
@@ -30,9 +34,11 @@ if TYPE_CHECKING:
     from .sqlalchemy.session import SQLAlchemySession
 
 __all__ = [
+    "AtomicReplacementSession",
     "Closing",
     "CompactionTriggerContext",
     "EncryptedSession",
+    "HistorySnapshot",
     "OpenAIConversationsSession",
     "OpenAIResponsesCompactionArgs",
     "OpenAIResponsesCompactionAwareSession",
@@ -48,6 +54,7 @@ __all__ = [
     "SessionStats",
     "SessionStore",
     "await_session_mutation",
+    "is_atomic_replacement_session",
     "is_openai_responses_compaction_aware_session",
     "open_session_store",
     "resolve_session_limit",

@@ -1,140 +1,117 @@
-"""Encoding items to JSON text and back, shared by the server backends.
+"""The one item codec every backend uses: validate, encode, decode, limits and table names.
 
-Every item of a batch is encoded (and so validated) before anything is written; a stored row that
-cannot be decoded is reported to the caller as `None` so that reads can skip it with a warning.
+Rules, each in one function:
+
+- **Items** ([`encode_items`][turnstore.memory.codec.encode_items]): a batch is a list (or other
+  sequence, not a string or mapping) of mappings, encoded as compact UTF-8 JSON. Every item of a
+  batch is encoded, and so validated, before anything is written. An item that is not a mapping,
+  not JSON-serialisable, nested too deeply to encode (`RecursionError`), holding a float that is
+  not a JSON number (`NaN`, `Infinity`: strict JSON has no such values, PostgreSQL and the OpenAI
+  API reject them) or text that cannot be stored as UTF-8 (a lone surrogate) raises `TypeError`
+  naming its index.
+- **Stored rows** ([`decode_item`][turnstore.memory.codec.decode_item],
+  [`decode_rows`][turnstore.memory.codec.decode_rows]): a row that is not a JSON object is
+  reported as `None` / skipped with a logged warning, so that reads skip it and never fail.
+- **Limits** ([`check_limit`][turnstore.memory.codec.check_limit]): an int >= 0 or `None`.
+- **Session ids** ([`check_session_id`][turnstore.memory.codec.check_session_id]).
+- **Table names** ([`validate_table_names`][turnstore.memory.codec.validate_table_names]): the
+  same rule on every SQL backend (see `MAX_TABLE_NAME_LENGTH`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import sys
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from ..items import TResponseInputItem
+from .session import HistorySnapshot
 
-__all__ = ["check_limit", "decode_item", "decode_rows", "encode_items", "logger"]
+__all__ = [
+    "MAX_LIMIT",
+    "MAX_TABLE_NAME_LENGTH",
+    "check_limit",
+    "check_session_id",
+    "decode_item",
+    "decode_rows",
+    "decode_snapshot",
+    "encode_items",
+    "validate_table_name",
+    "validate_table_names",
+]
 
-logger = logging.getLogger("turnstore.memory")
+logger = logging.getLogger(__name__)
 
 _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _decode = json.JSONDecoder().decode
 
 
-def encode_items(items: Sequence[Any]) -> list[str]:
+def encode_items(items: object) -> list[str]:
     """Encode a batch of items as compact JSON text, validating every item first.
 
     Args:
-        items: The items to store.
+        items: The items to store: a list (or tuple) of mappings.
 
     Returns:
         One JSON text per item, in order.
 
     Raises:
         TypeError: `items` is not a list (or other sequence), or an item is not a mapping, is not
-            JSON-serialisable (NaN and infinities included), is nested too deeply to encode, or
+            JSON-serialisable (`NaN` and `Infinity` included), is nested too deeply to encode, or
             holds text that cannot be stored as UTF-8. The message names the item's index;
             nothing has been written.
     """
-    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
-        raise TypeError(f"items must be a list of items, not {type(items).__name__}")
+    if isinstance(items, str | bytes | Mapping) or not isinstance(items, Sequence):
+        raise TypeError(f"items must be a list of item dicts, not {type(items).__name__}")
     encoded: list[str] = []
     for index, item in enumerate(items):
-        if not isinstance(item, Mapping):
-            raise TypeError(
-                f"item {index} is not a mapping (a Responses input item dict): "
-                f"got {type(item).__name__}"
-            )
-        try:
-            text = _encoder.encode(item)
-            text.encode("utf-8")
-        except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
-            raise TypeError(f"item {index} is not JSON-serialisable: {exc}") from exc
-        except RecursionError as exc:
-            raise TypeError(
-                f"item {index} is nested too deeply to be stored as JSON "
-                f"(Python's recursion limit is {sys.getrecursionlimit()})"
-            ) from exc
-        encoded.append(text)
+        encoded.append(_encode_item(index, item))
     return encoded
 
 
-def decode_item(raw: str | bytes, *, where: str) -> TResponseInputItem | None:
+def _encode_item(index: int, item: object) -> str:
+    if not isinstance(item, Mapping):
+        raise TypeError(
+            f"item {index} is not a mapping: item {index} is a {type(item).__name__}, not a "
+            "mapping (a Responses input item dict)"
+        )
+    try:
+        text = _encoder.encode(item if isinstance(item, dict) else dict(item))
+        text.encode("utf-8")  # a lone surrogate cannot be stored
+    except RecursionError as exc:
+        raise TypeError(
+            f"item {index} is not JSON-serialisable: it is nested too deeply to encode ({exc})"
+        ) from exc
+    except (TypeError, ValueError) as exc:  # UnicodeEncodeError and NaN are ValueErrors
+        raise TypeError(f"item {index} is not JSON-serialisable: {exc}") from exc
+    return text
+
+
+def decode_item(raw: object, *, where: str) -> TResponseInputItem | None:
     """Decode one stored item, or log a warning and return `None` when it is corrupt.
 
     Args:
-        raw: The stored JSON text.
-        where: Names the row in the warning, for example `"session 'a' row 17"`.
+        raw: The stored JSON text (str or UTF-8 bytes).
+        where: Names the row in the warning, for example `"row 17 of session 'a'"`.
 
     Returns:
         The item, or `None` when the text is not a JSON object.
     """
     try:
-        value = _decode(raw.decode("utf-8") if isinstance(raw, bytes) else raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        logger.warning("skipping a corrupt stored item (%s): %s", where, exc)
+        value = _decode(raw.decode("utf-8") if isinstance(raw, bytes) else cast(str, raw))
+    except (ValueError, TypeError, RecursionError) as exc:  # UnicodeDecodeError: ValueError
+        logger.warning("skipping %s: a corrupt stored item, not valid JSON (%s)", where, exc)
         return None
     if not isinstance(value, dict):
         logger.warning(
-            "skipping a corrupt stored item (%s): a JSON %s, not an object",
+            "skipping %s: a corrupt stored item, a JSON %s instead of an object",
             where,
             type(value).__name__,
         )
         return None
     return cast(TResponseInputItem, value)
-
-
-def check_session_id(session_id: str, *, nul_allowed: bool = True) -> None:
-    """Check that a session id can be stored, so a bad id fails in the constructor.
-
-    Args:
-        session_id: The id, already known to be a `str`.
-        nul_allowed: False for storage that cannot hold a NUL character (PostgreSQL text).
-
-    Raises:
-        ValueError: The id holds a lone surrogate (not encodable as UTF-8), or a NUL character
-            where `nul_allowed` is False.
-    """
-    try:
-        session_id.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValueError(
-            f"session_id {session_id!r} cannot be stored: it is not valid UTF-8 text "
-            f"({exc.reason} at position {exc.start})"
-        ) from exc
-    if not nul_allowed and "\x00" in session_id:
-        raise ValueError(
-            f"session_id {session_id!r} cannot be stored: PostgreSQL text cannot hold a NUL "
-            "character"
-        )
-
-
-MAX_LIMIT = 2**63 - 1
-"""The largest limit passed to a database: a signed 64-bit integer."""
-
-
-def check_limit(limit: int | None) -> int | None:
-    """Validate a resolved history limit.
-
-    Args:
-        limit: The limit a read will use.
-
-    Returns:
-        `limit`, capped at `MAX_LIMIT` (no session holds more items; databases reject larger
-        integers).
-
-    Raises:
-        TypeError: `limit` is not an int or None.
-        ValueError: `limit` is negative.
-    """
-    if limit is None:
-        return None
-    if isinstance(limit, bool) or not isinstance(limit, int):
-        raise TypeError(f"limit must be an int or None, not {type(limit).__name__}")
-    if limit < 0:
-        raise ValueError(f"limit must be >= 0 or None, got {limit}")
-    return min(limit, MAX_LIMIT)
 
 
 def decode_rows(rows: Iterable[tuple[Any, Any]], where: str) -> list[TResponseInputItem]:
@@ -155,7 +132,146 @@ def decode_rows(rows: Iterable[tuple[Any, Any]], where: str) -> list[TResponseIn
             if type(value) is dict:
                 append(value)  # type: ignore[arg-type]
                 continue
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, RecursionError):
             pass
-        decode_item(data, where=f"{where} row {row_id}")  # logs why it is corrupt
+        decode_item(data, where=f"row {row_id} of {where}")  # logs why it is corrupt
     return items
+
+
+def decode_snapshot(rows: Iterable[tuple[Any, Any]], where: str) -> HistorySnapshot:
+    """Decode `(row id, JSON text)` rows, oldest first, into a snapshot of the history.
+
+    Args:
+        rows: Every stored row of the session, oldest first.
+        where: Names the session in warnings, for example `"session 'a'"`.
+
+    Returns:
+        A snapshot whose `rows` are the row ids (corrupt rows included) and whose `items` are
+        the valid items.
+    """
+    return HistorySnapshot.of_rows(
+        [(row_id, decode_item(data, where=f"row {row_id} of {where}")) for row_id, data in rows]
+    )
+
+
+def check_session_id(session_id: object, *, nul_allowed: bool = True) -> str:
+    """Check that a session id can be stored, so a bad id fails in the constructor.
+
+    Args:
+        session_id: The proposed id.
+        nul_allowed: False for storage that cannot hold a NUL character (PostgreSQL text).
+
+    Returns:
+        `session_id`, unchanged.
+
+    Raises:
+        TypeError: The id is not a `str`.
+        ValueError: The id holds a lone surrogate (not encodable as UTF-8), or a NUL character
+            where `nul_allowed` is False.
+    """
+    if not isinstance(session_id, str):
+        raise TypeError(f"session_id must be a str, not {type(session_id).__name__}")
+    try:
+        session_id.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"session_id {session_id!r} cannot be stored: it is not valid UTF-8 text "
+            f"({exc.reason} at position {exc.start})"
+        ) from exc
+    if not nul_allowed and "\x00" in session_id:
+        raise ValueError(
+            f"session_id {session_id!r} cannot be stored: PostgreSQL text cannot hold a NUL "
+            "character"
+        )
+    return session_id
+
+
+MAX_LIMIT = 2**63 - 1
+"""The largest limit passed to a database: a signed 64-bit integer, more items than any
+session holds, so a larger limit means the same as this one."""
+
+
+def check_limit(limit: object) -> int | None:
+    """Validate a resolved history limit.
+
+    Args:
+        limit: The limit a read will use.
+
+    Returns:
+        `limit`, capped at `MAX_LIMIT` (no session holds more items; databases reject larger
+        integers), or `None`.
+
+    Raises:
+        TypeError: `limit` is not an int or None.
+        ValueError: `limit` is negative.
+    """
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise TypeError(f"limit must be an int or None, not {type(limit).__name__}")
+    if limit < 0:
+        raise ValueError(f"limit must be >= 0 or None, got {limit}")
+    return min(limit, MAX_LIMIT)
+
+
+MAX_TABLE_NAME_LENGTH = 48
+"""The longest table name any backend accepts. The SQL backends derive more names from it
+(`idx_<name>_session_id`, `<name>_archive`): with 48 characters the longest derived name is 63,
+which fits PostgreSQL's 63-byte and MySQL's 64-character identifier limits, so one table layout
+works on every backend (and `turnstore import` can copy between them)."""
+
+_TABLE_NAME = re.compile(rf"[A-Za-z_][A-Za-z0-9_]{{0,{MAX_TABLE_NAME_LENGTH - 1}}}")
+
+
+def validate_table_name(name: object, argument: str) -> str:
+    """Check that a table name is a plain SQL identifier, the same rule on every backend.
+
+    Args:
+        name: The proposed table name.
+        argument: The argument it came from, for the error message.
+
+    Returns:
+        `name`, unchanged.
+
+    Raises:
+        TypeError: `name` is not a string.
+        ValueError: `name` is not 1-48 ASCII letters, digits or underscores starting with a
+            letter or underscore, or starts with SQLite's reserved `sqlite_` prefix.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"{argument} must be a str, not {type(name).__name__}")
+    if not _TABLE_NAME.fullmatch(name) or name.lower().startswith("sqlite_"):
+        raise ValueError(
+            f"{argument}={name!r} is not a plain SQL identifier: a plain identifier is 1-"
+            f"{MAX_TABLE_NAME_LENGTH} ASCII letters, digits and underscores, starting with a "
+            "letter or underscore (and not with 'sqlite_')"
+        )
+    return name
+
+
+def validate_table_names(sessions_table: object, messages_table: object) -> tuple[str, str]:
+    """Check a (sessions table, messages table) pair: two valid names for different tables.
+
+    Table names are compared case-insensitively (SQL folds or ignores case), and the sessions
+    table may not take the name of the messages table's archive (`<messages_table>_archive`).
+
+    Args:
+        sessions_table: The proposed name of the table of sessions.
+        messages_table: The proposed name of the table of items.
+
+    Returns:
+        The two names, unchanged.
+
+    Raises:
+        TypeError: A name is not a string.
+        ValueError: A name is not a plain identifier (see `validate_table_name`), or both name
+            the same table.
+    """
+    sessions = validate_table_name(sessions_table, "sessions_table")
+    messages = validate_table_name(messages_table, "messages_table")
+    if sessions.lower() in (messages.lower(), f"{messages}_archive".lower()):
+        raise ValueError(
+            "sessions_table and messages_table must differ (they must name different tables), "
+            f"got {sessions!r} and {messages!r}"
+        )
+    return sessions, messages

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from ..exceptions import SessionDecryptionError, UserError
 from ..items import TResponseInputItem
 from .closing import AsyncCloseable, Release
-from .session import Session, SessionABC
+from .session import Session, SessionABC, is_atomic_replacement_session
 from .settings import SessionSettings, resolve_session_limit
 
 if TYPE_CHECKING:
@@ -41,6 +41,9 @@ _VERSION = 1
 _ALL_ITEMS = 2**31 - 1
 _ROTATE_ATTEMPTS = 5
 _PRUNE_EVERY = 60.0
+
+_NOT_PASSED_THROUGH = frozenset({"run_compaction", "snapshot_history", "replace_history"})
+"""Methods of the wrapped session that must not be reached through `EncryptedSession`."""
 """Seconds between two prunes of expired items triggered by `add_items`."""
 
 
@@ -202,10 +205,11 @@ class EncryptedSession(SessionABC, AsyncCloseable):
     def __getattr__(self, name: str) -> Any:
         # Other public methods of the wrapped session (for example `get_archived_items`) pass
         # through, as in the OpenAI Agents SDK. Compaction does not: it would send ciphertext
-        # to the model.
+        # to the model. Nor does the atomic replacement: it would read ciphertext and store
+        # plaintext.
         if (
             name.startswith("_")
-            or name == "run_compaction"
+            or name in _NOT_PASSED_THROUGH
             or "underlying_session" not in vars(self)
         ):
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
@@ -339,7 +343,7 @@ class EncryptedSession(SessionABC, AsyncCloseable):
 
     def _prune_due(self) -> bool:
         """Prune on a write at most once per `_PRUNE_EVERY` seconds, where it can be atomic."""
-        if self.ttl is None or not hasattr(self.underlying_session, "_replace_compacted"):
+        if self.ttl is None or not is_atomic_replacement_session(self.underlying_session):
             return False
         now = time.monotonic()
         if self._last_prune is not None and now - self._last_prune < _PRUNE_EVERY:
@@ -393,8 +397,9 @@ class EncryptedSession(SessionABC, AsyncCloseable):
 
         Raises:
             SessionDecryptionError: An envelope opens with none of the keys; nothing changed.
-            UserError: The wrapped session has no atomic replacement (today only
-                `SQLiteSession` has one).
+            UserError: The wrapped session has no atomic replacement (see
+                [`AtomicReplacementSession`][turnstore.AtomicReplacementSession]; `SQLiteSession`,
+                `SQLAlchemySession` and `RedisSession` have one).
             SessionStorageError: The history kept changing during five attempts; nothing
                 changed.
         """
@@ -408,35 +413,38 @@ class EncryptedSession(SessionABC, AsyncCloseable):
 
         Raises:
             SessionDecryptionError: An envelope opens with none of the keys; nothing changed.
-            UserError: The wrapped session has no atomic replacement (today only
-                `SQLiteSession` has one).
+            UserError: The wrapped session has no atomic replacement (see
+                [`AtomicReplacementSession`][turnstore.AtomicReplacementSession]).
         """
         return await self._rewrite(rotate=False)
 
     async def _rewrite(self, *, rotate: bool) -> int:
         from ..exceptions import SessionStorageError
 
-        snapshot_of = getattr(self.underlying_session, "_compaction_snapshot", None)
-        replace = getattr(self.underlying_session, "_replace_compacted", None)
-        if not callable(snapshot_of) or not callable(replace):
+        underlying = self.underlying_session
+        if not is_atomic_replacement_session(underlying):
             raise UserError(
-                f"{type(self.underlying_session).__name__} has no atomic replacement, which "
-                "rotate() and prune_expired() need; use a SQLiteSession underneath"
+                f"{type(underlying).__name__} has no atomic replacement, which rotate() and "
+                "prune_expired() need; use a SQLiteSession, SQLAlchemySession or RedisSession "
+                "underneath"
             )
         for _ in range(_ROTATE_ATTEMPTS):
-            snapshot = await snapshot_of()
+            snapshot = await underlying.snapshot_history()
             now = time.time()
             kept: list[dict[str, Any]] = []
-            for index, element in enumerate(snapshot.items):
+            for index, stored in enumerate(snapshot.items):
+                element = cast(dict[str, Any], stored)
                 opened = self._open(element, f"item {index}")
                 if opened is None or self._expired(opened[1], now):
                     continue
                 if rotate and opened[2] != 0:
                     element = self._reseal(element, opened[2])
                 kept.append(element)
-            if kept == snapshot.items and len(kept) == snapshot.row_count:
+            if kept == snapshot.items and len(kept) == len(snapshot.rows):
                 return len(kept)  # nothing to drop or re-encrypt
-            if await replace(snapshot, kept, archive=False):
+            new_items = cast(list[TResponseInputItem], kept)
+            # No archive: no ciphertext under an old key may stay behind.
+            if await underlying.replace_history(snapshot, new_items, archive=False):
                 return len(kept)
         raise SessionStorageError(
             f"the history of encrypted session {self.session_id!r} kept changing during "

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Hashable
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeGuard, runtime_checkable
 
 from openai.types.responses import ResponseUsage
@@ -12,10 +14,13 @@ from ..items import TResponseInputItem
 from .settings import SessionSettings
 
 __all__ = [
+    "AtomicReplacementSession",
+    "HistorySnapshot",
     "OpenAIResponsesCompactionArgs",
     "OpenAIResponsesCompactionAwareSession",
     "Session",
     "SessionABC",
+    "is_atomic_replacement_session",
     "is_openai_responses_compaction_aware_session",
 ]
 
@@ -177,3 +182,164 @@ def is_openai_responses_compaction_aware_session(
     except Exception:
         return False
     return callable(method)
+
+
+@dataclass(frozen=True, slots=True)
+class HistorySnapshot:
+    """A session's stored history as one read saw it, for an atomic replacement.
+
+    [`AtomicReplacementSession.snapshot_history`][turnstore.AtomicReplacementSession.snapshot_history]
+    takes it; [`replace_history`][turnstore.AtomicReplacementSession.replace_history] replaces
+    exactly its rows, or nothing when they changed meanwhile. `prefix(n)` narrows it to its first
+    `n` items, so that only their rows are replaced and the later rows stay.
+
+    Attributes:
+        items: The valid items, oldest first.
+        rows: One token per stored row up to the snapshot, corrupt rows included, oldest first:
+            what the backend needs to recognise its rows (the row id in SQL, the stored element
+            in Redis). Opaque to everyone else.
+        item_rows: For each item of `items`, the index of its row in `rows`.
+    """
+
+    items: list[TResponseInputItem]
+    rows: tuple[Hashable, ...] = ()
+    item_rows: tuple[int, ...] = ()
+
+    def prefix(self, count: int) -> HistorySnapshot:
+        """Narrow the snapshot to its first `count` items, for a partial replacement.
+
+        The result covers the rows up to the row of item `count - 1` (corrupt rows before it
+        included); replacing it leaves the later rows in place, after the new items.
+
+        Args:
+            count: How many leading items to keep, `1 <= count <= len(items)`.
+
+        Returns:
+            A snapshot of those items and rows.
+
+        Raises:
+            ValueError: `count` is out of range, or the snapshot does not map items to rows.
+        """
+        if not 1 <= count <= len(self.items) or len(self.item_rows) != len(self.items):
+            raise ValueError(f"cannot narrow a snapshot of {len(self.items)} items to {count}")
+        rows = self.item_rows[count - 1] + 1
+        return HistorySnapshot(self.items[:count], self.rows[:rows], self.item_rows[:count])
+
+    @staticmethod
+    def check(value: object) -> HistorySnapshot:
+        """Return `value` if it is a snapshot, for `replace_history` implementations.
+
+        Args:
+            value: What the caller passed as the snapshot.
+
+        Returns:
+            `value`, unchanged.
+
+        Raises:
+            TypeError: `value` is not a `HistorySnapshot`.
+        """
+        if not isinstance(value, HistorySnapshot):
+            raise TypeError(
+                f"snapshot must be a HistorySnapshot from snapshot_history(), not "
+                f"{type(value).__name__}"
+            )
+        return value
+
+    @classmethod
+    def of_rows(cls, rows: list[tuple[Hashable, TResponseInputItem | None]]) -> HistorySnapshot:
+        """Build a snapshot from `(token, item or None when corrupt)` pairs, oldest first.
+
+        Args:
+            rows: Every stored row of the session, oldest first.
+
+        Returns:
+            The snapshot.
+        """
+        items: list[TResponseInputItem] = []
+        item_rows: list[int] = []
+        for index, (_, item) in enumerate(rows):
+            if item is not None:
+                items.append(item)
+                item_rows.append(index)
+        return cls(items, tuple(token for token, _ in rows), tuple(item_rows))
+
+
+@runtime_checkable
+class AtomicReplacementSession(Session, Protocol):
+    """A session that can replace part of its history in one atomic step.
+
+    This is what [`OpenAIResponsesCompactionSession`][turnstore.OpenAIResponsesCompactionSession]
+    needs to swap the compacted items in without a window where the history is half-written:
+    take a snapshot, compute the replacement (which may take a network call), then replace the
+    snapshot's rows, which fails harmlessly when another writer popped or cleared them meanwhile.
+    Items added after the snapshot stay, after the new items.
+    [`SQLiteSession`][turnstore.SQLiteSession],
+    [`SQLAlchemySession`][turnstore.SQLAlchemySession] and
+    [`RedisSession`][turnstore.RedisSession] implement it; check with
+    [`is_atomic_replacement_session`][turnstore.is_atomic_replacement_session].
+
+    Example:
+        ```python
+        if is_atomic_replacement_session(session):
+            snapshot = await session.snapshot_history()
+            summary = await summarise(snapshot.items)
+            if not await session.replace_history(snapshot, [summary]):
+                print("the history changed meanwhile; nothing was replaced")
+        ```
+    """
+
+    async def snapshot_history(self) -> HistorySnapshot:
+        """Read the whole history and what identifies its rows, in one read.
+
+        Returns:
+            The snapshot to pass to `replace_history` (or narrow with `prefix` first).
+        """
+        ...
+
+    async def replace_history(
+        self,
+        snapshot: HistorySnapshot,
+        new_items: list[TResponseInputItem],
+        *,
+        archive: bool = True,
+    ) -> bool:
+        """Replace the snapshot's rows by `new_items`, atomically, keeping later additions last.
+
+        Args:
+            snapshot: What `snapshot_history` returned, possibly narrowed with `prefix`.
+            new_items: The items that take the place of the snapshot's rows.
+            archive: Keep the replaced rows in the backend's archive, where it has one
+                (`SQLiteSession`'s `<messages_table>_archive`); `False` deletes them (as
+                [`EncryptedSession.rotate`][turnstore.EncryptedSession.rotate] needs: no old
+                ciphertext stays behind). A backend without an archive deletes them either way.
+
+        Returns:
+            `True` when replaced; `False`, changing nothing, when a row of the snapshot was
+            popped or cleared since it was taken.
+
+        Raises:
+            TypeError: An item of `new_items` is not a JSON-serialisable mapping; nothing
+                changed.
+        """
+        ...
+
+
+def is_atomic_replacement_session(session: Any) -> TypeGuard[AtomicReplacementSession]:
+    """Tell whether `session` can replace its history atomically.
+
+    Args:
+        session: Any object, `None` included.
+
+    Returns:
+        `True` when `session` has callable `snapshot_history` and `replace_history` methods;
+        `False` for `None`, for objects without them, and for objects whose attribute lookup
+        raises.
+    """
+    if session is None:
+        return False
+    try:
+        snapshot = getattr(session, "snapshot_history", None)
+        replace = getattr(session, "replace_history", None)
+    except Exception:
+        return False
+    return callable(snapshot) and callable(replace)

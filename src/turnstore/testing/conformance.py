@@ -3,7 +3,9 @@
 Subclass [`SessionConformanceTests`][turnstore.testing.SessionConformanceTests] in a test
 module, tell it how to make a session, and pytest collects every contract test for your backend:
 ordering, limits, isolation, pop and clear, unicode and large items, hostile ids, concurrent
-writers and pops, cancellation, corrupt rows and rejected items.
+writers and pops, cancellation, corrupt rows and rejected items (too deeply nested, `NaN`
+included), and, for sessions that implement
+[`AtomicReplacementSession`][turnstore.AtomicReplacementSession], atomic history replacement.
 
 Example:
     ```python
@@ -40,7 +42,7 @@ import pytest
 import pytest_asyncio
 
 from ..exceptions import SessionClosedError
-from ..memory.session import Session
+from ..memory.session import Session, is_atomic_replacement_session
 from ..memory.settings import SessionSettings
 
 __all__ = ["SessionConformanceTests", "SessionFactory"]
@@ -53,14 +55,6 @@ def _msg(text: str, role: str = "user") -> Any:
     return {"role": role, "content": text}
 
 
-def _deeply_nested(depth: int) -> dict[str, Any]:
-    """An item nested `depth` levels deep: past any JSON encoder's recursion limit."""
-    item: dict[str, Any] = {"role": "user", "content": "bottom"}
-    for _ in range(depth):
-        item = {"inner": item}
-    return item
-
-
 def _texts(items: list[Any]) -> list[Any]:
     # A message's text, whether stored as a string or (as an API returns it) as content parts.
     texts = []
@@ -70,6 +64,17 @@ def _texts(items: list[Any]) -> list[Any]:
             content = "".join(str(part.get("text", "")) for part in content)
         texts.append(content)
     return texts
+
+
+def _deeply_nested(depth: int) -> dict[str, Any]:
+    item: dict[str, Any] = {"role": "user", "content": "deep"}
+    for _ in range(depth):
+        item = {"type": "message", "nested": item}
+    return item
+
+
+_TOO_DEEP = 100_000
+"""A nesting depth that no JSON encoder walks without exhausting the recursion limit."""
 
 
 class SessionConformanceTests:
@@ -408,10 +413,11 @@ class SessionConformanceTests:
             ([{"role": "user", "content": "ok"}, "not a mapping"], 1),
             ([42], 0),
             ([{"role": "user", "content": "ok"}, {"x": "y"}, {"role": {1, 2}}], 2),
-            ([{"role": "user", "content": "ok"}, _deeply_nested(100_000)], 1),
-            ([{"role": "user", "content": "ok"}, {"n": float("nan")}], 1),
+            ([{"role": "user", "content": "ok"}, _deeply_nested(_TOO_DEEP)], 1),
+            ([{"role": "user", "content": "ok"}, {"role": "user", "n": float("nan")}], 1),
+            ([{"role": "user", "content": "ok"}] * 3 + [{"n": float("inf")}], 3),
         ],
-        ids=["an-object", "not-a-mapping", "a-number", "a-set", "too-deep", "nan"],
+        ids=["unserialisable", "not-a-mapping", "int", "set", "too-deep", "nan", "infinity"],
     )
     async def test_bad_items_are_rejected_and_nothing_is_written(
         self, new_session: SessionFactory, bad: list[Any], index: int
@@ -422,6 +428,70 @@ class SessionConformanceTests:
         with pytest.raises(TypeError, match=rf"\b{index}\b"):
             await session.add_items(bad)
         assert _texts(await session.get_items()) == ["before"]
+
+    # --- atomic replacement (sessions that implement AtomicReplacementSession) ---------------
+
+    async def _atomic_session(self, new_session: SessionFactory) -> Any:
+        session = await new_session()
+        if not is_atomic_replacement_session(session):
+            pytest.skip("this backend does not implement AtomicReplacementSession")
+        return session
+
+    async def test_replace_history_keeps_later_items_after_the_new_ones(
+        self, new_session: SessionFactory
+    ) -> None:
+        """The snapshot's items are replaced; items added after the snapshot stay, after them."""
+        session = await self._atomic_session(new_session)
+        other = await new_session()
+        await other.add_items([_msg("other")])
+        await session.add_items([_msg("a"), _msg("b"), _msg("c")])
+        snapshot = await session.snapshot_history()
+        assert _texts(snapshot.items) == ["a", "b", "c"]
+        await session.add_items([_msg("late")])
+        assert await session.replace_history(snapshot, [_msg("summary"), _msg("s2")])
+        assert _texts(await session.get_items()) == ["summary", "s2", "late"]
+        assert _texts(await session.get_items(1)) == ["late"]
+        assert _texts(await other.get_items()) == ["other"]
+        assert _texts([await session.pop_item()]) == ["late"]
+
+    async def test_replace_history_of_a_prefix_keeps_the_rest(
+        self, new_session: SessionFactory
+    ) -> None:
+        """`snapshot.prefix(n)` replaces only the first `n` items."""
+        session = await self._atomic_session(new_session)
+        await session.add_items([_msg("a"), _msg("b"), _msg("c")])
+        snapshot = (await session.snapshot_history()).prefix(2)
+        assert await session.replace_history(snapshot, [_msg("ab")])
+        assert _texts(await session.get_items()) == ["ab", "c"]
+        with pytest.raises(ValueError, match="cannot narrow"):
+            snapshot.prefix(3)
+
+    async def test_replace_history_refuses_a_stale_snapshot(
+        self, new_session: SessionFactory
+    ) -> None:
+        """A snapshot whose rows were popped or cleared replaces nothing and returns False."""
+        session = await self._atomic_session(new_session)
+        await session.add_items([_msg("a"), _msg("b")])
+        snapshot = await session.snapshot_history()
+        await session.pop_item()
+        await session.add_items([_msg("c")])
+        assert not await session.replace_history(snapshot, [_msg("summary")])
+        assert _texts(await session.get_items()) == ["a", "c"]
+        snapshot = await session.snapshot_history()
+        await session.clear_session()
+        assert not await session.replace_history(snapshot, [_msg("summary")])
+        assert await session.get_items() == []
+
+    async def test_replace_history_checks_items_first(self, new_session: SessionFactory) -> None:
+        """A bad replacement item raises `TypeError` naming its index; nothing changes."""
+        session = await self._atomic_session(new_session)
+        await session.add_items([_msg("a")])
+        snapshot = await session.snapshot_history()
+        with pytest.raises(TypeError, match=r"\b1\b"):
+            await session.replace_history(snapshot, [_msg("ok"), _deeply_nested(_TOO_DEEP)])
+        assert _texts(await session.get_items()) == ["a"]
+        assert await session.replace_history(snapshot, [_msg("b")])
+        assert _texts(await session.get_items()) == ["b"]
 
     async def test_pop_skips_a_corrupt_row_and_leaves_it_in_place(
         self, new_session: SessionFactory

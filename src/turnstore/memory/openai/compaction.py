@@ -5,31 +5,43 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
-import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Literal, cast, get_args
+from collections.abc import Mapping
+from typing import Any, Literal, cast
 
 import openai
 from openai import AsyncOpenAI
 from openai.types.responses import CompactedResponse, ResponseUsage
-from typing_extensions import TypedDict
 
-from ...agent import default_model_name
-from ...conversion import clean_input_item
-from ...exceptions import SessionClosedError, SessionError, SessionStorageError, UserError
-from ...items import TResponseInputItem
+from ...defaults import default_model_name
+from ...exceptions import SessionClosedError, SessionError, UserError
+from ...items import TResponseInputItem, clean_input_item
 from ..closing import AsyncCloseable, Release
-from ..mutation import await_session_mutation
-from ..session import OpenAIResponsesCompactionArgs, Session, SessionABC
+from ..session import (
+    HistorySnapshot,
+    OpenAIResponsesCompactionArgs,
+    Session,
+    SessionABC,
+    is_atomic_replacement_session,
+)
 from ..settings import SessionSettings, resolve_session_limit
 from .client import OwnedOpenAIClient
+from .compaction_args import (
+    DEFAULT_COMPACTION_THRESHOLD,
+    MODES,
+    CompactionMode,
+    CompactionTrigger,
+    CompactionTriggerContext,
+    check_args,
+    default_trigger,
+)
 from .compaction_items import (
     compactable_prefix_length,
     ends_with_model_output,
     normalize_compacted_output,
     select_compaction_candidate_items,
 )
+from .compaction_replace import WHOLE_HISTORY, ReplaceAndRestore, canonical
 from .conversations import OpenAIConversationsSession
 
 __all__ = [
@@ -38,61 +50,10 @@ __all__ = [
     "OpenAIResponsesCompactionSession",
 ]
 
-logger = logging.getLogger("turnstore.compaction")
-
-DEFAULT_COMPACTION_THRESHOLD = 10
-"""The default trigger compacts once this many candidate items have accumulated."""
-
-# An explicit limit, so that the wrapped session's settings cannot cut a read short.
-_ALL_ITEMS = 2**31 - 1
-
-CompactionMode = Literal["previous_response_id", "input", "auto"]
-_MODES = get_args(CompactionMode)
+logger = logging.getLogger(__name__)
 
 
-class CompactionTriggerContext(TypedDict):
-    """What a custom `should_trigger_compaction` callable receives.
-
-    Attributes:
-        response_id: The latest response id the session knows, or `None`.
-        compaction_mode: The mode this compaction would use, `"auto"` already resolved.
-        compaction_candidate_items: The stored items that are neither user messages nor
-            compaction items, oldest first.
-        session_items: The whole stored history, oldest first, as written through the session
-            (items written to the wrapped session directly appear after its next read).
-    """
-
-    response_id: str | None
-    compaction_mode: Literal["previous_response_id", "input"]
-    compaction_candidate_items: list[TResponseInputItem]
-    session_items: list[TResponseInputItem]
-
-
-CompactionTrigger = Callable[[CompactionTriggerContext], "bool | Awaitable[bool]"]
-
-
-def _default_trigger(context: CompactionTriggerContext) -> bool:
-    return len(context["compaction_candidate_items"]) >= DEFAULT_COMPACTION_THRESHOLD
-
-
-_Snapshot = Callable[[], Awaitable[Any]]
-_ReplaceCompacted = Callable[[Any, list[TResponseInputItem]], Awaitable[bool]]
-
-
-def _atomic_replacement(session: Session) -> tuple[_Snapshot, _ReplaceCompacted] | None:
-    """The session's one-transaction replacement (see `SQLiteSession`), if it has one."""
-    snapshot = getattr(session, "_compaction_snapshot", None)
-    replace = getattr(session, "_replace_compacted", None)
-    if callable(snapshot) and callable(replace):
-        return snapshot, replace
-    return None
-
-
-def _canonical(items: list[TResponseInputItem]) -> str:
-    return json.dumps(items, sort_keys=True, ensure_ascii=False)
-
-
-class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
+class OpenAIResponsesCompactionSession(ReplaceAndRestore, SessionABC, AsyncCloseable):
     """A session that compacts its history with the Responses API once it grows long.
 
     It wraps any other session, which keeps doing the storing: reads and writes pass through.
@@ -177,9 +138,9 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
                 "underlying_session must be a Session (get_items, add_items, pop_item, "
                 f"clear_session), got {type(underlying_session).__name__}"
             )
-        if compaction_mode not in _MODES:
+        if compaction_mode not in MODES:
             raise ValueError(
-                f"compaction_mode must be one of {', '.join(map(repr, _MODES))}, "
+                f"compaction_mode must be one of {', '.join(map(repr, MODES))}, "
                 f"got {compaction_mode!r}"
             )
         if model is None:
@@ -196,7 +157,7 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
         self.model = model
         self.compaction_mode: CompactionMode = compaction_mode
         self.should_trigger_compaction: CompactionTrigger = (
-            should_trigger_compaction or _default_trigger
+            should_trigger_compaction or default_trigger
         )
         self._client = OwnedOpenAIClient(
             client, what=f"OpenAIResponsesCompactionSession {session_id!r}"
@@ -242,7 +203,7 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
         # The whole history: remember it, so the next compaction decision needs no read. No
         # write through this object lands between the read and the remembering.
         async with self._mutation_lock:
-            items = await self.underlying_session.get_items(_ALL_ITEMS)
+            items = await self.underlying_session.get_items(WHOLE_HISTORY)
             self._known = copy.deepcopy(items)
         return items
 
@@ -276,7 +237,7 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
                 self._known = None
                 raise
             known = self._known
-            if known and item is not None and _canonical([known[-1]]) == _canonical([item]):
+            if known and item is not None and canonical([known[-1]]) == canonical([item]):
                 known.pop()
             else:
                 self._known = None  # not the item we expected: read again when needed
@@ -317,53 +278,40 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
                 "create a new session object"
             )
 
-    def _note_args(self, args: OpenAIResponsesCompactionArgs | None) -> tuple[str, bool, bool]:
-        """Validate `args`, remember what they say about the latest response, resolve the mode.
-
-        Returns:
-            The resolved mode, whether `"auto"` chose it, and `force`.
-        """
-        if args is None:
-            args = {}
-        if not isinstance(args, Mapping):
-            raise TypeError(
-                f"run_compaction args must be a dict or None, got {type(args).__name__}"
-            )
-        unknown = set(args) - set(OpenAIResponsesCompactionArgs.__annotations__)
-        if unknown:
-            raise TypeError(f"unknown run_compaction argument(s): {', '.join(sorted(unknown))}")
-        mode = args.get("compaction_mode", self.compaction_mode)
-        if mode not in _MODES:
-            raise ValueError(
-                f"compaction_mode must be one of {', '.join(map(repr, _MODES))}, got {mode!r}"
-            )
-        for flag in ("store", "force"):
-            if flag in args and not isinstance(args[flag], bool):
-                value = args[flag]
-                raise TypeError(f"run_compaction {flag!r} must be True or False, got {value!r}")
+    def _note_response(self, args: OpenAIResponsesCompactionArgs) -> None:
+        """Remember what checked `args` say about the latest response (its id, whether stored)."""
         response_id = args.get("response_id")
         if response_id is not None:
-            if not isinstance(response_id, str) or not response_id:
-                raise ValueError(f"response_id must be a non-empty string, got {response_id!r}")
             if response_id != self._response_id:
                 self._response_stored = None
             self._response_id = response_id
         if "store" in args:
-            self._response_stored = bool(args["store"])
+            self._response_stored = args["store"]
+
+    def _resolve_auto(self, mode: CompactionMode) -> tuple[str, bool]:
+        """Resolve `"auto"` from what is known of the latest response.
+
+        Returns:
+            The mode to use, and whether `"auto"` chose it.
+
+        Raises:
+            ValueError: `"previous_response_id"` mode without a known response id.
+        """
         automatic = mode == "auto"
+        resolved: str = mode
         if automatic:
-            mode = (
+            resolved = (
                 "input"
                 if self._response_stored is False or self._response_id is None
                 else "previous_response_id"
             )
-        if mode == "previous_response_id" and self._response_id is None:
+        if resolved == "previous_response_id" and self._response_id is None:
             raise ValueError(
                 "compaction_mode 'previous_response_id' needs a response id: pass "
                 "run_compaction({'response_id': ...}) (the runner does after each turn), or use "
                 "compaction_mode 'input' or 'auto'"
             )
-        return mode, automatic, bool(args.get("force", False))
+        return resolved, automatic
 
     async def run_compaction(
         self, args: OpenAIResponsesCompactionArgs | None = None
@@ -396,7 +344,10 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
                 failed, the message says so and the items are logged).
         """
         self._check_open()
-        mode, automatic, force = self._note_args(args)
+        checked = check_args(args, self.compaction_mode)
+        self._note_response(checked)
+        mode, automatic = self._resolve_auto(checked.get("compaction_mode", self.compaction_mode))
+        force = checked.get("force", False)
         async with self._compaction_lock:
             decided_on: list[TResponseInputItem] | None = None
             if not force and self._known is not None:
@@ -404,16 +355,16 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
                 decided_on = list(self._known)
                 if await self._decide(mode, automatic, force, decided_on) is None:
                     return None
-            atomic = _atomic_replacement(self.underlying_session)
-            snapshot: Any = None
+            atomic = self.underlying_session
+            snapshot: HistorySnapshot | None = None
             async with self._mutation_lock:  # no write lands between the read and `_known`
-                if atomic is not None:
-                    snapshot = await atomic[0]()
+                if is_atomic_replacement_session(atomic):
+                    snapshot = await atomic.snapshot_history()
                     items = list(snapshot.items)
                 else:
-                    items = await self.underlying_session.get_items(_ALL_ITEMS)
+                    items = await self.underlying_session.get_items(WHOLE_HISTORY)
                 self._known = copy.deepcopy(items)
-            if decided_on is not None and _canonical(decided_on) == _canonical(items):
+            if decided_on is not None and canonical(decided_on) == canonical(items):
                 resolved = self._resolve_mode(mode, automatic, force, items)
                 assert resolved is not None  # `_decide` accepted these very items
             else:
@@ -434,11 +385,11 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
                     self.session_id,
                 )
                 return compacted.usage
-            if atomic is not None:
+            if snapshot is not None and is_atomic_replacement_session(atomic):
                 if keep_from < len(items):
                     snapshot = snapshot.prefix(keep_from)
                 try:
-                    replaced = await atomic[1](snapshot, output)
+                    replaced = await atomic.replace_history(snapshot, output)
                 except BaseException:
                     self._known = None
                     raise
@@ -524,73 +475,4 @@ class OpenAIResponsesCompactionSession(SessionABC, AsyncCloseable):
         except openai.OpenAIError as exc:
             raise SessionError(
                 f"compacting session {self.session_id!r} failed; its history is unchanged: {exc}"
-            ) from exc
-
-    # -- replacement -----------------------------------------------------------------------
-
-    async def _replace(
-        self, prefix: list[TResponseInputItem], output: list[TResponseInputItem]
-    ) -> bool:
-        """Put `output` in place of `prefix`, keeping whatever follows it now."""
-        async with self._mutation_lock:
-            current = await self.underlying_session.get_items(_ALL_ITEMS)
-            self._known = copy.deepcopy(current)
-            if _canonical(current[: len(prefix)]) != _canonical(prefix):
-                logger.warning(
-                    "compaction result for %s discarded: the history changed during the call",
-                    self.session_id,
-                )
-                return False
-            new = [*output, *current[len(prefix) :]]
-            self._known = None
-            await self._swap(current, new)
-            self._known = copy.deepcopy(new)
-            return True
-
-    async def _swap(
-        self, previous: list[TResponseInputItem], new: list[TResponseInputItem]
-    ) -> None:
-        """Replace `previous` with `new` on any session; restore `previous` on any failure."""
-        session = self.underlying_session
-        try:
-            await session.clear_session()
-            if new:
-                await session.add_items(new)
-            await self._verify(new)
-        except BaseException as exc:
-            await await_session_mutation(self._restore(previous, exc))
-            if isinstance(exc, Exception) and not isinstance(exc, SessionStorageError):
-                raise SessionStorageError(
-                    f"writing the compacted history of {self.session_id!r} failed; the previous "
-                    f"history was restored: {exc!r}"
-                ) from exc
-            raise
-
-    async def _verify(self, expected: list[TResponseInputItem]) -> None:
-        stored = await self.underlying_session.get_items(_ALL_ITEMS)
-        if _canonical(stored) != _canonical(expected):
-            raise SessionStorageError(
-                f"session {self.session_id!r} holds {len(stored)} items after writing "
-                f"{len(expected)}: the write did not read back as written"
-            )
-
-    async def _restore(self, previous: list[TResponseInputItem], cause: BaseException) -> None:
-        session = self.underlying_session
-        try:
-            await session.clear_session()
-            if previous:
-                await session.add_items(previous)
-            await self._verify(previous)
-        except Exception as exc:
-            logger.error(
-                "restoring the history of %s after a failed compaction failed; its %d previous "
-                "items follow as JSON: %s",
-                self.session_id,
-                len(previous),
-                _canonical(previous),
-            )
-            raise SessionStorageError(
-                f"writing the compacted history of {self.session_id!r} failed ({cause!r}) and "
-                f"restoring its {len(previous)} previous items failed too ({exc!r}); they are "
-                "logged as JSON on the 'turnstore.compaction' logger"
             ) from exc

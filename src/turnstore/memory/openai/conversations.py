@@ -13,7 +13,7 @@ from openai import AsyncOpenAI
 from ...exceptions import SessionClosedError, SessionStorageError
 from ...items import TResponseInputItem
 from ..closing import AsyncCloseable, Release
-from ..codec import encode_items
+from ..codec import check_limit, encode_items
 from ..mutation import await_session_mutation
 from ..session import SessionABC
 from ..settings import (
@@ -26,7 +26,7 @@ from .client import OwnedOpenAIClient
 
 __all__ = ["OpenAIConversationsSession"]
 
-logger = logging.getLogger("turnstore.conversations")
+logger = logging.getLogger(__name__)
 
 MAX_ITEMS_PER_REQUEST = 20
 """The most items one create request may carry (the API reference of
@@ -42,11 +42,6 @@ def _item_to_dict(item: Any) -> TResponseInputItem:
     # Items arrive as the client's pydantic models; only the fields the API sent are kept.
     # `warnings=False`: the API may send values newer than the client's literal types.
     return cast(TResponseInputItem, item.model_dump(exclude_unset=True, warnings=False))
-
-
-def _check_items(items: list[TResponseInputItem]) -> None:
-    # The rule every backend applies (the codec's): a list of JSON-serialisable mappings.
-    encode_items(items)
 
 
 class OpenAIConversationsSession(SessionABC, AsyncCloseable):
@@ -199,13 +194,12 @@ class OpenAIConversationsSession(SessionABC, AsyncCloseable):
             when no conversation exists yet.
 
         Raises:
+            TypeError: `limit` is not an int or None.
             ValueError: `limit` is negative.
             SessionStorageError: The API call failed.
         """
         self._check_open()
-        resolved = resolve_session_limit(limit, self.session_settings)
-        if resolved is not None and resolved < 0:
-            raise ValueError(f"limit must be >= 0 or None, got {resolved}")
+        resolved = check_limit(resolve_session_limit(limit, self.session_settings))
         if resolved == 0 or self._conversation_id is None:
             return []
         return await self._read(self._conversation_id, resolved)
@@ -255,7 +249,7 @@ class OpenAIConversationsSession(SessionABC, AsyncCloseable):
                 created were removed again.
         """
         self._check_open()
-        _check_items(items)
+        encode_items(items)  # validates every item before anything is sent
         if not items:
             return
         batch = [cast(TResponseInputItem, dict(item)) for item in items]

@@ -1,5 +1,6 @@
-"""The Redis backend.
+"""The Redis backend, on one Redis or a Redis Cluster.
 
-`RedisSession`, its key layout and Lua scripts (session.py) and the CLI's store (store.py). Needs
-the `redis` extra; `turnstore.memory` imports it only when `RedisSession` is first used.
+`RedisSession` (session.py), its key layouts and element format (keys.py), its Lua scripts
+(scripts.py), the URL schemes (urls.py, no third-party import) and the CLI's store (store.py).
+Needs the `redis` extra; `turnstore.memory` imports it only when `RedisSession` is first used.
 """

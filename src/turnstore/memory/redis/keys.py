@@ -1,4 +1,4 @@
-"""Where `RedisSession` keeps its data: the key layout on one Redis and on a Redis Cluster.
+"""Where and how `RedisSession` keeps its data: key layouts (one Redis, Redis Cluster), elements.
 
 For a key prefix `P` (default `agent_sessions`):
 
@@ -12,10 +12,17 @@ For a key prefix `P` (default `agent_sessions`):
 
 The two layouts are separate key spaces: moving sessions from one Redis to a cluster goes
 through `turnstore export` and `turnstore import`.
+
+Each element of an item list is `<milliseconds since the epoch>|<item JSON>`
+([`encode_element`][turnstore.memory.redis.keys.encode_element]), so each item records when it
+was added; the stamp is signed (an item imported with a `created_at` before 1970 has a negative
+one).
 """
 
 from __future__ import annotations
 
+import json
+import re
 from binascii import crc_hqx
 from functools import cache
 from typing import Any
@@ -23,7 +30,24 @@ from typing import Any
 from redis.asyncio.cluster import RedisCluster
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
-__all__ = ["ClusterLayout", "KeyLayout", "SingleNodeLayout", "layout_for", "slot_tag"]
+from ...items import TResponseInputItem
+from ..codec import decode_item
+
+__all__ = [
+    "DEFAULT_KEY_PREFIX",
+    "ClusterLayout",
+    "KeyLayout",
+    "SingleNodeLayout",
+    "decode_element",
+    "decode_elements",
+    "encode_element",
+    "layout_for",
+    "slot_tag",
+    "split_stamp",
+]
+
+DEFAULT_KEY_PREFIX = "agent_sessions"
+"""The key prefix of the OpenAI Agents SDK's `RedisSession`, so both read the same keys."""
 
 
 class KeyLayout:
@@ -172,3 +196,88 @@ def slot_tag(slot: int) -> str:
         raise AssertionError(f"no tag for slot {slot}")
     tag = bytes(_TAG_BASE[i] ^ (combo >> (8 * i) & 0xFF) for i in range(len(_TAG_BASE)))
     return tag.decode("ascii")
+
+
+# --- list elements ----------------------------------------------------------------------------
+
+_STAMP = re.compile(r"-?[0-9]{1,19}")
+
+_STAMP_DIGITS = 24
+"""Where the `|` after a stamp must be found, at the latest (a fast-path bound)."""
+
+
+def encode_element(stamp_ms: int | str, text: str) -> str:
+    """Return the list element that stores one encoded item and the time it was added.
+
+    Args:
+        stamp_ms: Milliseconds since the epoch (negative before 1970).
+        text: The item, encoded by `codec.encode_items`.
+
+    Returns:
+        `<stamp_ms>|<text>`.
+    """
+    return f"{stamp_ms}|{text}"
+
+
+def split_stamp(text: str) -> tuple[int | None, str]:
+    """Split `"<milliseconds>|<json>"` into the stamp and the JSON text.
+
+    The stamp is a signed integer: an item imported with a `created_at` before 1970 has a
+    negative one.
+
+    Args:
+        text: The stored element, as text.
+
+    Returns:
+        `(milliseconds, body)`, or `(None, text)` when the element has no valid stamp.
+    """
+    stamp, bar, body = text.partition("|")
+    if not bar or not _STAMP.fullmatch(stamp):
+        return None, text
+    return int(stamp), body
+
+
+def decode_element(raw: bytes | str, *, where: str) -> tuple[int | None, TResponseInputItem | None]:
+    """Split a stored list element into its timestamp and item.
+
+    Args:
+        raw: The element as stored.
+        where: Names the element in the warning logged when it is corrupt.
+
+    Returns:
+        `(milliseconds, item)`; the item is `None` (with a logged warning) when corrupt.
+    """
+    text = raw.decode("utf-8", "surrogateescape") if isinstance(raw, bytes) else raw
+    stamp, body = split_stamp(text)
+    if stamp is None:
+        return None, decode_item(text, where=where)  # logs the problem
+    return stamp, decode_item(body, where=where)
+
+
+_raw_decode = json.JSONDecoder().raw_decode
+
+
+def decode_elements(raw: list[bytes | str], where: str) -> list[TResponseInputItem]:
+    """Decode elements to items, skipping corrupt ones (the hot path of `get_items`).
+
+    Args:
+        raw: The stored elements, oldest first.
+        where: Names the session in warnings, for example `"session 'a'"`.
+
+    Returns:
+        The valid items, in order.
+    """
+    items: list[TResponseInputItem] = []
+    for element in raw:
+        try:
+            text = element.decode() if isinstance(element, bytes) else element
+            bar = text.find("|", 0, _STAMP_DIGITS)
+            # Parse the JSON in place, after the timestamp, without copying the body.
+            value, end = _raw_decode(text, bar + 1)
+            if bar > 0 and end == len(text) and type(value) is dict:
+                items.append(value)  # type: ignore[arg-type]
+                continue
+        except (ValueError, RecursionError):  # UnicodeDecodeError, JSONDecodeError: ValueError
+            pass
+        decode_element(element, where=f"an element of {where}")  # logs why it is corrupt
+    return items

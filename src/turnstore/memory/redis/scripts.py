@@ -1,13 +1,16 @@
 """The Lua scripts of `RedisSession` and its store: each one write, atomic in Redis.
 
 Every script touches one session's list and the index that lists it, which the key layout puts
-in one hash slot on a Redis Cluster (see keys.py). The scripts check key types first, so that no
-command can fail after a write: each script is all or nothing.
+in one hash slot on a Redis Cluster (see keys.py). The scripts check key types (and the TTL)
+first, so that no command can fail after a write: each script is all or nothing.
+
+For the session's scripts KEYS[1] is the session's item list, KEYS[2] its index; ARGV[1] the
+session id, ARGV[2] the TTL in milliseconds (0: none), ARGV[3] the time in milliseconds.
 """
 
 from __future__ import annotations
 
-__all__ = ["ADD", "CLEAR", "IMPORT", "MAX_TTL_SECONDS", "POP", "PRUNE"]
+__all__ = ["ADD", "CLEAR", "IMPORT", "MAX_TTL_SECONDS", "POP", "PRUNE", "REPLACE"]
 
 MAX_TTL_SECONDS = 1000 * 365 * 24 * 3600
 """The longest `ttl` accepted: 1,000 years (Redis refuses expiry times past a 64-bit limit)."""
@@ -32,28 +35,44 @@ if index_type ~= 'none' and index_type ~= 'zset' then
 end
 """
 
+
+def _push_from_first(command: str) -> str:
+    """Lua that pushes ARGV[first..] with `command`, in chunks (Lua's unpack has a limit)."""
+    return f"""
+local last = #ARGV
+while first <= last do
+  local chunk_end = math.min(first + 999, last)
+  redis.call('{command}', KEYS[1], unpack(ARGV, first, chunk_end))
+  first = chunk_end + 1
+end
+"""
+
+
+# After a write: refresh the TTL and record the write, or drop an emptied session from the index.
+_RECORD_WRITE = """
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  if tonumber(ARGV[2]) > 0 then
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  end
+  redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+else
+  redis.call('ZREM', KEYS[2], ARGV[1])
+end
+"""
+
 ADD = (
     _CHECK_TTL
     + _CHECK_TYPES
     + """
-local last = #ARGV
 local first = 4
-while first <= last do
-  local chunk_end = math.min(first + 999, last)
-  redis.call('RPUSH', KEYS[1], unpack(ARGV, first, chunk_end))
-  first = chunk_end + 1
-end
-if tonumber(ARGV[2]) > 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
-return last - 3
+"""
+    + _push_from_first("RPUSH")
+    + _RECORD_WRITE
+    + """
+return #ARGV - 3
 """
 )
-"""Append ARGV[4..] (in chunks: Lua's unpack has a limit), refresh the TTL, record the write.
-
-ARGV[1] is the session id, ARGV[2] the TTL in milliseconds (0: leave it), ARGV[3] the index
-score (the write's time in milliseconds)."""
+"""Append ARGV[4..], refresh the TTL, record the write; returns how many."""
 
 POP = (
     _CHECK_TTL
@@ -79,21 +98,15 @@ if not found then
 end
 redis.call('LSET', KEYS[1], index, ARGV[4])
 redis.call('LREM', KEYS[1], -1, ARGV[4])
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  if tonumber(ARGV[2]) > 0 then
-    redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  end
-  redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
-else
-  redis.call('ZREM', KEYS[2], ARGV[1])
-end
+"""
+    + _RECORD_WRITE
+    + """
 return found
 """
 )
 """Pop the newest VALID element ("<ms>|<JSON object>"), refresh the TTL and record the write; an
 emptied session leaves the index. Corrupt elements are skipped and left in place, as on every
-backend: the valid one is swapped for the unique marker ARGV[4], which LREM then removes. ARGV[1..3]
-as for `ADD`."""
+backend: the valid one is swapped for the unique marker ARGV[4], which LREM then removes."""
 
 CLEAR = (
     _CHECK_TYPES
@@ -105,25 +118,54 @@ return 1
 )
 """Delete the session's list and its index entry. ARGV[1] is the session id."""
 
+REPLACE = (
+    _CHECK_TTL
+    + _CHECK_TYPES
+    + """
+-- ARGV[4] = n, ARGV[5..4+n] the snapshot's elements, ARGV[5+n..] the new elements in REVERSE
+-- order (LPUSH puts each one before the previous).
+local n = tonumber(ARGV[4])
+if n > 0 then
+  local current = redis.call('LRANGE', KEYS[1], 0, n - 1)
+  if #current ~= n then
+    return 0
+  end
+  for i = 1, n do
+    if current[i] ~= ARGV[4 + i] then
+      return 0
+    end
+  end
+  redis.call('LTRIM', KEYS[1], n, -1)
+end
+local first = 5 + n
+"""
+    + _push_from_first("LPUSH")
+    + _RECORD_WRITE
+    + """
+return 1
+"""
+)
+"""Replace the first n elements, if they are still the snapshot's, by the new ones; 1 or 0.
+
+The atomic replacement of `RedisSession.replace_history`: like every script here it touches one
+session's list and its index, so on a Redis Cluster it runs in one hash slot."""
+
 IMPORT = (
     _CHECK_TYPES
     + """
 if ARGV[2] == '1' then
   redis.call('DEL', KEYS[1])
 end
-local last = #ARGV
 local first = 4
-while first <= last do
-  local chunk_end = math.min(first + 999, last)
-  redis.call('RPUSH', KEYS[1], unpack(ARGV, first, chunk_end))
-  first = chunk_end + 1
-end
+"""
+    + _push_from_first("RPUSH")
+    + """
 if redis.call('EXISTS', KEYS[1]) == 1 then
   redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
 else
   redis.call('ZREM', KEYS[2], ARGV[1])
 end
-return last - 3
+return #ARGV - 3
 """
 )
 """The CLI import's write of one session: with ARGV[2] == '1' the list is cleared first, in the

@@ -3,24 +3,24 @@
 Needs the `redis` extra: `pip install 'turnstore[redis]'`.
 
 Works on one Redis (`redis.asyncio.Redis`) and on a Redis Cluster
-(`redis.asyncio.cluster.RedisCluster`, or a `redis+cluster://` URL). The key layout of each is
-described in keys.py: for a key prefix `P`, a session's items are one list,
+(`redis.asyncio.cluster.RedisCluster`, or a `redis+cluster://` URL). The key layouts and the
+element format are in `keys.py`: for a key prefix `P`, a session's items are one list,
 `P:items:<session_id>` (`P:items:{<session_id>}` on a cluster), whose elements are
 `<milliseconds since the epoch>|<item JSON>`, so each item records when it was added; a sorted
 set scored by each session's last write (`P:index`, or one per hash slot on a cluster) lets
 [`open_session_store`][turnstore.open_session_store] and the `turnstore` CLI list sessions. An
-id whose list has expired is dropped from it when sessions are listed.
+id whose list has expired is dropped from it when sessions are listed. The Lua scripts are in
+`scripts.py`, the URL schemes in `urls.py`; what it shares with `SQLAlchemySession` (ownership
+of the client, the event loop binding, the open check) in `memory/pooled.py`.
 """
 
 from __future__ import annotations
 
-import json
-import re
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, cast
 
 try:
     from redis.asyncio import Redis
@@ -31,98 +31,39 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("RedisSession needs redis-py: pip install 'turnstore[redis]'") from exc
 
-from ...exceptions import SessionClosedError, SessionStorageError, UserError
+from ...exceptions import SessionStorageError, UserError
 from ...items import TResponseInputItem
-from ..closing import AsyncCloseable, Release
-from ..codec import check_limit, check_session_id, decode_item, encode_items
-from ..loop_binding import LoopBinding
-from ..mutation import await_session_mutation
-from ..session import SessionABC
-from ..settings import (
-    SessionSettings,
-    SessionSettingsLike,
-    default_session_settings,
-    merge_kwargs,
-    resolve_session_limit,
-)
+from ..pooled import PooledSession
+from ..session import HistorySnapshot
+from ..settings import SessionSettingsLike, merge_kwargs
 from . import scripts
-from .keys import KeyLayout, layout_for
+from .keys import (
+    DEFAULT_KEY_PREFIX,
+    KeyLayout,
+    decode_element,
+    decode_elements,
+    encode_element,
+    layout_for,
+)
 from .scripts import MAX_TTL_SECONDS
 from .urls import CLUSTER_SCHEMES, SCHEMES
 
 __all__ = [
+    "CLIENT_ERRORS",
     "DEFAULT_KEY_PREFIX",
+    "MAX_TTL_SECONDS",
     "RedisSession",
     "create_client_for_url",
     "decode_element",
     "ready",
 ]
 
-_T = TypeVar("_T")
-
-DEFAULT_KEY_PREFIX = "agent_sessions"
-
-# What the client raises when Redis fails (a cluster that cannot be reached raises the second).
 CLIENT_ERRORS = (RedisError, RedisClusterException)
+"""What the client raises when Redis fails (a cluster that cannot be reached raises the second)."""
 
 
-def decode_element(raw: bytes | str, *, where: str) -> tuple[int | None, TResponseInputItem | None]:
-    """Split a stored list element into its timestamp and item.
-
-    Args:
-        raw: The element as stored.
-        where: Names the element in the warning logged when it is corrupt.
-
-    Returns:
-        `(milliseconds, item)`; the item is `None` (with a logged warning) when corrupt.
-    """
-    text = raw.decode("utf-8", "surrogateescape") if isinstance(raw, bytes) else raw
-    stamp, body = split_stamp(text)
-    if stamp is None:
-        return None, decode_item(text, where=where)  # logs the problem
-    return stamp, decode_item(body, where=where)
-
-
-_STAMP = re.compile(r"-?[0-9]{1,19}")
-
-
-def split_stamp(text: str) -> tuple[int | None, str]:
-    """Split `"<milliseconds>|<json>"` into the stamp and the JSON text.
-
-    The stamp is a signed integer: an item imported with a `created_at` before 1970 has a
-    negative one.
-
-    Args:
-        text: The stored element, as text.
-
-    Returns:
-        `(milliseconds, body)`, or `(None, text)` when the element has no valid stamp.
-    """
-    stamp, bar, body = text.partition("|")
-    if not bar or not _STAMP.fullmatch(stamp):
-        return None, text
-    return int(stamp), body
-
-
-_raw_decode = json.JSONDecoder().raw_decode
-
-
-def _decode_items(raw: list[bytes | str], where: str) -> list[TResponseInputItem]:
-    """Decode elements to items, skipping corrupt ones (the hot path of `get_items`)."""
-    items: list[TResponseInputItem] = []
-    for element in raw:
-        try:
-            text = element.decode() if isinstance(element, bytes) else element
-            bar = text.find("|", 0, 24)
-            # Parse the JSON in place, after the timestamp, without copying the body.
-            value, end = _raw_decode(text, bar + 1)
-            if bar > 0 and end == len(text) and type(value) is dict:
-                items.append(value)  # type: ignore[arg-type]
-                continue
-        except ValueError:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
-            pass
-        decode_element(element, where=where)  # logs why it is corrupt
-    return items
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 def _ttl_ms(ttl: float | timedelta | None) -> int:
@@ -139,7 +80,7 @@ def _ttl_ms(ttl: float | timedelta | None) -> int:
     return max(1, round(seconds * 1000))
 
 
-class RedisSession(SessionABC, AsyncCloseable):
+class RedisSession(PooledSession):
     """A session stored in Redis, shared by every process that uses the same server and prefix.
 
     Each session is one Redis list, so `get_items(limit)` reads only the tail (`LRANGE -limit -1`)
@@ -156,9 +97,10 @@ class RedisSession(SessionABC, AsyncCloseable):
     which are safe); a client you pass in keeps its own retry policy.
 
     On a Redis Cluster the session's list and the index entry that lists it share one hash slot
-    (the session id is the hash tag), so every write is still one atomic script; sessions
-    spread over the slots of every primary. The cluster uses its own key layout; data written
-    on one Redis moves to a cluster with `turnstore export` and `turnstore import`.
+    (the session id is the hash tag), so every write, the atomic replacement included, is still
+    one atomic script; sessions spread over the slots of every primary. The cluster uses its own
+    key layout; data written on one Redis moves to a cluster with `turnstore export` and
+    `turnstore import`.
 
     Args:
         session_id: Identifies the conversation.
@@ -173,7 +115,8 @@ class RedisSession(SessionABC, AsyncCloseable):
     Raises:
         TypeError: An argument has the wrong type.
         ValueError: `key_prefix` is empty (or holds braces on a cluster), `ttl` is not
-            positive, or `session_id` holds a lone surrogate (it cannot be stored as UTF-8).
+            positive or is over `MAX_TTL_SECONDS`, or `session_id` holds a lone surrogate (it
+            cannot be stored as UTF-8).
 
     Example:
         ```python
@@ -186,6 +129,8 @@ class RedisSession(SessionABC, AsyncCloseable):
         ```
     """
 
+    _storage_errors = CLIENT_ERRORS
+
     def __init__(
         self,
         session_id: str,
@@ -195,19 +140,14 @@ class RedisSession(SessionABC, AsyncCloseable):
         ttl: float | timedelta | None = None,
         session_settings: SessionSettingsLike | None = None,
     ) -> None:
-        if not isinstance(session_id, str):
-            raise TypeError(f"session_id must be a str, not {type(session_id).__name__}")
-        check_session_id(session_id)
+        super().__init__(session_id, session_settings)
         if not isinstance(redis_client, (Redis, RedisCluster)):
             raise UserError(
                 "redis_client must be a redis.asyncio.Redis or redis.asyncio.cluster.RedisCluster "
                 f"client, not {type(redis_client).__name__}"
             )
-        layout: KeyLayout = layout_for(redis_client, key_prefix)
-        self.session_id = session_id
-        self.session_settings: SessionSettings | None = default_session_settings(session_settings)
+        layout: KeyLayout = layout_for(redis_client, key_prefix)  # checks the prefix
         self._redis = redis_client
-        self._owns_client = False
         self._prefix = key_prefix
         self._ttl_ms = _ttl_ms(ttl)
         self._items_key = layout.items_key(session_id)
@@ -215,8 +155,7 @@ class RedisSession(SessionABC, AsyncCloseable):
         self._pop = self._redis.register_script(scripts.POP)
         self._add = self._redis.register_script(scripts.ADD)
         self._clear_script = self._redis.register_script(scripts.CLEAR)
-        self._closed = False
-        self._loop_binding = LoopBinding(f"RedisSession {session_id!r}")
+        self._replace_script = self._redis.register_script(scripts.REPLACE)
 
     @classmethod
     def from_url(
@@ -228,22 +167,22 @@ class RedisSession(SessionABC, AsyncCloseable):
         ttl: float | timedelta | None = None,
         session_settings: SessionSettingsLike | None = None,
         redis_kwargs: Mapping[str, Any] | None = None,
-        **kwargs: Any,
+        **more_redis_kwargs: Any,
     ) -> RedisSession:
         """Create a session with its own client; `close()` closes that client.
 
         Args:
             session_id: Identifies the conversation.
-            url: `redis://host:port/db` (with `user:password@` before the host if needed),
-                `rediss://...` (TLS), `unix:///path/to/socket`, or for a Redis Cluster
-                `redis+cluster://host:port` (`rediss+cluster://` with TLS), naming any node:
-                the client discovers the others.
+            url: `redis://[user:password@]host:port/db`, `rediss://...` (TLS),
+                `unix:///path/to/socket`, or for a Redis Cluster
+                `redis+cluster://[user:password@]host:port` (`rediss+cluster://` with TLS), naming
+                any node: the client discovers the others.
             key_prefix: Prefix of every key this session uses.
             ttl: Expire the session after this long without a write; `None` never expires it.
             session_settings: Default settings for runs that use this session.
             redis_kwargs: Keyword arguments for the client as one dict (the OpenAI Agents SDK's
-                form); merged with `**kwargs`.
-            **kwargs: Passed to `redis.asyncio.Redis.from_url` (or
+                form); merged with `**more_redis_kwargs`.
+            **more_redis_kwargs: Passed to `redis.asyncio.Redis.from_url` (or
                 `redis.asyncio.cluster.RedisCluster.from_url`) as they are (`max_connections`,
                 `socket_timeout`, `retry`, ...).
 
@@ -254,17 +193,16 @@ class RedisSession(SessionABC, AsyncCloseable):
             ValueError: The URL is not a Redis URL.
             TypeError: `redis_kwargs` is not a dict, or repeats a keyword given directly.
         """
-        client = create_client_for_url(url, **merge_kwargs(redis_kwargs, kwargs))
         # An invalid argument raises before any connection exists: nothing to close then.
-        session = cls(
-            session_id,
-            redis_client=client,
+        return cls._owning(
+            session_id=session_id,
+            redis_client=create_client_for_url(
+                url, **merge_kwargs(redis_kwargs, more_redis_kwargs)
+            ),
             key_prefix=key_prefix,
             ttl=ttl,
             session_settings=session_settings,
         )
-        session._owns_client = True
-        return session
 
     @property
     def client(self) -> Redis | RedisCluster:
@@ -295,11 +233,7 @@ class RedisSession(SessionABC, AsyncCloseable):
             SessionClosedError: The session was closed.
             SessionStorageError: Redis failed.
         """
-        count = check_limit(resolve_session_limit(limit, self.session_settings))
-        self._check_open()
-        if count == 0:
-            return []
-        return await self._run("get_items", lambda: self._read(count))
+        return await self._get_items(limit)
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Append items to the history in one transaction: all of them or none.
@@ -314,11 +248,7 @@ class RedisSession(SessionABC, AsyncCloseable):
             SessionStorageError: Redis failed; if the connection broke after the transaction was
                 sent, the outcome is unknown.
         """
-        encoded = encode_items(items)
-        self._check_open()
-        if not encoded:
-            return
-        await self._run("add_items", lambda: await_session_mutation(self._append(encoded)))
+        await self._add_items(items)
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the newest item, atomically.
@@ -331,8 +261,7 @@ class RedisSession(SessionABC, AsyncCloseable):
             SessionClosedError: The session was closed.
             SessionStorageError: Redis failed.
         """
-        self._check_open()
-        return await self._run("pop_item", lambda: await_session_mutation(self._pop_valid()))
+        return await self._pop_item()
 
     async def clear_session(self) -> None:
         """Remove every item of this session atomically; other sessions are untouched.
@@ -341,83 +270,120 @@ class RedisSession(SessionABC, AsyncCloseable):
             SessionClosedError: The session was closed.
             SessionStorageError: Redis failed.
         """
-        self._check_open()
-        await self._run("clear_session", lambda: await_session_mutation(self._clear()))
+        await self._clear_session()
 
-    def _close_now(self) -> Release | None:
-        """Close the session; close the client too if `from_url` created it.
+    # -- atomic replacement (AtomicReplacementSession) -----------------------------------------
 
-        Further operations raise [`SessionClosedError`][turnstore.SessionClosedError].
-        Closing twice is harmless. A session belongs to the event loop it was first used on
-        (its pooled connections do): another loop raises [`UserError`][turnstore.UserError],
-        and `close()` there cannot release those connections, so close it on its own loop.
+    async def snapshot_history(self) -> HistorySnapshot:
+        """Read the whole list, in one command.
+
+        Returns:
+            The snapshot to pass to `replace_history` (corrupt elements are in its `rows`, not in
+            its `items`).
+
+        Raises:
+            SessionClosedError: The session was closed.
+            SessionStorageError: Redis failed.
         """
-        if self._closed:
-            return None
-        self._closed = True
-        if not self._owns_client:
-            return None
+        return await self._snapshot_history()
 
-        async def release() -> None:
-            if not self._loop_binding.is_foreign():
-                await self._redis.aclose()
+    async def replace_history(
+        self,
+        snapshot: HistorySnapshot,
+        new_items: list[TResponseInputItem],
+        *,
+        archive: bool = True,
+    ) -> bool:
+        """Replace the snapshot's elements by `new_items` in one Lua script, keeping later ones.
 
-        return release
+        When the list still starts with exactly the snapshot's elements, they are removed and
+        `new_items` put in their place; elements added after the snapshot stay after them. The
+        write refreshes the TTL, like every write.
+
+        Args:
+            snapshot: What `snapshot_history` returned, possibly narrowed with `prefix`.
+            new_items: The items that take the place of the snapshot's elements.
+            archive: Part of the protocol; this backend keeps no archive, so the replaced
+                elements are deleted either way.
+
+        Returns:
+            `True` when replaced; `False`, changing nothing, when an element of the snapshot was
+            popped or cleared since it was taken.
+
+        Raises:
+            TypeError: An item of `new_items` is not a JSON-serialisable mapping.
+            SessionClosedError: The session was closed.
+            SessionStorageError: Redis failed; nothing changed.
+        """
+        return await self._replace_history(snapshot, new_items)
 
     def __repr__(self) -> str:
         return f"RedisSession({self.session_id!r}, key={self._items_key!r})"
 
-    # -- internals -----------------------------------------------------------------------------
+    # -- the storage steps (PooledSession) -----------------------------------------------------
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise SessionClosedError(
-                f"RedisSession {self.session_id!r} is closed; create a new session object"
-            )
-        self._loop_binding.check()
+    async def _prepare(self) -> None:
+        await ready(self._redis)
 
-    async def _run(self, operation: str, call: Callable[[], Awaitable[_T]]) -> _T:
-        try:
-            await ready(self._redis)
-            return await call()
-        except CLIENT_ERRORS as exc:
-            raise SessionStorageError(
-                f"{operation} on session {self.session_id!r} failed: {type(exc).__name__}: {exc}"
-            ) from exc
+    async def _release_client(self) -> None:
+        await self._redis.aclose()
+
+    def _storage_error(self, operation: str, exc: BaseException) -> SessionStorageError:
+        return SessionStorageError(
+            f"{operation} on session {self.session_id!r} failed: {type(exc).__name__}: {exc}"
+        )
+
+    def _keys_and_args(self, stamp: int) -> tuple[list[str], list[Any]]:
+        return [self._items_key, self._index_key], [self.session_id, self._ttl_ms, stamp]
 
     async def _read(self, count: int | None) -> list[TResponseInputItem]:
         where = f"session {self.session_id!r}"
         raw: list[bytes | str] = await self._redis.lrange(
             self._items_key, 0 if count is None else -count, -1
         )
-        valid = _decode_items(raw, where)
+        valid = decode_elements(raw, where)
         if count is None or len(valid) == len(raw) or len(raw) < count:
             return valid
         # Corrupt elements in the tail: read the whole list once and take the valid tail.
         raw = await self._redis.lrange(self._items_key, 0, -1)
-        return _decode_items(raw, where)[-count:]
+        return decode_elements(raw, where)[-count:]
 
     async def _append(self, encoded: list[str]) -> None:
-        stamp = str(time.time_ns() // 1_000_000)
-        await self._add(
-            keys=[self._items_key, self._index_key],
-            args=[self.session_id, self._ttl_ms, stamp, *(f"{stamp}|{text}" for text in encoded)],
-        )
+        stamp = _now_ms()
+        keys, args = self._keys_and_args(stamp)
+        await self._add(keys=keys, args=[*args, *(encode_element(stamp, text) for text in encoded)])
 
-    async def _pop_valid(self) -> TResponseInputItem | None:
-        stamp = time.time_ns() // 1_000_000
+    async def _pop_newest(self) -> TResponseInputItem | None:
+        keys, args = self._keys_and_args(_now_ms())
         marker = f"turnstore-pop-{uuid.uuid4().hex}"
-        raw = await self._pop(
-            keys=[self._items_key, self._index_key],
-            args=[self.session_id, self._ttl_ms, stamp, marker],
-        )
+        raw = await self._pop(keys=keys, args=[*args, marker])
         if raw is None:
             return None
-        _, item = decode_element(raw, where=f"session {self.session_id!r}, newest element")
+        _, item = decode_element(raw, where=f"the newest element of session {self.session_id!r}")
         return item
 
     async def _clear(self) -> None:
         await self._clear_script(keys=[self._items_key, self._index_key], args=[self.session_id])
+
+    async def _snapshot(self) -> HistorySnapshot:
+        raw: list[bytes | str] = await self._redis.lrange(self._items_key, 0, -1)
+        where = f"session {self.session_id!r}"
+        return HistorySnapshot.of_rows(
+            [
+                (element, decode_element(element, where=f"element {index} of {where}")[1])
+                for index, element in enumerate(raw)
+            ]
+        )
+
+    async def _replace(self, snapshot: HistorySnapshot, encoded: list[str]) -> bool:
+        stamp = _now_ms()
+        keys, args = self._keys_and_args(stamp)
+        new = [encode_element(stamp, text) for text in reversed(encoded)]
+        replaced = await self._replace_script(
+            keys=keys,
+            args=[*args, len(snapshot.rows), *cast(tuple[bytes | str, ...], snapshot.rows), *new],
+        )
+        return bool(replaced)
 
 
 async def ready(client: Redis | RedisCluster) -> None:

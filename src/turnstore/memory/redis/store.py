@@ -21,6 +21,8 @@ from ..store import (
     _idle_cutoff,
     _to_ms,
 )
+from .keys import decode_element, encode_element, layout_for, split_stamp
+from .scripts import IMPORT, PRUNE
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -57,8 +59,6 @@ class RedisStore(SessionStore):
     backend = "redis"
 
     def __init__(self, url: str, key_prefix: str) -> None:
-        from .keys import layout_for
-        from .scripts import IMPORT, PRUNE
         from .session import create_client_for_url
 
         if not key_prefix:
@@ -224,13 +224,14 @@ class RedisStore(SessionStore):
 
     async def read_records(self, session_id: str) -> list[SessionRecord]:
         """Return a session's items with the time each was added, oldest first."""
-        from .session import decode_element
 
         async def work() -> list[SessionRecord]:
             raw = await self._redis.lrange(self._layout.items_key(session_id), 0, -1)
             records = []
             for index, element in enumerate(raw):
-                stamp, item = decode_element(element, where=f"session {session_id!r} #{index}")
+                stamp, item = decode_element(
+                    element, where=f"element {index} of session {session_id!r}"
+                )
                 if item is not None:
                     records.append(SessionRecord(session_id, item, _from_ms(stamp)))
             return records
@@ -247,7 +248,7 @@ class RedisStore(SessionStore):
             return
         now = _to_ms(datetime.now(UTC))
         stamps = [now if r.created_at is None else _to_ms(r.created_at) for r in records]
-        elements = [f"{stamp}|{data}" for stamp, data in zip(stamps, encoded, strict=True)]
+        elements = [encode_element(s, data) for s, data in zip(stamps, encoded, strict=True)]
         keys = [self._layout.items_key(session_id), self._layout.index_key(session_id)]
 
         async def work() -> None:
@@ -275,8 +276,6 @@ def _text(value: bytes | str) -> str:
 
 
 def _first_stamp(element: bytes | str | None) -> datetime | None:
-    from .session import split_stamp
-
     if element is None:
         return None
     return _from_ms(split_stamp(_text(element))[0])

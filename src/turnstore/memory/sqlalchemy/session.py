@@ -1,72 +1,46 @@
 """SQLAlchemySession: history in PostgreSQL (or MySQL/MariaDB) through async SQLAlchemy 2.
 
-Needs the `postgres` extra: `pip install 'turnstore[postgres]'`.
+Needs the `postgres` extra: `pip install 'turnstore[postgres]'`. The tables are in `schema.py`,
+URLs, deadlock retries and error messages in `engine.py`; what it shares with `RedisSession`
+(ownership of the engine, the event loop binding, the open check) in `memory/pooled.py`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import random
-import re
 import weakref
-import zlib
-from collections.abc import Awaitable, Callable, Mapping
-from functools import lru_cache
-from typing import Any, ClassVar, TypeVar
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 try:
-    from sqlalchemy import (
-        BigInteger,
-        Column,
-        DateTime,
-        ForeignKey,
-        Index,
-        Integer,
-        MetaData,
-        String,
-        Table,
-        Text,
-        delete,
-        func,
-        insert,
-        select,
-        text,
-        update,
-    )
-    from sqlalchemy.dialects import mysql as _mysql
-    from sqlalchemy.dialects.mysql import insert as mysql_insert
-    from sqlalchemy.dialects.postgresql import insert as pg_insert
-    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, SQLAlchemyError
-    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+    import sqlalchemy  # noqa: F401  (fail here, with the extra to install, when it is missing)
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "SQLAlchemySession needs SQLAlchemy and asyncpg: pip install 'turnstore[postgres]'"
     ) from exc
 
-from ...exceptions import SessionClosedError, SessionStorageError, UserError
+from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from ...exceptions import SessionStorageError, UserError
 from ...items import TResponseInputItem
-from ..closing import AsyncCloseable, Release
-from ..codec import check_limit, check_session_id, decode_item, decode_rows, encode_items
-from ..loop_binding import LoopBinding
-from ..mutation import await_session_mutation
-from ..session import SessionABC
-from ..settings import (
-    SessionSettings,
-    SessionSettingsLike,
-    default_session_settings,
-    merge_kwargs,
-    resolve_session_limit,
+from ..codec import decode_item, decode_rows, decode_snapshot, validate_table_names
+from ..pooled import PooledSession
+from ..session import HistorySnapshot
+from ..settings import SessionSettingsLike, merge_kwargs
+from .engine import create_engine_for_url, retry_deadlocks, storage_error
+from .schema import (
+    MAX_SESSION_ID_LENGTH,
+    create_missing_tables,
+    lock_session_row,
+    session_tables,
 )
-from .pgbouncer import split_pgbouncer_flag, watch_for_pooler
 
-__all__ = ["SQLAlchemySession", "create_engine_for_url", "validate_table_name"]
+__all__ = ["SQLAlchemySession", "create_engine_for_url"]
 
-_T = TypeVar("_T")
-
-_TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,47}")
-MAX_SESSION_ID_LENGTH = 255
+_CREATE_ATTEMPTS = 3
+"""How often creating the tables is tried when another process creates them at the same time."""
 
 DEFAULT_COMMAND_TIMEOUT = 60.0
 """Seconds one `SQLAlchemySession` operation may spend in the database, unless set otherwise."""
@@ -82,90 +56,7 @@ def _check_command_timeout(value: float | None) -> float | None:
     return float(value)
 
 
-def validate_table_name(name: str, *, argument: str) -> str:
-    """Check that a table name is a plain SQL identifier.
-
-    Args:
-        name: The proposed table name.
-        argument: The argument's name, for the error message.
-
-    Returns:
-        `name`, unchanged.
-
-    Raises:
-        ValueError: `name` is not 1-48 ASCII letters, digits or underscores starting with a
-            letter or underscore.
-    """
-    if not isinstance(name, str) or not _TABLE_NAME.fullmatch(name):
-        raise ValueError(
-            f"{argument} must be a plain identifier (letters, digits and _, not starting with a "
-            f"digit, at most 48 characters), got {name!r}"
-        )
-    return name
-
-
-# On MySQL/MariaDB: full Unicode, and session ids compared byte for byte (the default collations
-# would make "A" and "a" the same session; trailing spaces are still ignored there).
-_MYSQL_TABLE: dict[str, Any] = {"mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_bin"}
-
-
-@lru_cache(maxsize=64)
-def _tables(sessions_table: str, messages_table: str) -> tuple[MetaData, Table, Table]:
-    metadata = MetaData()
-    sessions = Table(
-        sessions_table,
-        metadata,
-        Column("session_id", String(MAX_SESSION_ID_LENGTH), primary_key=True),
-        Column(
-            "created_at",
-            DateTime(timezone=True),
-            nullable=False,
-            server_default=text("CURRENT_TIMESTAMP"),
-        ),
-        Column(
-            "updated_at",
-            DateTime(timezone=True),
-            nullable=False,
-            server_default=text("CURRENT_TIMESTAMP"),
-        ),
-        **_MYSQL_TABLE,
-    )
-    messages = Table(
-        messages_table,
-        metadata,
-        # A monotonic id orders the history; timestamps never do.
-        Column(
-            "id",
-            BigInteger().with_variant(Integer(), "sqlite"),
-            primary_key=True,
-            autoincrement=True,
-        ),
-        Column(
-            "session_id",
-            String(MAX_SESSION_ID_LENGTH),
-            ForeignKey(f"{sessions_table}.session_id", ondelete="CASCADE"),
-            nullable=False,
-        ),
-        # MySQL's TEXT holds 64 KB; an item may be megabytes.
-        Column(
-            "message_data",
-            Text().with_variant(_mysql.LONGTEXT(), "mysql", "mariadb"),
-            nullable=False,
-        ),
-        Column(
-            "created_at",
-            DateTime(timezone=True),
-            nullable=False,
-            server_default=text("CURRENT_TIMESTAMP"),
-        ),
-        # get_items(limit) walks this index backwards: O(limit), not O(history).
-        Index(f"idx_{messages_table}_session_id", "session_id", "id"),
-        **_MYSQL_TABLE,
-    )
-    return metadata, sessions, messages
-
-
-class SQLAlchemySession(SessionABC, AsyncCloseable):
+class SQLAlchemySession(PooledSession):
     """A session stored in PostgreSQL (or MySQL/MariaDB) through async SQLAlchemy 2.
 
     Many processes and hosts can share one database: each mutation of a session locks that
@@ -220,6 +111,7 @@ class SQLAlchemySession(SessionABC, AsyncCloseable):
     _ready_tables: ClassVar[weakref.WeakKeyDictionary[Any, set[tuple[str, str]]]] = (
         weakref.WeakKeyDictionary()
     )
+    _storage_errors = (SQLAlchemyError, OSError)
 
     def __init__(
         self,
@@ -232,34 +124,26 @@ class SQLAlchemySession(SessionABC, AsyncCloseable):
         session_settings: SessionSettingsLike | None = None,
         command_timeout: float | None = DEFAULT_COMMAND_TIMEOUT,
     ) -> None:
-        if not isinstance(session_id, str):
-            raise TypeError(f"session_id must be a str, not {type(session_id).__name__}")
-        self.command_timeout = _check_command_timeout(command_timeout)
-        if len(session_id) > MAX_SESSION_ID_LENGTH:
-            raise ValueError(
-                f"session_id must be at most {MAX_SESSION_ID_LENGTH} characters, "
-                f"got {len(session_id)}"
-            )
         if not isinstance(engine, AsyncEngine):
             raise UserError(
                 "engine must be a sqlalchemy.ext.asyncio.AsyncEngine (create_async_engine(...)), "
                 f"not {type(engine).__name__}"
             )
-        check_session_id(session_id, nul_allowed=engine.dialect.name != "postgresql")
-        validate_table_name(sessions_table, argument="sessions_table")
-        validate_table_name(messages_table, argument="messages_table")
-        if sessions_table == messages_table:
-            raise ValueError("sessions_table and messages_table must differ")
-        self.session_id = session_id
-        self.session_settings: SessionSettings | None = default_session_settings(session_settings)
+        super().__init__(
+            session_id, session_settings, nul_allowed=engine.dialect.name != "postgresql"
+        )
+        if len(session_id) > MAX_SESSION_ID_LENGTH:
+            raise ValueError(
+                f"session_id must be at most {MAX_SESSION_ID_LENGTH} characters, "
+                f"got {len(session_id)}"
+            )
+        self._command_timeout = _check_command_timeout(command_timeout)
+        validate_table_names(sessions_table, messages_table)
         self._engine = engine
-        self._owns_engine = False
         self._create_tables = create_tables
         self._sessions_table = sessions_table
         self._messages_table = messages_table
-        self._metadata, self._sessions, self._messages = _tables(sessions_table, messages_table)
-        self._closed = False
-        self._loop_binding = LoopBinding(f"SQLAlchemySession {session_id!r}")
+        _, self._sessions, self._messages = session_tables(sessions_table, messages_table)
         self._init_lock = asyncio.Lock()
 
     @classmethod
@@ -274,7 +158,7 @@ class SQLAlchemySession(SessionABC, AsyncCloseable):
         session_settings: SessionSettingsLike | None = None,
         command_timeout: float | None = DEFAULT_COMMAND_TIMEOUT,
         engine_kwargs: Mapping[str, Any] | None = None,
-        **kwargs: Any,
+        **more_engine_kwargs: Any,
     ) -> SQLAlchemySession:
         """Create a session with its own engine; `close()` disposes of that engine.
 
@@ -291,8 +175,8 @@ class SQLAlchemySession(SessionABC, AsyncCloseable):
             command_timeout: The most seconds one operation may spend in the database (see the
                 class); `None` for no bound.
             engine_kwargs: Keyword arguments for the engine as one dict (the OpenAI Agents SDK's
-                form); merged with `**kwargs`.
-            **kwargs: Passed to `sqlalchemy.ext.asyncio.create_async_engine` as they
+                form); merged with `**more_engine_kwargs`.
+            **more_engine_kwargs: Passed to `sqlalchemy.ext.asyncio.create_async_engine` as they
                 are: pool settings (`pool_size`, `max_overflow`, `pool_timeout`, `pool_recycle`,
                 `pool_pre_ping`, `poolclass`), `connect_args`, `echo`, and so on.
 
@@ -304,23 +188,25 @@ class SQLAlchemySession(SessionABC, AsyncCloseable):
             TypeError: `engine_kwargs` is not a dict, or repeats a keyword given directly.
             ImportError: The driver the URL names is not installed.
         """
-        engine = create_engine_for_url(url, **merge_kwargs(engine_kwargs, kwargs))
-        session = cls(
-            session_id,
-            engine=engine,
+        return cls._owning(
+            session_id=session_id,
+            engine=create_engine_for_url(url, **merge_kwargs(engine_kwargs, more_engine_kwargs)),
             create_tables=create_tables,
             sessions_table=sessions_table,
             messages_table=messages_table,
             session_settings=session_settings,
             command_timeout=command_timeout,
         )
-        session._owns_engine = True
-        return session
 
     @property
     def engine(self) -> AsyncEngine:
         """The SQLAlchemy engine this session uses."""
         return self._engine
+
+    @property
+    def command_timeout(self) -> float | None:
+        """The most seconds one operation may spend in the database, or `None` for no bound."""
+        return self._command_timeout
 
     # -- the four operations -------------------------------------------------------------------
 
@@ -340,11 +226,7 @@ class SQLAlchemySession(SessionABC, AsyncCloseable):
             SessionClosedError: The session was closed.
             SessionStorageError: The database failed.
         """
-        count = check_limit(resolve_session_limit(limit, self.session_settings))
-        self._check_open()
-        if count == 0:
-            return []
-        return await self._run("get_items", lambda: self._read(count))
+        return await self._get_items(limit)
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Append items to the history in one transaction: all of them or none.
@@ -359,13 +241,7 @@ class SQLAlchemySession(SessionABC, AsyncCloseable):
             SessionStorageError: The database failed; the batch was not stored (when the
                 connection broke during the commit, the outcome is unknown).
         """
-        rows = encode_items(items)
-        self._check_open()
-        if not rows:
-            return
-        await self._run(
-            "add_items", lambda: _retry_deadlocks(lambda: self._insert(rows)), mutation=True
-        )
+        await self._add_items(items)
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the newest item, atomically.
@@ -378,8 +254,7 @@ class SQLAlchemySession(SessionABC, AsyncCloseable):
             SessionClosedError: The session was closed.
             SessionStorageError: The database failed.
         """
-        self._check_open()
-        return await self._run("pop_item", lambda: _retry_deadlocks(self._pop), mutation=True)
+        return await self._pop_item()
 
     async def clear_session(self) -> None:
         """Remove every item of this session atomically; other sessions are untouched.
@@ -388,73 +263,79 @@ class SQLAlchemySession(SessionABC, AsyncCloseable):
             SessionClosedError: The session was closed.
             SessionStorageError: The database failed.
         """
-        self._check_open()
-        await self._run("clear_session", lambda: _retry_deadlocks(self._clear), mutation=True)
+        await self._clear_session()
 
-    def _close_now(self) -> Release | None:
-        """Close the session; dispose of the engine if `from_url` created it.
+    # -- atomic replacement (AtomicReplacementSession) -----------------------------------------
 
-        Further operations raise [`SessionClosedError`][turnstore.SessionClosedError].
-        Closing twice is harmless. A session belongs to the event loop it was first used on
-        (its pooled connections do): another loop raises [`UserError`][turnstore.UserError],
-        and `close()` there cannot release those connections, so close it on its own loop.
+    async def snapshot_history(self) -> HistorySnapshot:
+        """Read the whole history and the ids of its rows, in one read.
+
+        Returns:
+            The snapshot to pass to `replace_history` (corrupt rows are in its `rows`, not in its
+            `items`).
+
+        Raises:
+            SessionClosedError: The session was closed.
+            SessionStorageError: The database failed.
         """
-        if self._closed:
-            return None
-        self._closed = True
-        if not self._owns_engine:
-            return None
+        return await self._snapshot_history()
 
-        async def dispose() -> None:
-            if not self._loop_binding.is_foreign():
-                await self._engine.dispose()
+    async def replace_history(
+        self,
+        snapshot: HistorySnapshot,
+        new_items: list[TResponseInputItem],
+        *,
+        archive: bool = True,
+    ) -> bool:
+        """Replace the snapshot's rows by `new_items` in one transaction, keeping later rows last.
 
-        return dispose
+        The session's row is locked; when its rows up to the snapshot are still exactly the
+        snapshot's, they are deleted, `new_items` inserted, and the rows added after the
+        snapshot re-inserted after them (new ids, original `created_at`).
+
+        Args:
+            snapshot: What `snapshot_history` returned, possibly narrowed with `prefix`.
+            new_items: The items that take the place of the snapshot's rows.
+            archive: Part of the protocol; this backend keeps no archive, so the replaced
+                rows are deleted either way.
+
+        Returns:
+            `True` when replaced; `False`, changing nothing, when a row of the snapshot was
+            popped or cleared since it was taken.
+
+        Raises:
+            TypeError: An item of `new_items` is not a JSON-serialisable mapping.
+            SessionClosedError: The session was closed.
+            SessionStorageError: The database failed; nothing changed.
+        """
+        return await self._replace_history(snapshot, new_items)
 
     def __repr__(self) -> str:
         url = self._engine.url.render_as_string(hide_password=True)
         return f"SQLAlchemySession({self.session_id!r}, {url!r})"
 
-    # -- internals -----------------------------------------------------------------------------
+    # -- the storage steps (PooledSession) -----------------------------------------------------
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise SessionClosedError(
-                f"SQLAlchemySession {self.session_id!r} is closed; create a new session object"
-            )
-        self._loop_binding.check()
+    async def _release_client(self) -> None:
+        await self._engine.dispose()
 
-    async def _run(
-        self, operation: str, call: Callable[[], Awaitable[_T]], *, mutation: bool = False
-    ) -> _T:
-        async def bounded() -> _T:
-            # The bound is inside the shield of a mutation: it cancels the database work itself
-            # (SQLAlchemy then drops that connection), not only the caller's wait for it.
-            async with asyncio.timeout(self.command_timeout):
-                await self._ensure_tables()
-                return await call()
+    def _storage_error(self, operation: str, exc: BaseException) -> SessionStorageError:
+        return storage_error(operation, self.session_id, exc)
 
-        try:
-            if mutation:
-                return await await_session_mutation(bounded())
-            return await bounded()
-        except TimeoutError as exc:
-            outcome = (
-                "nothing was read"
-                if not mutation
-                else "it was rolled back, unless the database had already committed it"
-            )
-            raise SessionStorageError(
-                f"{operation} on session {self.session_id!r} failed: the database did not answer "
-                f"within command_timeout={self.command_timeout} s; the connection was dropped "
-                f"and {outcome}. The next call uses a new connection."
-            ) from exc
-        except SQLAlchemyError as exc:
-            raise _storage_error(operation, self.session_id, exc) from exc
-        except OSError as exc:
-            raise SessionStorageError(
-                f"{operation} on session {self.session_id!r} could not reach the database: {exc}"
-            ) from exc
+    def _timeout_error(self, operation: str, *, mutation: bool) -> SessionStorageError:
+        outcome = (
+            "it was rolled back, unless the database had already committed it"
+            if mutation
+            else "nothing was read"
+        )
+        return SessionStorageError(
+            f"{operation} on session {self.session_id!r} failed: the database did not answer "
+            f"within command_timeout={self._command_timeout} s; the connection was dropped "
+            f"and {outcome}. The next call uses a new connection."
+        )
+
+    async def _prepare(self) -> None:
+        await self._ensure_tables()
 
     async def _ensure_tables(self) -> None:
         if not self._create_tables:
@@ -466,25 +347,17 @@ class SQLAlchemySession(SessionABC, AsyncCloseable):
         async with self._init_lock:
             if key in ready:
                 return
-            for attempt in range(3):
+            for attempt in range(_CREATE_ATTEMPTS):
                 try:
-                    await self._create_missing_tables()
+                    await create_missing_tables(self._engine, *key)
                     break
                 except DBAPIError as exc:
                     # Another process created them between our check and our CREATE: check again.
                     text_ = str(exc.orig).lower()
-                    if attempt == 2 or ("already exists" not in text_ and "duplicate" not in text_):
+                    last = attempt == _CREATE_ATTEMPTS - 1
+                    if last or ("already exists" not in text_ and "duplicate" not in text_):
                         raise
             ready.add(key)
-
-    async def _create_missing_tables(self) -> None:
-        async with self._engine.begin() as conn:
-            if conn.dialect.name == "postgresql":
-                # Concurrent CREATE TABLE IF NOT EXISTS can collide in PostgreSQL's catalog:
-                # serialise creators, across processes too, for this transaction.
-                lock_key = zlib.crc32(f"{self._sessions_table}/{self._messages_table}".encode())
-                await conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": lock_key})
-            await conn.run_sync(self._metadata.create_all, checkfirst=True)
 
     async def _read(self, count: int | None) -> list[TResponseInputItem]:
         m = self._messages
@@ -519,46 +392,10 @@ class SQLAlchemySession(SessionABC, AsyncCloseable):
 
     async def _lock_session_row(self, conn: AsyncConnection, *, create: bool) -> bool:
         """Lock this session's row until the transaction ends; create it if asked."""
-        s = self._sessions
-        sid = self.session_id
-        dialect = conn.dialect.name
-        if create:
-            if dialect == "postgresql":
-                pg = pg_insert(s).values(session_id=sid)
-                await conn.execute(
-                    pg.on_conflict_do_update(
-                        index_elements=[s.c.session_id], set_={"updated_at": func.now()}
-                    )
-                )
-                return True
-            if dialect in ("mysql", "mariadb"):
-                my = mysql_insert(s).values(session_id=sid)
-                await conn.execute(my.on_duplicate_key_update(updated_at=func.now()))
-                return True
-            if dialect == "sqlite":
-                lite = sqlite_insert(s).values(session_id=sid)
-                await conn.execute(
-                    lite.on_conflict_do_update(
-                        index_elements=[s.c.session_id],
-                        set_={"updated_at": func.current_timestamp()},
-                    )
-                )
-                return True
-        locked = select(s.c.session_id).where(s.c.session_id == sid).with_for_update()
-        if (await conn.execute(locked)).first() is not None:
-            if create:
-                await conn.execute(
-                    update(s).where(s.c.session_id == sid).values(updated_at=func.now())
-                )
-            return True
-        if not create:
-            return False
-        try:
-            async with conn.begin_nested():
-                await conn.execute(insert(s).values(session_id=sid))
-        except IntegrityError:  # another writer created it first: wait for its lock
-            await conn.execute(locked)
-        return True
+        return await lock_session_row(conn, self._sessions, self.session_id, create=create)
+
+    async def _append(self, encoded: list[str]) -> None:
+        await retry_deadlocks(lambda: self._insert(encoded))
 
     async def _insert(self, rows: list[str]) -> None:
         sid = self.session_id
@@ -567,6 +404,9 @@ class SQLAlchemySession(SessionABC, AsyncCloseable):
             await conn.execute(
                 insert(self._messages), [{"session_id": sid, "message_data": d} for d in rows]
             )
+
+    async def _pop_newest(self) -> TResponseInputItem | None:
+        return await retry_deadlocks(self._pop)
 
     async def _pop(self) -> TResponseInputItem | None:
         m = self._messages
@@ -590,128 +430,90 @@ class SQLAlchemySession(SessionABC, AsyncCloseable):
                 if not rows:
                     return None
                 for row_id, data in rows:
-                    item = decode_item(data, where=f"session {sid!r} row {row_id}")
+                    item = decode_item(data, where=f"row {row_id} of session {sid!r}")
                     if item is None:
                         continue
                     await conn.execute(delete(m).where(m.c.id == row_id))
-                    await conn.execute(
-                        update(self._sessions)
-                        .where(self._sessions.c.session_id == sid)
-                        .values(updated_at=func.now())
-                    )
+                    await self._touch(conn)
                     return item
                 before = rows[-1][0]
 
+    async def _touch(self, conn: AsyncConnection) -> None:
+        s = self._sessions
+        await conn.execute(
+            update(s).where(s.c.session_id == self.session_id).values(updated_at=func.now())
+        )
+
     async def _clear(self) -> None:
+        await retry_deadlocks(self._delete_session)
+
+    async def _delete_session(self) -> None:
         sid = self.session_id
+        m = self._messages
         async with self._engine.begin() as conn:
             if not await self._lock_session_row(conn, create=False):
                 # No session row: remove orphans written by another tool, if any.
-                await conn.execute(delete(self._messages).where(self._messages.c.session_id == sid))
+                await conn.execute(delete(m).where(m.c.session_id == sid))
                 return
-            await conn.execute(delete(self._messages).where(self._messages.c.session_id == sid))
+            await conn.execute(delete(m).where(m.c.session_id == sid))
             await conn.execute(delete(self._sessions).where(self._sessions.c.session_id == sid))
 
+    async def _snapshot(self) -> HistorySnapshot:
+        m = self._messages
+        where = f"session {self.session_id!r}"
+        async with self._engine.connect() as conn:
+            rows = (
+                await conn.execute(
+                    select(m.c.id, m.c.message_data)
+                    .where(m.c.session_id == self.session_id)
+                    .order_by(m.c.id)
+                )
+            ).all()
+        return decode_snapshot(rows, where)
 
-_DEADLOCK_SQLSTATES = ("40P01", "40001")  # PostgreSQL: deadlock, serialization failure
-_DEADLOCK_MYSQL_CODES = (1213,)  # InnoDB: deadlock found, try restarting the transaction
+    async def _replace(self, snapshot: HistorySnapshot, encoded: list[str]) -> bool:
+        return await retry_deadlocks(lambda: self._replace_rows(snapshot, encoded))
 
-
-def _is_deadlock(exc: DBAPIError) -> bool:
-    orig = exc.orig
-    code = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
-    if code in _DEADLOCK_SQLSTATES:
-        return True
-    args: tuple[Any, ...] = tuple(getattr(orig, "args", ()))
-    return bool(args) and args[0] in _DEADLOCK_MYSQL_CODES
-
-
-async def _retry_deadlocks(transaction: Callable[[], Awaitable[_T]]) -> _T:
-    """Run a transaction again when the database chose it as a deadlock victim.
-
-    The database rolled the victim back whole, so running it again cannot apply it twice.
-    (InnoDB can pick a victim among concurrent first writers of a new session.)
-    """
-    for attempt in range(8):
-        try:
-            return await transaction()
-        except DBAPIError as exc:
-            if attempt == 7 or exc.connection_invalidated or not _is_deadlock(exc):
-                raise
-            await asyncio.sleep(random.uniform(0, 0.002 * 2**attempt))
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _storage_error(operation: str, session_id: str, exc: SQLAlchemyError) -> SessionStorageError:
-    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
-        outcome = (
-            "its outcome is unknown if the connection broke during the commit"
-            if operation != "get_items"
-            else "nothing was read"
-        )
-        return SessionStorageError(
-            f"{operation} on session {session_id!r} failed: the database connection was lost "
-            f"({type(exc.orig).__name__}); {outcome}. The next call uses a new connection."
-        )
-    detail = str(exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc)
-    hint = ""
-    lowered = detail.lower()
-    if "prepared statement" in lowered:
-        hint = (
-            " (is the database behind PgBouncer in transaction mode? add ?pgbouncer=true to the "
-            "URL, or create your engine with the settings in the backends guide)"
-        )
-    elif "does not exist" in lowered or "doesn't exist" in lowered or "no such table" in lowered:
-        hint = " (are the tables created? pass create_tables=True or run your migrations)"
-    first_line = detail.strip().splitlines()[0] if detail.strip() else type(exc).__name__
-    return SessionStorageError(f"{operation} on session {session_id!r} failed: {first_line}{hint}")
-
-
-def create_engine_for_url(url: str, **engine_kwargs: Any) -> AsyncEngine:
-    """Create an async engine for a URL, with clear errors for the usual mistakes.
-
-    Args:
-        url: A SQLAlchemy URL; `postgresql://` and `postgres://` mean `postgresql+asyncpg://`.
-            A `pgbouncer=true` or `pgbouncer=false` query parameter says whether PostgreSQL is
-            reached through a transaction pooler; it is taken out before the driver sees it,
-            and without it an asyncpg engine finds out on its first connection.
-        **engine_kwargs: Passed to `create_async_engine`.
-
-    Returns:
-        The engine (no connection is opened yet).
-
-    Raises:
-        ValueError: The URL cannot be parsed, names a synchronous driver, or has a
-            `pgbouncer` value other than true/false (or `pgbouncer=true` without asyncpg).
-        ImportError: The driver is not installed.
-    """
-    try:
-        parsed = make_url(url)
-    except ArgumentError as exc:
-        raise ValueError(f"not a database URL: {url!r} ({exc})") from exc
-    if parsed.drivername in ("postgresql", "postgres"):
-        parsed = parsed.set(drivername="postgresql+asyncpg")
-    parsed, pgbouncer = split_pgbouncer_flag(parsed)
-    try:
-        engine = create_async_engine(parsed, **engine_kwargs)
-    except ModuleNotFoundError as exc:
-        if parsed.drivername == "postgresql+asyncpg":
-            raise ImportError(
-                f"the {parsed.drivername} driver is not installed: "
-                "pip install 'turnstore[postgres]'"
-            ) from exc
-        # A missing synchronous driver (psycopg2, MySQLdb) would be refused once installed:
-        # point at an async driver instead of at the missing module.
-        raise ImportError(
-            f"the {parsed.drivername} driver is not installed ({exc.name}); use an async "
-            "driver, for example postgresql+asyncpg:// (pip install 'turnstore[postgres]') "
-            "or mysql+asyncmy://"
-        ) from exc
-    except (ArgumentError, SQLAlchemyError) as exc:
-        raise ValueError(
-            f"cannot use {parsed.render_as_string(hide_password=True)!r}: "
-            f"{str(exc).rstrip('. ')}. "
-            "Use an async driver, for example postgresql+asyncpg:// or mysql+asyncmy://"
-        ) from exc
-    watch_for_pooler(engine, pgbouncer)
-    return engine
+    async def _replace_rows(self, snapshot: HistorySnapshot, encoded: list[str]) -> bool:
+        m = self._messages
+        sid = self.session_id
+        async with self._engine.begin() as conn:
+            if not await self._lock_session_row(conn, create=False):
+                if snapshot.rows:
+                    return False  # cleared since the snapshot
+                await self._lock_session_row(conn, create=True)
+            mine = m.c.session_id == sid
+            if snapshot.rows:
+                through = snapshot.rows[-1]
+                current = (
+                    await conn.execute(
+                        select(m.c.id).where(mine, m.c.id <= through).order_by(m.c.id)
+                    )
+                ).scalars()
+                if tuple(current) != snapshot.rows:
+                    return False
+                later = (
+                    await conn.execute(
+                        select(m.c.message_data, m.c.created_at)
+                        .where(mine, m.c.id > through)
+                        .order_by(m.c.id)
+                    )
+                ).all()
+            else:
+                later = (
+                    await conn.execute(
+                        select(m.c.message_data, m.c.created_at).where(mine).order_by(m.c.id)
+                    )
+                ).all()
+            await conn.execute(delete(m).where(mine))
+            if encoded:
+                await conn.execute(
+                    insert(m), [{"session_id": sid, "message_data": data} for data in encoded]
+                )
+            if later:
+                await conn.execute(
+                    insert(m),
+                    [{"session_id": sid, "message_data": d, "created_at": at} for d, at in later],
+                )
+            await self._touch(conn)
+            return True

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...exceptions import SessionStorageError
 from ..closing import Release
-from ..codec import encode_items
+from ..codec import encode_items, validate_table_names
 from ..session import Session
 from ..store import (
     SessionInfo,
@@ -31,17 +31,17 @@ class SQLAlchemyStore(SessionStore):
     """The tables of `SQLAlchemySession` on any SQLAlchemy URL."""
 
     def __init__(self, url: str, sessions_table: str, messages_table: str, create: bool) -> None:
-        from .session import _tables, create_engine_for_url, validate_table_name
+        from .engine import create_engine_for_url
+        from .schema import session_tables
 
-        validate_table_name(sessions_table, argument="sessions_table")
-        validate_table_name(messages_table, argument="messages_table")
+        validate_table_names(sessions_table, messages_table)
         self._engine: AsyncEngine = create_engine_for_url(url)
         self.target = self._engine.url.render_as_string(hide_password=True)
         self.backend = self._engine.dialect.name
         self._sessions_table = sessions_table
         self._messages_table = messages_table
         self._create = create
-        _, self._s, self._m = _tables(sessions_table, messages_table)
+        _, self._s, self._m = session_tables(sessions_table, messages_table)
 
     async def _call(self, work: Any) -> Any:
         from sqlalchemy.exc import SQLAlchemyError

@@ -47,7 +47,7 @@ __all__ = [
     "release_later",
 ]
 
-logger = logging.getLogger("turnstore.memory.sqlite")
+logger = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 5_000
 """How long one statement waits for another connection's lock before SQLite reports busy."""

@@ -20,46 +20,18 @@ release migrates a file in place from that number, and this release refuses (wit
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from dataclasses import dataclass
 
 from ...exceptions import SessionSchemaError
 
-__all__ = ["SCHEMA_VERSION", "SQLiteSchema", "quote_identifier", "validate_identifier"]
+__all__ = ["SCHEMA_VERSION", "SQLiteSchema", "quote_identifier"]
 
 SCHEMA_VERSION = 1
 """The schema version this release writes and reads (`PRAGMA user_version`)."""
 
 _VALID = "CASE WHEN typeof(message_data) = 'text' THEN json_valid(message_data) ELSE 0 END"
 """1 when a row's message_data is well-formed JSON text (checked by SQLite, in C)."""
-
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
-
-
-def validate_identifier(name: object, what: str) -> str:
-    """Check that `name` is a plain SQL identifier: a letter or `_`, then letters, digits, `_`.
-
-    Args:
-        name: The proposed table name.
-        what: The argument it came from, for the error message.
-
-    Returns:
-        `name`, unchanged.
-
-    Raises:
-        TypeError: `name` is not a string.
-        ValueError: `name` is not a plain identifier, is longer than 63 characters, or starts with
-            SQLite's reserved `sqlite_` prefix.
-    """
-    if not isinstance(name, str):
-        raise TypeError(f"{what} must be a str, not {type(name).__name__}")
-    if not _IDENTIFIER.fullmatch(name) or name.lower().startswith("sqlite_"):
-        raise ValueError(
-            f"{what}={name!r} is not a plain SQL identifier: use 1-63 letters, digits and "
-            "underscores, starting with a letter or underscore (and not with 'sqlite_')"
-        )
-    return name
 
 
 def quote_identifier(name: str) -> str:
@@ -187,16 +159,12 @@ class SQLiteSchema:
         )
 
     @property
-    def select_all_checked(self) -> str:
-        """Every row of a session, oldest first: (id, message_data, 1 if valid JSON text)."""
-        return (
-            f"SELECT id, message_data, {_VALID} FROM {quote_identifier(self.messages_table)} "
-            "WHERE session_id = ? ORDER BY id"
-        )
+    def select_chunk(self) -> str:
+        """Up to `?` rows after id `?`, oldest first, with the validity flag; uses the index.
 
-    @property
-    def select_after(self) -> str:
-        """Up to `?` rows after id `?`, oldest first, with the validity flag; uses the index."""
+        The rows come back as stored: SQLite never concatenates them (its `group_concat` fails
+        with "string or blob too big" once a session holds about 1 GB).
+        """
         return (
             f"SELECT id, message_data, {_VALID} FROM {quote_identifier(self.messages_table)} "
             "WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?"
@@ -221,4 +189,52 @@ class SQLiteSchema:
         return (
             f"SELECT id, message_data FROM {quote_identifier(self.messages_table)} "
             "WHERE session_id = ? ORDER BY id DESC"
+        )
+
+    @property
+    def delete_session(self) -> tuple[str, ...]:
+        """Delete a session's items, archived items and row (three statements, one `?`)."""
+        return tuple(
+            f"DELETE FROM {quote_identifier(table)} WHERE session_id = ?"
+            for table in (self.messages_table, self.archive_table, self.sessions_table)
+        )
+
+    @property
+    def delete_messages(self) -> str:
+        """Delete every item of a session."""
+        return f"DELETE FROM {quote_identifier(self.messages_table)} WHERE session_id = ?"
+
+    @property
+    def select_archived(self) -> str:
+        """A session's archived rows, oldest first: (id, message_data)."""
+        return (
+            f"SELECT id, message_data FROM {quote_identifier(self.archive_table)} "
+            "WHERE session_id = ? ORDER BY id"
+        )
+
+    @property
+    def select_ids_through(self) -> str:
+        """The ids of a session's rows with id <= `?`, oldest first."""
+        return (
+            f"SELECT id FROM {quote_identifier(self.messages_table)} "
+            "WHERE session_id = ? AND id <= ? ORDER BY id"
+        )
+
+    @property
+    def select_after(self) -> str:
+        """A session's rows with id > `?`, oldest first: (message_data, created_at)."""
+        return (
+            f"SELECT message_data, created_at FROM {quote_identifier(self.messages_table)} "
+            "WHERE session_id = ? AND id > ? ORDER BY id"
+        )
+
+    @property
+    def archive_through(self) -> str:
+        """Copy a session's rows with id <= `?` to the archive, oldest first."""
+        return (
+            f"INSERT INTO {quote_identifier(self.archive_table)} "
+            "(session_id, message_data, created_at) "
+            "SELECT session_id, message_data, created_at "
+            f"FROM {quote_identifier(self.messages_table)} "
+            "WHERE session_id = ? AND id <= ? ORDER BY id"
         )

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ...exceptions import SessionStorageError
-from ..codec import encode_items
+from ..codec import encode_items, validate_table_names
 from ..session import Session
 from ..store import (
     SessionInfo,
@@ -23,7 +23,7 @@ from ..store import (
     _records,
     _utc,
 )
-from .schema import SQLiteSchema, quote_identifier, validate_identifier
+from .schema import SQLiteSchema, quote_identifier
 
 
 class SQLiteStore(SessionStore):
@@ -33,8 +33,7 @@ class SQLiteStore(SessionStore):
 
     def __init__(self, path: str, sessions_table: str, messages_table: str, create: bool) -> None:
 
-        validate_identifier(sessions_table, "sessions_table")
-        validate_identifier(messages_table, "messages_table")
+        validate_table_names(sessions_table, messages_table)
         if path in ("", ":memory:"):
             raise ValueError("an in-memory SQLite database cannot be opened from another process")
         file = Path(path)

@@ -1,0 +1,73 @@
+"""Opening the storage a file path or URL names, as a `SessionStore` of the right backend.
+
+Apart from `store.py` (the base the backends' stores build on), so that the import graph has no
+cycle. The PostgreSQL and Redis stores import their extras only when opened.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .redis.urls import is_redis_url
+from .store import SessionStore
+
+__all__ = ["open_session_store"]
+
+
+def open_session_store(
+    target: str | os.PathLike[str],
+    *,
+    sessions_table: str = "agent_sessions",
+    messages_table: str = "agent_messages",
+    key_prefix: str = "agent_sessions",
+    create: bool = False,
+) -> SessionStore:
+    """Open the storage that a file path or URL names.
+
+    Args:
+        target: A SQLite file path (or `sqlite:///path`), a SQLAlchemy URL such as
+            `postgresql+asyncpg://user@host/db` (`postgresql://` works too), or a Redis URL
+            (`redis://host:6379/0`, or `redis+cluster://host:7000` for a Redis Cluster).
+        sessions_table: The sessions table (SQLite and SQLAlchemy).
+        messages_table: The messages table (SQLite and SQLAlchemy).
+        key_prefix: The key prefix (Redis).
+        create: For SQLite, allow a file that does not exist yet (it is created on the first
+            write); for SQLAlchemy, create missing tables on the first write.
+
+    Returns:
+        The store. Nothing is connected until the first call.
+
+    Raises:
+        ValueError: The target is not a path or a supported URL.
+        FileNotFoundError: The SQLite file does not exist and `create` is false, or its
+            directory does not exist.
+        IsADirectoryError: The SQLite path is a directory.
+        ImportError: The extra the backend needs is not installed.
+
+    Example:
+        ```python
+        from turnstore import open_session_store
+
+        async with open_session_store("postgresql://postgres@localhost/app") as store:
+            for info in await store.list_sessions(limit=10):
+                print(info.session_id, info.item_count, info.last_activity)
+        ```
+    """
+    from .sqlite.store import SQLiteStore
+
+    text = os.fspath(target)
+    if not isinstance(text, str) or not text:
+        raise ValueError("the storage target must be a file path or a URL, got an empty value")
+    if is_redis_url(text):
+        from .redis.store import RedisStore
+
+        return RedisStore(text, key_prefix)
+    if text.startswith("sqlite"):
+        if not text.startswith("sqlite:///"):
+            raise ValueError(f"a SQLite URL looks like sqlite:///path/to/file.db, got {text!r}")
+        return SQLiteStore(text[len("sqlite:///") :], sessions_table, messages_table, create)
+    if "://" in text:
+        from .sqlalchemy.store import SQLAlchemyStore
+
+        return SQLAlchemyStore(text, sessions_table, messages_table, create)
+    return SQLiteStore(text, sessions_table, messages_table, create)

@@ -1,0 +1,223 @@
+"""What the sessions on a pooled server client share: `SQLAlchemySession` and `RedisSession`.
+
+A pooled session talks to a server through a client that holds a pool of connections (an
+SQLAlchemy engine, a redis-py client). [`PooledSession`][turnstore.memory.pooled.PooledSession]
+holds the plumbing both backends need, so each backend only says how to read and write:
+
+- the argument checks every constructor makes (session id, settings);
+- ownership of the client: `from_url` builds one that `close()` releases, a client passed in
+  stays the caller's;
+- the event loop the pooled connections belong to (`LoopBinding`);
+- the open check and the mapping of the client's errors to
+  [`SessionStorageError`][turnstore.SessionStorageError];
+- the shape of the four operations and of the atomic replacement: argument checks and encoding
+  first (nothing is sent for a bad batch), mutations shielded from the caller's cancellation,
+  and an optional bound on the time one operation may take (`_command_timeout`), inside that
+  shield so that it cancels the storage work itself.
+
+The public methods stay on each backend with their own docstrings (they are its API reference)
+and call the `_get_items`, `_add_items`, ... templates here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from abc import abstractmethod
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar, Self, TypeVar
+
+from ..exceptions import SessionClosedError, SessionStorageError
+from ..items import TResponseInputItem
+from .closing import AsyncCloseable, Release
+from .codec import check_limit, check_session_id, encode_items
+from .loop_binding import LoopBinding
+from .mutation import await_session_mutation
+from .session import HistorySnapshot, SessionABC
+from .settings import (
+    SessionSettings,
+    SessionSettingsLike,
+    default_session_settings,
+    resolve_session_limit,
+)
+
+__all__ = ["PooledSession"]
+
+_T = TypeVar("_T")
+
+
+class PooledSession(SessionABC, AsyncCloseable):
+    """The base of the sessions that share a pooled client (SQLAlchemy, Redis).
+
+    Subclasses implement the storage steps (`_read`, `_append`, `_pop_newest`, `_clear`,
+    `_snapshot`, `_replace`), `_release_client` and `_storage_error`, and list the client's
+    exception types in `_storage_errors`.
+
+    Args:
+        session_id: Identifies the conversation.
+        session_settings: Default settings for runs that use this session (or a dict of them).
+        nul_allowed: Whether the storage can hold a NUL character in a session id.
+
+    Raises:
+        TypeError: `session_id` is not a str, or the settings are invalid.
+        ValueError: `session_id` cannot be stored.
+    """
+
+    _storage_errors: ClassVar[tuple[type[BaseException], ...]] = ()
+    """The client's exception types that `_storage_error` maps."""
+
+    _command_timeout: float | None = None
+    """The most seconds one operation may take (`None`: no bound); see `_timeout_error`."""
+
+    def __init__(
+        self,
+        session_id: str,
+        session_settings: SessionSettingsLike | None,
+        *,
+        nul_allowed: bool = True,
+    ) -> None:
+        self.session_id = check_session_id(session_id, nul_allowed=nul_allowed)
+        self.session_settings: SessionSettings | None = default_session_settings(session_settings)
+        self._owns_client = False
+        self._closed = False
+        self._loop_binding = LoopBinding(f"{type(self).__name__} {session_id!r}")
+
+    @classmethod
+    def _owning(cls, **kwargs: Any) -> Self:
+        """Construct a session that owns its client: `close()` releases it (for `from_url`)."""
+        session = cls(**kwargs)
+        session._owns_client = True
+        return session
+
+    # -- what a backend provides ---------------------------------------------------------------
+
+    @abstractmethod
+    async def _read(self, count: int | None) -> list[TResponseInputItem]:
+        """The latest `count` valid items (all when `None`), oldest first."""
+
+    @abstractmethod
+    async def _append(self, encoded: list[str]) -> None:
+        """Store the encoded items, in one transaction."""
+
+    @abstractmethod
+    async def _pop_newest(self) -> TResponseInputItem | None:
+        """Remove and return the newest valid item, in one transaction."""
+
+    @abstractmethod
+    async def _clear(self) -> None:
+        """Remove the session, in one transaction."""
+
+    @abstractmethod
+    async def _snapshot(self) -> HistorySnapshot:
+        """Read every row of the session, in one read."""
+
+    @abstractmethod
+    async def _replace(self, snapshot: HistorySnapshot, encoded: list[str]) -> bool:
+        """Replace the snapshot's rows by the encoded items, in one transaction."""
+
+    @abstractmethod
+    async def _release_client(self) -> None:
+        """Release the client this session owns (dispose of the engine, close the client)."""
+
+    @abstractmethod
+    def _storage_error(self, operation: str, exc: BaseException) -> SessionStorageError:
+        """The error to raise for one of `_storage_errors` that `operation` met."""
+
+    async def _prepare(self) -> None:
+        """Run before each operation (for example, create missing tables)."""
+
+    def _timeout_error(self, operation: str, *, mutation: bool) -> SessionStorageError:
+        """The error to raise when `operation` took longer than `_command_timeout`."""
+        return SessionStorageError(
+            f"{operation} on session {self.session_id!r} failed: no answer within "
+            f"{self._command_timeout} s"
+        )
+
+    # -- the templates the public methods call -------------------------------------------------
+
+    async def _get_items(self, limit: int | None) -> list[TResponseInputItem]:
+        count = check_limit(resolve_session_limit(limit, self.session_settings))
+        self._check_open()
+        if count == 0:
+            return []
+        return await self._run("get_items", lambda: self._read(count))
+
+    async def _add_items(self, items: list[TResponseInputItem]) -> None:
+        encoded = encode_items(items)
+        self._check_open()
+        if not encoded:
+            return
+        await self._run("add_items", lambda: self._append(encoded), mutation=True)
+
+    async def _pop_item(self) -> TResponseInputItem | None:
+        self._check_open()
+        return await self._run("pop_item", self._pop_newest, mutation=True)
+
+    async def _clear_session(self) -> None:
+        self._check_open()
+        await self._run("clear_session", self._clear, mutation=True)
+
+    async def _snapshot_history(self) -> HistorySnapshot:
+        self._check_open()
+        return await self._run("snapshot_history", self._snapshot)
+
+    async def _replace_history(
+        self, snapshot: HistorySnapshot, new_items: list[TResponseInputItem]
+    ) -> bool:
+        HistorySnapshot.check(snapshot)
+        encoded = encode_items(new_items)
+        self._check_open()
+        return await self._run(
+            "replace_history", lambda: self._replace(snapshot, encoded), mutation=True
+        )
+
+    def _close_now(self) -> Release | None:
+        """Close the session; release the client too if `from_url` created it.
+
+        Further operations raise [`SessionClosedError`][turnstore.SessionClosedError].
+        Closing twice is harmless. A session belongs to the event loop it was first used on
+        (its pooled connections do): another loop raises [`UserError`][turnstore.UserError],
+        and `close()` there cannot release those connections, so close it on its own loop.
+        """
+        if self._closed:
+            return None
+        self._closed = True
+        if not self._owns_client:
+            return None
+
+        async def release() -> None:
+            if not self._loop_binding.is_foreign():
+                await self._release_client()
+
+        return release
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SessionClosedError(
+                f"{type(self).__name__} {self.session_id!r} is closed; create a new session object"
+            )
+        self._loop_binding.check()
+
+    async def _run(
+        self, operation: str, call: Callable[[], Awaitable[_T]], *, mutation: bool = False
+    ) -> _T:
+        async def bounded() -> _T:
+            # The bound is inside the shield of a mutation: it cancels the storage work itself
+            # (SQLAlchemy then drops that connection), not only the caller's wait for it.
+            async with asyncio.timeout(self._command_timeout):
+                await self._prepare()
+                return await call()
+
+        try:
+            if mutation:
+                return await await_session_mutation(bounded())
+            return await bounded()
+        except TimeoutError as exc:
+            if self._command_timeout is not None:
+                raise self._timeout_error(operation, mutation=mutation) from exc
+            if isinstance(exc, self._storage_errors):
+                raise self._storage_error(operation, exc) from exc
+            raise
+        except self._storage_errors as exc:
+            raise self._storage_error(operation, exc) from exc

@@ -1,0 +1,144 @@
+"""Engines for `SQLAlchemySession`: URLs, deadlock retries, and the driver's errors mapped."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from ...exceptions import SessionStorageError
+from .pgbouncer import split_pgbouncer_flag, watch_for_pooler
+
+__all__ = ["create_engine_for_url", "retry_deadlocks", "storage_error"]
+
+_T = TypeVar("_T")
+
+_DEADLOCK_SQLSTATES = ("40P01", "40001")  # PostgreSQL: deadlock, serialization failure
+_DEADLOCK_MYSQL_CODES = (1213,)  # InnoDB: deadlock found, try restarting the transaction
+_DEADLOCK_ATTEMPTS = 8
+
+
+def _is_deadlock(exc: DBAPIError) -> bool:
+    orig = exc.orig
+    code = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    if code in _DEADLOCK_SQLSTATES:
+        return True
+    args: tuple[Any, ...] = tuple(getattr(orig, "args", ()))
+    return bool(args) and args[0] in _DEADLOCK_MYSQL_CODES
+
+
+async def retry_deadlocks(transaction: Callable[[], Awaitable[_T]]) -> _T:
+    """Run a transaction again when the database chose it as a deadlock victim.
+
+    The database rolled the victim back whole, so running it again cannot apply it twice.
+    (InnoDB can pick a victim among concurrent first writers of a new session.)
+
+    Args:
+        transaction: Runs the whole transaction once.
+
+    Returns:
+        What the transaction returned.
+    """
+    for attempt in range(_DEADLOCK_ATTEMPTS):
+        try:
+            return await transaction()
+        except DBAPIError as exc:
+            last = attempt == _DEADLOCK_ATTEMPTS - 1
+            if last or exc.connection_invalidated or not _is_deadlock(exc):
+                raise
+            await asyncio.sleep(random.uniform(0, 0.002 * 2**attempt))
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def storage_error(operation: str, session_id: str, exc: BaseException) -> SessionStorageError:
+    """Describe what the driver raised during `operation` as a `SessionStorageError`.
+
+    Args:
+        operation: The session method that failed, for example `"add_items"`.
+        session_id: The session it ran on.
+        exc: A `SQLAlchemyError` or an `OSError`.
+
+    Returns:
+        The error to raise (chain `exc` to it).
+    """
+    if isinstance(exc, OSError):
+        return SessionStorageError(
+            f"{operation} on session {session_id!r} could not reach the database: {exc}"
+        )
+    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+        outcome = (
+            "its outcome is unknown if the connection broke during the commit"
+            if operation != "get_items"
+            else "nothing was read"
+        )
+        return SessionStorageError(
+            f"{operation} on session {session_id!r} failed: the database connection was lost "
+            f"({type(exc.orig).__name__}); {outcome}. The next call uses a new connection."
+        )
+    detail = str(exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc)
+    hint = ""
+    lowered = detail.lower()
+    if "prepared statement" in lowered:
+        hint = (
+            " (is the database behind PgBouncer in transaction mode? add ?pgbouncer=true to the "
+            "URL, or create your engine with the settings in the backends guide)"
+        )
+    elif "does not exist" in lowered or "doesn't exist" in lowered or "no such table" in lowered:
+        hint = " (are the tables created? pass create_tables=True or run your migrations)"
+    first_line = detail.strip().splitlines()[0] if detail.strip() else type(exc).__name__
+    return SessionStorageError(f"{operation} on session {session_id!r} failed: {first_line}{hint}")
+
+
+def create_engine_for_url(url: str, **engine_kwargs: Any) -> AsyncEngine:
+    """Create an async engine for a URL, with clear errors for the usual mistakes.
+
+    Args:
+        url: A SQLAlchemy URL; `postgresql://` and `postgres://` mean `postgresql+asyncpg://`.
+            A `pgbouncer=true` or `pgbouncer=false` query parameter says whether PostgreSQL is
+            reached through a transaction pooler; it is taken out before the driver sees it,
+            and without it an asyncpg engine finds out on its first connection.
+        **engine_kwargs: Passed to `create_async_engine`.
+
+    Returns:
+        The engine (no connection is opened yet).
+
+    Raises:
+        ValueError: The URL cannot be parsed, names a synchronous driver, or has a
+            `pgbouncer` value other than true/false (or `pgbouncer=true` without asyncpg).
+        ImportError: The driver is not installed.
+    """
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise ValueError(f"not a database URL: {url!r} ({exc})") from exc
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+asyncpg")
+    parsed, pgbouncer = split_pgbouncer_flag(parsed)
+    try:
+        engine = create_async_engine(parsed, **engine_kwargs)
+    except ModuleNotFoundError as exc:
+        if parsed.drivername == "postgresql+asyncpg":
+            raise ImportError(
+                f"the {parsed.drivername} driver is not installed: "
+                "pip install 'turnstore[postgres]'"
+            ) from exc
+        # A missing synchronous driver (psycopg2, MySQLdb) would be refused once installed:
+        # point at an async driver instead of at the missing module.
+        raise ImportError(
+            f"the {parsed.drivername} driver is not installed ({exc.name}); use an async "
+            "driver, for example postgresql+asyncpg:// (pip install 'turnstore[postgres]') "
+            "or mysql+asyncmy://"
+        ) from exc
+    except (ArgumentError, SQLAlchemyError) as exc:
+        raise ValueError(
+            f"cannot use {parsed.render_as_string(hide_password=True)!r}: "
+            f"{str(exc).rstrip('. ')}. "
+            "Use an async driver, for example postgresql+asyncpg:// or mysql+asyncmy://"
+        ) from exc
+    watch_for_pooler(engine, pgbouncer)
+    return engine

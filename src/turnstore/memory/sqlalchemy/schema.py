@@ -1,0 +1,184 @@
+"""The tables of `SQLAlchemySession`, on PostgreSQL, MySQL/MariaDB (and SQLite, for tests).
+
+Layout (the default names shown; both are configurable):
+
+```text
+agent_sessions   session_id VARCHAR(255) PRIMARY KEY, created_at, updated_at
+agent_messages   id BIGINT autoincrement PRIMARY KEY, session_id (FK, ON DELETE CASCADE),
+                 message_data TEXT (LONGTEXT on MySQL), created_at
+                 index idx_agent_messages_session_id (session_id, id)
+```
+"""
+
+from __future__ import annotations
+
+import zlib
+from functools import lru_cache
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    func,
+    insert,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.dialects import mysql as _mysql
+from sqlalchemy.dialects.mysql import insert as mysql_insert
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+__all__ = [
+    "MAX_SESSION_ID_LENGTH",
+    "create_missing_tables",
+    "lock_session_row",
+    "session_tables",
+]
+
+MAX_SESSION_ID_LENGTH = 255
+"""The longest session id the `session_id` columns hold (`VARCHAR(255)`)."""
+
+# On MySQL/MariaDB: full Unicode, and session ids compared byte for byte (the default collations
+# would make "A" and "a" the same session; trailing spaces are still ignored there).
+_MYSQL_TABLE: dict[str, Any] = {"mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_bin"}
+
+
+def _timestamp(name: str) -> Column[Any]:
+    return Column(
+        name, DateTime(timezone=True), nullable=False, server_default=text("CURRENT_TIMESTAMP")
+    )
+
+
+@lru_cache(maxsize=64)
+def session_tables(sessions_table: str, messages_table: str) -> tuple[MetaData, Table, Table]:
+    """Return the metadata and the two tables for one (sessions, messages) name pair.
+
+    Args:
+        sessions_table: The table with one row per session (already validated).
+        messages_table: The table with one row per item (already validated).
+
+    Returns:
+        `(metadata, sessions, messages)`.
+    """
+    metadata = MetaData()
+    sessions = Table(
+        sessions_table,
+        metadata,
+        Column("session_id", String(MAX_SESSION_ID_LENGTH), primary_key=True),
+        _timestamp("created_at"),
+        _timestamp("updated_at"),
+        **_MYSQL_TABLE,
+    )
+    messages = Table(
+        messages_table,
+        metadata,
+        # A monotonic id orders the history; timestamps never do.
+        Column(
+            "id",
+            BigInteger().with_variant(Integer(), "sqlite"),
+            primary_key=True,
+            autoincrement=True,
+        ),
+        Column(
+            "session_id",
+            String(MAX_SESSION_ID_LENGTH),
+            ForeignKey(f"{sessions_table}.session_id", ondelete="CASCADE"),
+            nullable=False,
+        ),
+        # MySQL's TEXT holds 64 KB; an item may be megabytes.
+        Column(
+            "message_data",
+            Text().with_variant(_mysql.LONGTEXT(), "mysql", "mariadb"),
+            nullable=False,
+        ),
+        _timestamp("created_at"),
+        # get_items(limit) walks this index backwards: O(limit), not O(history).
+        Index(f"idx_{messages_table}_session_id", "session_id", "id"),
+        **_MYSQL_TABLE,
+    )
+    return metadata, sessions, messages
+
+
+async def create_missing_tables(
+    engine: AsyncEngine, sessions_table: str, messages_table: str
+) -> None:
+    """Create the two tables and their index, if missing, in one transaction.
+
+    Args:
+        engine: The engine to create them with.
+        sessions_table: The table with one row per session.
+        messages_table: The table with one row per item.
+    """
+    metadata, _, _ = session_tables(sessions_table, messages_table)
+    async with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            # Concurrent CREATE TABLE IF NOT EXISTS can collide in PostgreSQL's catalog:
+            # serialise creators, across processes too, for this transaction.
+            lock_key = zlib.crc32(f"{sessions_table}/{messages_table}".encode())
+            await conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": lock_key})
+        await conn.run_sync(metadata.create_all, checkfirst=True)
+
+
+async def lock_session_row(
+    conn: AsyncConnection, s: Table, session_id: str, *, create: bool
+) -> bool:
+    """Lock a session's row in the sessions table until the transaction ends.
+
+    Args:
+        conn: A connection inside a transaction.
+        s: The sessions table.
+        session_id: The session.
+        create: Create the row (and bump its `updated_at`) if it is missing.
+
+    Returns:
+        Whether the row exists (always `True` with `create`).
+    """
+    sid = session_id
+    dialect = conn.dialect.name
+    if create:
+        if dialect == "postgresql":
+            pg = pg_insert(s).values(session_id=sid)
+            await conn.execute(
+                pg.on_conflict_do_update(
+                    index_elements=[s.c.session_id], set_={"updated_at": func.now()}
+                )
+            )
+            return True
+        if dialect in ("mysql", "mariadb"):
+            my = mysql_insert(s).values(session_id=sid)
+            await conn.execute(my.on_duplicate_key_update(updated_at=func.now()))
+            return True
+        if dialect == "sqlite":
+            lite = sqlite_insert(s).values(session_id=sid)
+            await conn.execute(
+                lite.on_conflict_do_update(
+                    index_elements=[s.c.session_id],
+                    set_={"updated_at": func.current_timestamp()},
+                )
+            )
+            return True
+    locked = select(s.c.session_id).where(s.c.session_id == sid).with_for_update()
+    if (await conn.execute(locked)).first() is not None:
+        if create:
+            await conn.execute(update(s).where(s.c.session_id == sid).values(updated_at=func.now()))
+        return True
+    if not create:
+        return False
+    try:
+        async with conn.begin_nested():
+            await conn.execute(insert(s).values(session_id=sid))
+    except IntegrityError:  # another writer created it first: wait for its lock
+        await conn.execute(locked)
+    return True
