@@ -167,22 +167,22 @@ class RedisSession(PooledSession):
         ttl: float | timedelta | None = None,
         session_settings: SessionSettingsLike | None = None,
         redis_kwargs: Mapping[str, Any] | None = None,
-        **more_redis_kwargs: Any,
+        **kwargs: Any,
     ) -> RedisSession:
         """Create a session with its own client; `close()` closes that client.
 
         Args:
             session_id: Identifies the conversation.
-            url: `redis://[user:password@]host:port/db`, `rediss://...` (TLS),
-                `unix:///path/to/socket`, or for a Redis Cluster
-                `redis+cluster://[user:password@]host:port` (`rediss+cluster://` with TLS), naming
-                any node: the client discovers the others.
+            url: `redis://host:port/db` (with `user:password@` before the host if needed),
+                `rediss://...` (TLS), `unix:///path/to/socket`, or for a Redis Cluster
+                `redis+cluster://host:port` (`rediss+cluster://` with TLS), naming any node:
+                the client discovers the others.
             key_prefix: Prefix of every key this session uses.
             ttl: Expire the session after this long without a write; `None` never expires it.
             session_settings: Default settings for runs that use this session.
             redis_kwargs: Keyword arguments for the client as one dict (the OpenAI Agents SDK's
-                form); merged with `**more_redis_kwargs`.
-            **more_redis_kwargs: Passed to `redis.asyncio.Redis.from_url` (or
+                form); merged with `**kwargs`.
+            **kwargs: Passed to `redis.asyncio.Redis.from_url` (or
                 `redis.asyncio.cluster.RedisCluster.from_url`) as they are (`max_connections`,
                 `socket_timeout`, `retry`, ...).
 
@@ -196,9 +196,7 @@ class RedisSession(PooledSession):
         # An invalid argument raises before any connection exists: nothing to close then.
         return cls._owning(
             session_id=session_id,
-            redis_client=create_client_for_url(
-                url, **merge_kwargs(redis_kwargs, more_redis_kwargs)
-            ),
+            redis_client=create_client_for_url(url, **merge_kwargs(redis_kwargs, kwargs)),
             key_prefix=key_prefix,
             ttl=ttl,
             session_settings=session_settings,

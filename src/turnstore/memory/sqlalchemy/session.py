@@ -158,7 +158,7 @@ class SQLAlchemySession(PooledSession):
         session_settings: SessionSettingsLike | None = None,
         command_timeout: float | None = DEFAULT_COMMAND_TIMEOUT,
         engine_kwargs: Mapping[str, Any] | None = None,
-        **more_engine_kwargs: Any,
+        **kwargs: Any,
     ) -> SQLAlchemySession:
         """Create a session with its own engine; `close()` disposes of that engine.
 
@@ -175,8 +175,8 @@ class SQLAlchemySession(PooledSession):
             command_timeout: The most seconds one operation may spend in the database (see the
                 class); `None` for no bound.
             engine_kwargs: Keyword arguments for the engine as one dict (the OpenAI Agents SDK's
-                form); merged with `**more_engine_kwargs`.
-            **more_engine_kwargs: Passed to `sqlalchemy.ext.asyncio.create_async_engine` as they
+                form); merged with `**kwargs`.
+            **kwargs: Passed to `sqlalchemy.ext.asyncio.create_async_engine` as they
                 are: pool settings (`pool_size`, `max_overflow`, `pool_timeout`, `pool_recycle`,
                 `pool_pre_ping`, `poolclass`), `connect_args`, `echo`, and so on.
 
@@ -190,7 +190,7 @@ class SQLAlchemySession(PooledSession):
         """
         return cls._owning(
             session_id=session_id,
-            engine=create_engine_for_url(url, **merge_kwargs(engine_kwargs, more_engine_kwargs)),
+            engine=create_engine_for_url(url, **merge_kwargs(engine_kwargs, kwargs)),
             create_tables=create_tables,
             sessions_table=sessions_table,
             messages_table=messages_table,
