@@ -35,6 +35,7 @@ from .exceptions import (
 )
 from .items import TResponseInputItem
 from .memory import (
+    AdvancedSQLiteSession,
     AtomicReplacementSession,
     Closing,
     CompactionTriggerContext,
@@ -51,9 +52,11 @@ from .memory import (
     SessionStats,
     SessionStore,
     SQLiteSession,
+    UsageRecordingSession,
     await_session_mutation,
     is_atomic_replacement_session,
     is_openai_responses_compaction_aware_session,
+    is_usage_recording_session,
     open_session_store,
     resolve_session_limit,
 )
@@ -73,6 +76,7 @@ __version__ = "0.2.0"
 """The release: the one place the version is written (pyproject.toml reads it from here)."""
 
 __all__ = [
+    "AdvancedSQLiteSession",
     "Agent",
     "AgentsError",
     "AtomicReplacementSession",
@@ -120,12 +124,14 @@ __all__ = [
     "TextDeltaEvent",
     "TurnstoreError",
     "Usage",
+    "UsageRecordingSession",
     "UserError",
     "__version__",
     "await_session_mutation",
     "function_tool",
     "is_atomic_replacement_session",
     "is_openai_responses_compaction_aware_session",
+    "is_usage_recording_session",
     "open_session_store",
     "resolve_session_limit",
 ]

@@ -9,6 +9,7 @@ loop: response = model(model_in + generated)
       run the requested function tools concurrently
       await session.add_items(turn_items)            one write per completed turn
       await session.run_compaction(...)              if the session is compaction-aware
+await session.record_turn_usage(usage)               if the session records usage per turn
 ```
 """
 
@@ -27,7 +28,11 @@ from .conversion import clean_input_item, input_items_from, output_item_to_input
 from .exceptions import MaxTurnsExceeded, ModelBehaviorError, ModelCallError, UserError
 from .items import TResponseInputItem
 from .memory.mutation import await_session_mutation
-from .memory.session import Session, is_openai_responses_compaction_aware_session
+from .memory.session import (
+    Session,
+    is_openai_responses_compaction_aware_session,
+    is_usage_recording_session,
+)
 from .memory.settings import SessionSettings, coerce_session_settings
 from .models.interface import Model, ModelRequest
 from .models.openai_responses import OpenAIResponsesModel
@@ -398,6 +403,9 @@ async def _execute(
                 settings = dataclasses.replace(settings, tool_choice=None)
             if not calls:
                 state.final_output = _message_text(response)
+                if is_usage_recording_session(session):
+                    # The run's usage goes with the turn it answered: no call to forget.
+                    await await_session_mutation(session.record_turn_usage(state.usage))
                 return
         raise MaxTurnsExceeded(
             f"agent {agent.name!r} made {max_turns} model calls without a final answer "

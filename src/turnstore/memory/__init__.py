@@ -21,10 +21,13 @@ from .session import (
     OpenAIResponsesCompactionAwareSession,
     Session,
     SessionABC,
+    UsageRecordingSession,
     is_atomic_replacement_session,
     is_openai_responses_compaction_aware_session,
+    is_usage_recording_session,
 )
 from .settings import SessionSettings, resolve_session_limit
+from .sqlite.advanced import AdvancedSQLiteSession
 from .sqlite.session import SQLiteSession
 from .store import SessionInfo, SessionRecord, SessionStats, SessionStore
 
@@ -34,6 +37,7 @@ if TYPE_CHECKING:
     from .sqlalchemy.session import SQLAlchemySession
 
 __all__ = [
+    "AdvancedSQLiteSession",
     "AtomicReplacementSession",
     "Closing",
     "CompactionTriggerContext",
@@ -53,9 +57,11 @@ __all__ = [
     "SessionSettings",
     "SessionStats",
     "SessionStore",
+    "UsageRecordingSession",
     "await_session_mutation",
     "is_atomic_replacement_session",
     "is_openai_responses_compaction_aware_session",
+    "is_usage_recording_session",
     "open_session_store",
     "resolve_session_limit",
 ]

@@ -20,8 +20,10 @@ __all__ = [
     "OpenAIResponsesCompactionAwareSession",
     "Session",
     "SessionABC",
+    "UsageRecordingSession",
     "is_atomic_replacement_session",
     "is_openai_responses_compaction_aware_session",
+    "is_usage_recording_session",
 ]
 
 
@@ -179,6 +181,43 @@ def is_openai_responses_compaction_aware_session(
         return False
     try:
         method = getattr(session, "run_compaction", None)
+    except Exception:
+        return False
+    return callable(method)
+
+
+@runtime_checkable
+class UsageRecordingSession(Session, Protocol):
+    """A session that keeps the token usage of each turn, such as `AdvancedSQLiteSession`.
+
+    [`Runner`][turnstore.Runner] calls `record_turn_usage` with the run's usage after each run
+    that completes, when
+    [`is_usage_recording_session`][turnstore.is_usage_recording_session] returns `True`.
+    """
+
+    async def record_turn_usage(self, usage: Any) -> None:
+        """Record the usage of the latest turn.
+
+        Args:
+            usage: The run's [`Usage`][turnstore.Usage] (any object with its counts).
+        """
+        ...
+
+
+def is_usage_recording_session(session: Any) -> TypeGuard[UsageRecordingSession]:
+    """Tell whether `session` records usage per turn (has a callable `record_turn_usage`).
+
+    Args:
+        session: Any object, `None` included.
+
+    Returns:
+        `True` when `session` has a callable `record_turn_usage`; `False` otherwise, also when
+        its attribute lookup raises.
+    """
+    if session is None:
+        return False
+    try:
+        method = getattr(session, "record_turn_usage", None)
     except Exception:
         return False
     return callable(method)

@@ -1,0 +1,791 @@
+"""AdvancedSQLiteSession: `SQLiteSession` with conversation branches and token usage per turn.
+
+Every operation is one job on the database's writer or reader threads (`database.py`), so it keeps
+`SQLiteSession`'s guarantees: no SQLite call on the event loop, group commit for `add_items` on
+`main`, one transaction per write, committed writes survive a crash. How branches share history
+without copying it: `advanced_schema.py`; the operations on them: `advanced_branches.py`; what is
+derived from the items (turns, tools, usage): `advanced_items.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import sqlite3
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ...items import TResponseInputItem
+from ..codec import check_limit, decode_snapshot, encode_items
+from ..session import HistorySnapshot
+from ..settings import SessionSettingsLike, resolve_session_limit
+from .advanced_branches import SEGMENT_PREFIX, Branches
+from .advanced_items import (
+    content_preview,
+    content_texts,
+    is_user,
+    message_type,
+    numbered_turns,
+    tool_name,
+    tool_usage,
+    usage_row,
+)
+from .advanced_schema import MAIN, AdvancedSQLiteSchema
+from .schema import quote_identifier
+from .session import SQLiteSession, _Insert
+
+__all__ = ["AdvancedSQLiteSession"]
+
+_USAGE_COLUMNS = (
+    "requests, input_tokens, output_tokens, total_tokens, input_tokens_details, "
+    "output_tokens_details"
+)
+
+
+class AdvancedSQLiteSession(SQLiteSession):
+    """A `SQLiteSession` with conversation branches and token usage per turn.
+
+    A drop-in for the OpenAI Agents SDK's `AdvancedSQLiteSession` (same constructor and
+    methods). A *turn* starts at each user message. `create_branch_from_turn(n)` starts a branch
+    holding the turns before turn `n` and switches to it; `get_items`, `add_items` and
+    `pop_item` work on the current branch (`main` at first). A branch shares the history it
+    came from: nothing is copied, and writes on one branch never show on another.
+
+    Usage: `Runner` records each run's token usage against the turn it answered, by itself;
+    `store_run_usage(result)` does the same for a run result of turnstore or of the SDK.
+
+    Args:
+        session_id: Identifies the conversation inside the database.
+        db_path: `":memory:"` (the default) or a file path, created on first use.
+        create_tables: Accepted for compatibility with the SDK; the tables are always created
+            on first use when missing (never in the constructor).
+        logger: Where branch operations are logged (default: this module's logger).
+        sessions_table: Name of the table of sessions.
+        messages_table: Name of the table of items; the branch and usage tables are named
+            after it (`<messages_table>_branches`, `_branch_items`, `_turn_usage`).
+        session_settings: Default settings for runs that use this session.
+
+    Raises:
+        TypeError: As `SQLiteSession`, or `create_tables` is not a bool.
+        ValueError: As `SQLiteSession`.
+
+    Example:
+        ```python
+        from turnstore import AdvancedSQLiteSession
+
+        session = AdvancedSQLiteSession(session_id="u1", db_path="chat.db")
+        await session.add_items([{"role": "user", "content": "Hi"}])
+        await session.create_branch_from_turn(1, "retry")
+        print(await session.list_branches())
+        ```
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        db_path: str | os.PathLike[str] = ":memory:",
+        *,
+        create_tables: bool = False,
+        logger: logging.Logger | None = None,
+        sessions_table: str = "agent_sessions",
+        messages_table: str = "agent_messages",
+        session_settings: SessionSettingsLike | None = None,
+    ) -> None:
+        if not isinstance(create_tables, bool):
+            raise TypeError(f"create_tables must be a bool, not {type(create_tables).__name__}")
+        if logger is not None and not isinstance(logger, logging.Logger):
+            raise TypeError(f"logger must be a logging.Logger, not {type(logger).__name__}")
+        super().__init__(
+            session_id,
+            db_path,
+            sessions_table=sessions_table,
+            messages_table=messages_table,
+            session_settings=session_settings,
+        )
+        self._schema: AdvancedSQLiteSchema = AdvancedSQLiteSchema(sessions_table, messages_table)
+        self._logger = logger if logger is not None else logging.getLogger(__name__)
+        self._current_branch_id = MAIN
+
+    @property
+    def current_branch_id(self) -> str:
+        """The branch that `get_items`, `add_items` and `pop_item` work on."""
+        return self._current_branch_id
+
+    # --- plumbing -----------------------------------------------------------------------------
+
+    async def _on_branch(
+        self, work: Callable[[Branches, str], Any], branch_id: str | None = None, *, write: bool
+    ) -> Any:
+        """Run `work(branches, branch)` on a database thread, on `branch_id` or the current branch.
+
+        A current branch that another session object deleted (or cleared) meanwhile falls back to
+        `main`, with a warning; an explicit `branch_id` that does not exist raises `ValueError`.
+        """
+        if branch_id is not None:
+            _check_branch_id(branch_id)
+        self._check_open()
+        captured = self._current_branch_id
+        schema, session_id = self._schema, self.session_id
+
+        def run(conn: sqlite3.Connection) -> tuple[str, Any]:
+            branches = Branches(conn, schema, session_id)
+            if branch_id is not None:
+                if not branches.exists(branch_id):
+                    raise ValueError(f"Branch '{branch_id}' does not exist")
+                return branch_id, work(branches, branch_id)
+            name = captured if branches.exists(captured) else MAIN
+            return name, work(branches, name)
+
+        name, result = await (self._write(run) if write else self._read(run))
+        if branch_id is None and name != captured and self._current_branch_id == captured:
+            self._logger.warning(
+                "Branch '%s' of session %r no longer exists; back on 'main'", captured, session_id
+            )
+            self._current_branch_id = name
+        return result
+
+    # --- the Session protocol, on the current branch -------------------------------------------
+
+    async def get_items(
+        self, limit: int | None = None, branch_id: str | None = None
+    ) -> list[TResponseInputItem]:
+        """Return the latest `limit` items of the current branch (or `branch_id`), oldest first.
+
+        Args:
+            limit: As `SQLiteSession.get_items`.
+            branch_id: Read this branch instead of the current one.
+
+        Returns:
+            The items of the branch: those it shares with the branch it came from, then its own.
+
+        Raises:
+            TypeError: `limit` is not an int, or `branch_id` is not a str.
+            ValueError: `limit` is negative, or `branch_id` does not exist.
+            SessionClosedError: The session was closed.
+            SessionStorageError: SQLite failed.
+        """
+        count = check_limit(resolve_session_limit(limit, self.session_settings))
+        if count == 0:
+            if branch_id is not None:
+                _check_branch_id(branch_id)
+            self._check_open()
+            return []
+        items: list[TResponseInputItem] = await self._on_branch(
+            lambda branches, name: branches.read(name, count), branch_id, write=False
+        )
+        return items
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        """Append items to the current branch in one transaction: all of them or none.
+
+        On `main` the write joins the group commit of `SQLiteSession.add_items`.
+
+        Raises:
+            TypeError: As `SQLiteSession.add_items`; nothing is stored.
+            SessionClosedError: The session was closed.
+            SessionStorageError: SQLite failed; nothing is stored.
+        """
+        encoded = encode_items(items)
+        self._check_open()
+        if not encoded:
+            return
+        schema, session_id = self._schema, self.session_id
+        if self._current_branch_id == MAIN:
+            await self._write(_Insert(schema, session_id, [(session_id, d) for d in encoded]))
+            return
+        i = quote_identifier(schema.items_table)
+
+        def add(branches: Branches, name: str) -> None:
+            conn = branches.conn
+            conn.execute(schema.touch_session, (session_id,))
+            if name == MAIN:
+                conn.executemany(schema.insert, [(session_id, data) for data in encoded])
+                return
+            ids = [conn.execute(schema.insert, (session_id, data)).lastrowid for data in encoded]
+            conn.executemany(
+                f"INSERT INTO {i} (message_id, session_id, branch_id) VALUES (?, ?, ?)",
+                [(row_id, session_id, name) for row_id in ids],
+            )
+
+        await self._on_branch(add, write=True)
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Remove and return the newest item of the current branch, atomically.
+
+        Other branches keep the item when they share it; the turn's usage goes with the turn's
+        user message. Corrupt rows are skipped and left in place.
+
+        Returns:
+            The removed item, or `None` when the branch has no valid item.
+
+        Raises:
+            SessionClosedError: The session was closed.
+            SessionStorageError: SQLite failed.
+        """
+        schema, session_id = self._schema, self.session_id
+
+        def pop(branches: Branches, name: str) -> Any:
+            found = branches.newest(name)
+            if found is None:
+                return None
+            row_id, item, own = found
+            if is_user(item):
+                turn = branches.count_users(name, row_id)
+                branches.conn.execute(
+                    f"DELETE FROM {quote_identifier(schema.usage_table)} WHERE session_id = ? "
+                    "AND branch_id = ? AND user_turn_number = ?",
+                    (session_id, name, turn),
+                )
+            shared = branches.needed_below(name) > row_id
+            if own and not shared:
+                branches.delete_own_rows(name, row_id)
+            else:
+                if shared:
+                    branches.detach(name)
+                branches.set_fork(name, branches.rows[name].parent, row_id)
+            return item
+
+        item: TResponseInputItem | None = await self._on_branch(pop, write=True)
+        return item
+
+    async def clear_session(self) -> None:
+        """Remove every branch, item, archived item and usage row of this session, atomically.
+
+        The names of deleted branches stay reserved; the current branch becomes `main`.
+
+        Raises:
+            SessionClosedError: The session was closed.
+            SessionStorageError: SQLite failed.
+        """
+        schema, session_id = self._schema, self.session_id
+        b = quote_identifier(schema.branches_table)
+
+        def clear(conn: sqlite3.Connection) -> None:
+            for statement in schema.delete_session:
+                conn.execute(statement, (session_id,))
+            for table in (schema.items_table, schema.usage_table):
+                conn.execute(
+                    f"DELETE FROM {quote_identifier(table)} WHERE session_id = ?", (session_id,)
+                )
+            conn.execute(
+                f"DELETE FROM {b} WHERE session_id = ? AND (branch_id = ? OR "
+                "substr(branch_id, 1, 1) = ?)",
+                (session_id, MAIN, SEGMENT_PREFIX),
+            )
+            conn.execute(
+                f"UPDATE {b} SET deleted = 1, parent_id = NULL, fork_before = NULL "
+                "WHERE session_id = ?",
+                (session_id,),
+            )
+
+        await self._write(clear)
+        self._current_branch_id = MAIN
+
+    # --- atomic replacement, on the current branch -----------------------------------------------
+
+    async def snapshot_history(self) -> HistorySnapshot:
+        """Read the current branch's items and the ids of their rows, in one read transaction.
+
+        Raises:
+            SessionClosedError: The session was closed.
+            SessionStorageError: SQLite failed.
+        """
+
+        def read(branches: Branches, name: str) -> HistorySnapshot:
+            view, params = branches.schema.view(branches.chain(name), branches.sid)
+            rows = branches.conn.execute(f"SELECT id, message_data FROM ({view}) ORDER BY id", params)
+            return decode_snapshot(rows.fetchall(), f"session {branches.sid!r}")
+
+        snapshot: HistorySnapshot = await self._on_branch(read, write=False)
+        return snapshot
+
+    async def replace_history(
+        self,
+        snapshot: HistorySnapshot,
+        new_items: list[TResponseInputItem],
+        *,
+        archive: bool = True,
+    ) -> bool:
+        """Replace the snapshot's rows of the current branch by `new_items`, atomically.
+
+        As `SQLiteSession.replace_history`, on the current branch only: afterwards the branch
+        owns its whole history (`new_items`, then the rows added after the snapshot) and shares
+        nothing; the branches that shared the replaced rows keep them.
+
+        Raises:
+            TypeError: An item of `new_items` is not a JSON-serialisable mapping.
+            SessionClosedError: The session was closed.
+            SessionStorageError: SQLite failed; nothing changed.
+        """
+        HistorySnapshot.check(snapshot)
+        encoded = encode_items(new_items)
+        schema, session_id = self._schema, self.session_id
+        through = snapshot.rows[-1] if snapshot.rows else 0
+        i = quote_identifier(schema.items_table)
+
+        def replace(branches: Branches, name: str) -> bool:
+            conn = branches.conn
+            view, params = schema.view(branches.chain(name), session_id, created_at=True)
+            rows = conn.execute(
+                f"SELECT id, message_data, created_at FROM ({view}) ORDER BY id", params
+            ).fetchall()
+            if tuple(row[0] for row in rows if row[0] <= through) != snapshot.rows:
+                return False
+            if archive:
+                conn.executemany(
+                    f"INSERT INTO {quote_identifier(schema.archive_table)} "
+                    "(session_id, message_data, created_at) VALUES (?, ?, ?)",
+                    [(session_id, data, at) for row_id, data, at in rows if row_id <= through],
+                )
+            if branches.needed_below(name) > 0:
+                branches.detach(name)
+            else:
+                branches.delete_own_rows(name)
+            if name in branches.rows:
+                branches.set_fork(name, None, None)
+            fresh = [(data, None) for data in encoded]
+            fresh += [(data, at) for row_id, data, at in rows if row_id > through]
+            for data, at in fresh:
+                if at is None:
+                    row_id = conn.execute(schema.insert, (session_id, data)).lastrowid
+                else:
+                    row_id = conn.execute(schema.insert_with_time, (session_id, data, at)).lastrowid
+                if name != MAIN:
+                    conn.execute(
+                        f"INSERT INTO {i} (message_id, session_id, branch_id) VALUES (?, ?, ?)",
+                        (row_id, session_id, name),
+                    )
+            conn.execute(schema.touch_session, (session_id,))
+            branches.collect()
+            return True
+
+        replaced: bool = await self._on_branch(replace, write=True)
+        return replaced
+
+    # --- branches -------------------------------------------------------------------------------
+
+    async def create_branch_from_turn(
+        self, turn_number: int, branch_name: str | None = None
+    ) -> str:
+        """Start a branch holding the current branch's turns before `turn_number`; switch to it.
+
+        Nothing is copied: the new branch reads the shared turns where they are.
+
+        Args:
+            turn_number: The turn (counted from 1 on the current branch) that the new branch
+                replaces; see `get_conversation_turns`.
+            branch_name: The new branch's id (default `branch_from_turn_<n>_<unix time>`). A name
+                used before in this session, deleted branches included, is refused.
+
+        Returns:
+            The id of the new branch, now the current one.
+
+        Raises:
+            TypeError: `turn_number` is not an int, or `branch_name` is not a str.
+            ValueError: The branch has no turn `turn_number`, or `branch_name` is blank, holds
+                a NUL character, or was used before.
+        """
+        if isinstance(turn_number, bool) or not isinstance(turn_number, int):
+            raise TypeError(f"turn_number must be an int, not {type(turn_number).__name__}")
+        if branch_name is not None:
+            _check_branch_id(branch_name)
+            if not branch_name.strip():
+                raise ValueError("Branch name cannot be empty")
+
+        def create(branches: Branches, source: str) -> tuple[str, str]:
+            at = branches.nth_user(source, turn_number) if turn_number >= 1 else None
+            if at is None:
+                raise ValueError(
+                    f"Turn {turn_number} does not contain a user message in branch '{source}'"
+                )
+            name = branch_name
+            if name is None:
+                base = f"branch_from_turn_{turn_number}_{int(time.time())}"
+                name, suffix = base, 1
+                while branches.used(name):
+                    suffix += 1
+                    name = f"{base}_{suffix}"
+            elif branches.used(name):
+                raise ValueError(f"Branch ID '{name}' has already been used. Choose a new branch ID.")
+            branches.add(name, source, at)
+            return name, source
+
+        name, source = await self._on_branch(create, write=True)
+        self._current_branch_id = name
+        self._logger.debug("Created branch '%s' from turn %s of '%s'", name, turn_number, source)
+        return str(name)
+
+    async def create_branch_from_content(
+        self, search_term: str, branch_name: str | None = None
+    ) -> str:
+        """Start a branch at the first turn whose user message contains `search_term`.
+
+        Raises:
+            TypeError: `search_term` or `branch_name` has the wrong type.
+            ValueError: No turn matches, or `branch_name` is refused (see
+                `create_branch_from_turn`).
+        """
+        matches = await self.find_turns_by_content(search_term)
+        if not matches:
+            raise ValueError(f"No user turns found containing '{search_term}'")
+        return await self.create_branch_from_turn(int(matches[0]["turn"]), branch_name)
+
+    async def switch_to_branch(self, branch_id: str) -> None:
+        """Make `branch_id` the current branch.
+
+        Raises:
+            TypeError: `branch_id` is not a str.
+            ValueError: The branch does not exist.
+        """
+        await self._on_branch(lambda branches, name: None, branch_id, write=False)
+        old, self._current_branch_id = self._current_branch_id, branch_id
+        self._logger.info("Switched from branch '%s' to '%s'", old, branch_id)
+
+    async def delete_branch(self, branch_id: str, force: bool = False) -> None:
+        """Delete a branch, its usage, and the items no other branch shares.
+
+        Its id stays reserved in this session. Branches started from it keep their history.
+
+        Args:
+            branch_id: The branch to delete; not `main`.
+            force: Allow deleting the current branch (the session then switches to `main`).
+
+        Raises:
+            TypeError: `branch_id` is not a str.
+            ValueError: `branch_id` is blank, `main`, the current branch without `force`, or
+                does not exist.
+        """
+        _check_branch_id(branch_id)
+        if not branch_id.strip():
+            raise ValueError("Branch ID cannot be empty")
+        if branch_id == MAIN:
+            raise ValueError("Cannot delete the 'main' branch")
+        current = branch_id == self._current_branch_id
+        if current and not force:
+            raise ValueError(
+                f"Cannot delete current branch '{branch_id}'. "
+                "Use force=True or switch branches first"
+            )
+        usage = quote_identifier(self._schema.usage_table)
+        branches_table = quote_identifier(self._schema.branches_table)
+
+        def delete(branches: Branches, name: str) -> None:
+            conn, sid = branches.conn, branches.sid
+            conn.execute(
+                f"UPDATE {branches_table} SET deleted = 1 WHERE session_id = ? AND branch_id = ?",
+                (sid, name),
+            )
+            conn.execute(
+                f"DELETE FROM {usage} WHERE session_id = ? AND branch_id = ?", (sid, name)
+            )
+            branches.rows[name].deleted = True
+            branches.collect()
+
+        await self._on_branch(delete, branch_id, write=True)
+        if current and self._current_branch_id == branch_id:
+            self._current_branch_id = MAIN
+        self._logger.info("Deleted branch '%s'", branch_id)
+
+    async def list_branches(self) -> list[dict[str, Any]]:
+        """List the branches of this session, `main` first, then in order of creation.
+
+        Returns:
+            One dict per branch: `branch_id`, `message_count` (items it holds, shared ones
+            included), `user_turns`, `is_current`, `created_at` (`main` is listed once it holds
+            an item or another branch exists).
+        """
+        current = self._current_branch_id
+        sessions = quote_identifier(self._schema.sessions_table)
+
+        def listing(branches: Branches, _name: str) -> list[dict[str, Any]]:
+            names = [n for n in branches.rows if n != MAIN and branches.exists(n)]
+            out = []
+            for name in [MAIN, *names]:
+                count = branches.count_rows(name)
+                if name == MAIN and count == 0 and not names:
+                    continue
+                row = branches.rows.get(name)
+                created = row.created_at if row is not None else None
+                if created is None:
+                    found = branches.conn.execute(
+                        f"SELECT created_at FROM {sessions} WHERE session_id = ?", (branches.sid,)
+                    ).fetchone()
+                    created = found[0] if found else None
+                out.append(
+                    {
+                        "branch_id": name,
+                        "message_count": count,
+                        "user_turns": branches.count_users(name),
+                        "is_current": name == current,
+                        "created_at": created,
+                    }
+                )
+            return out
+
+        branches: list[dict[str, Any]] = await self._on_branch(listing, write=False)
+        return branches
+
+    # --- turns --------------------------------------------------------------------------------
+
+    async def get_conversation_turns(self, branch_id: str | None = None) -> list[dict[str, Any]]:
+        """List the user turns of a branch (default: the current one), to choose a fork point.
+
+        Returns:
+            One dict per turn: `turn` (its number), `content` (the first 100 characters),
+            `full_content`, `timestamp`, `can_branch` (always `True`).
+
+        Raises:
+            TypeError: `branch_id` is not a str.
+            ValueError: `branch_id` does not exist.
+        """
+        turns: list[dict[str, Any]] = await self._on_branch(
+            lambda branches, name: _turns(branches.read_rows(name), None, 100),
+            branch_id,
+            write=False,
+        )
+        return turns
+
+    async def find_turns_by_content(
+        self, search_term: str, branch_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        """List the user turns whose text contains `search_term` (ASCII letters case-blind).
+
+        Returns:
+            Matching turns, as `get_conversation_turns` lists them (`content` uncut).
+
+        Raises:
+            TypeError: `search_term` or `branch_id` is not a str.
+            ValueError: `branch_id` does not exist.
+        """
+        if not isinstance(search_term, str):
+            raise TypeError(f"search_term must be a str, not {type(search_term).__name__}")
+        pattern = re.compile(re.escape(search_term), re.IGNORECASE | re.ASCII)
+        turns: list[dict[str, Any]] = await self._on_branch(
+            lambda branches, name: _turns(branches.read_rows(name), pattern, None),
+            branch_id,
+            write=False,
+        )
+        return turns
+
+    async def get_conversation_by_turns(
+        self, branch_id: str | None = None
+    ) -> dict[int, list[dict[str, str | None]]]:
+        """Group a branch's items by turn: `{turn: [{"type": ..., "tool_name": ...}, ...]}`.
+
+        Items before the first user message are turn 0.
+
+        Raises:
+            TypeError: `branch_id` is not a str.
+            ValueError: `branch_id` does not exist.
+        """
+
+        def group(branches: Branches, name: str) -> dict[int, list[dict[str, str | None]]]:
+            items = [item for _, item, _ in branches.read_rows(name)]
+            grouped: dict[int, list[dict[str, str | None]]] = {}
+            for turn, item in numbered_turns(items):
+                entry = {"type": message_type(item), "tool_name": tool_name(item)}
+                grouped.setdefault(turn, []).append(entry)
+            return grouped
+
+        grouped: dict[int, list[dict[str, str | None]]] = await self._on_branch(
+            group, branch_id, write=False
+        )
+        return grouped
+
+    async def get_tool_usage(self, branch_id: str | None = None) -> list[tuple[str, int, int]]:
+        """Count tool calls per turn of a branch: `(tool_name, uses, turn)`, by turn.
+
+        Raises:
+            TypeError: `branch_id` is not a str.
+            ValueError: `branch_id` does not exist.
+        """
+        usage: list[tuple[str, int, int]] = await self._on_branch(
+            lambda branches, name: tool_usage(item for _, item, _ in branches.read_rows(name)),
+            branch_id,
+            write=False,
+        )
+        return usage
+
+    # --- usage ----------------------------------------------------------------------------------
+
+    async def store_run_usage(self, result: Any) -> None:
+        """Record a run's token usage against the current turn of the current branch.
+
+        Not needed with turnstore's `Runner`, which records it by itself.
+
+        Args:
+            result: A run result: turnstore's (its `usage`) or the OpenAI Agents SDK's (its
+                `context_wrapper.usage`).
+
+        Raises:
+            TypeError: `result` carries no usage, or its counts are not non-negative ints.
+            SessionClosedError: The session was closed.
+            SessionStorageError: SQLite failed.
+        """
+        wrapper = getattr(result, "context_wrapper", None)
+        if wrapper is not None and hasattr(wrapper, "usage"):
+            usage = wrapper.usage
+        elif hasattr(result, "usage"):
+            usage = result.usage
+        else:
+            raise TypeError(
+                "store_run_usage needs a run result (turnstore's RunResult or the OpenAI Agents "
+                f"SDK's), not {type(result).__name__}"
+            )
+        if usage is not None:
+            await self.record_turn_usage(usage)
+
+    async def record_turn_usage(self, usage: Any) -> None:
+        """Record token usage against the current turn (replacing what the turn had).
+
+        Called by `Runner` after each run ([`UsageRecordingSession`][turnstore.UsageRecordingSession]).
+        Nothing is recorded while the branch holds no user message.
+
+        Args:
+            usage: Counts `requests`, `input_tokens`, `output_tokens`, `total_tokens`, and
+                token details (turnstore's `Usage` or the SDK's).
+
+        Raises:
+            TypeError: A count is missing or not a non-negative int.
+            SessionClosedError: The session was closed.
+            SessionStorageError: SQLite failed.
+        """
+        values = usage_row(usage)
+        table = quote_identifier(self._schema.usage_table)
+
+        def record(branches: Branches, name: str) -> None:
+            turn = branches.count_users(name)
+            if turn == 0:
+                return
+            branches.conn.execute(
+                f"INSERT OR REPLACE INTO {table} (session_id, branch_id, user_turn_number, "
+                f"{_USAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (branches.sid, name, turn, *values),
+            )
+
+        await self._on_branch(record, write=True)
+
+    async def get_session_usage(self, branch_id: str | None = None) -> dict[str, int] | None:
+        """Sum the usage of every turn of one branch, or of all branches.
+
+        Returns:
+            `requests`, `input_tokens`, `output_tokens`, `total_tokens`, `total_turns`; `None`
+            when no usage was recorded.
+        """
+        if branch_id is not None:
+            _check_branch_id(branch_id)
+        self._check_open()
+        table = quote_identifier(self._schema.usage_table)
+        where = "session_id = ?" + (" AND branch_id = ?" if branch_id else "")
+        args = (self.session_id, branch_id) if branch_id else (self.session_id,)
+
+        def read(conn: sqlite3.Connection) -> Any:
+            return conn.execute(
+                "SELECT SUM(requests), SUM(input_tokens), SUM(output_tokens), "
+                f"SUM(total_tokens), COUNT(*) FROM {table} WHERE {where}",
+                args,
+            ).fetchone()
+
+        row = await self._read(read)
+        if row is None or row[0] is None:
+            return None
+        keys = ("requests", "input_tokens", "output_tokens", "total_tokens", "total_turns")
+        return {key: int(value or 0) for key, value in zip(keys, row, strict=True)}
+
+    async def get_turn_usage(
+        self, user_turn_number: int | None = None, branch_id: str | None = None
+    ) -> list[dict[str, Any]] | dict[str, Any]:
+        """Return the usage of one turn (a dict, `{}` if none) or of every turn (a list).
+
+        Each has `requests`, `input_tokens`, `output_tokens`, `total_tokens`,
+        `input_tokens_details` and `output_tokens_details` (dicts or `None`); the list's entries
+        also `user_turn_number`.
+
+        Raises:
+            TypeError: `user_turn_number` is not an int or `branch_id` not a str.
+        """
+        if user_turn_number is not None and (
+            isinstance(user_turn_number, bool) or not isinstance(user_turn_number, int)
+        ):
+            raise TypeError(
+                f"user_turn_number must be an int, not {type(user_turn_number).__name__}"
+            )
+        table = quote_identifier(self._schema.usage_table)
+
+        def read(branches: Branches, name: str) -> list[Any]:
+            query = (
+                f"SELECT user_turn_number, {_USAGE_COLUMNS} FROM {table} "
+                "WHERE session_id = ? AND branch_id = ?"
+            )
+            args: tuple[Any, ...] = (branches.sid, name)
+            if user_turn_number is not None:
+                query += " AND user_turn_number = ?"
+                args += (user_turn_number,)
+            return branches.conn.execute(query + " ORDER BY user_turn_number", args).fetchall()
+
+        rows = await self._on_branch(read, branch_id, write=False)
+        entries = [_usage_entry(row) for row in rows]
+        if user_turn_number is None:
+            return entries
+        if not entries:
+            return {}
+        entries[0].pop("user_turn_number")
+        return entries[0]
+
+
+def _check_branch_id(branch_id: Any) -> None:
+    if not isinstance(branch_id, str):
+        raise TypeError(f"a branch id must be a str, not {type(branch_id).__name__}")
+    if "\x00" in branch_id:
+        raise ValueError("a branch id cannot contain a NUL character")
+
+
+def _turns(
+    rows: list[tuple[int, Any, Any]], pattern: re.Pattern[str] | None, cut: int | None
+) -> list[dict[str, Any]]:
+    out = []
+    for turn, (item, created) in _numbered_with_time(rows):
+        if not is_user(item):
+            continue
+        content = item.get("content", "")
+        if pattern is not None and not any(pattern.search(t) for t in content_texts(content)):
+            continue
+        out.append(
+            {
+                "turn": turn,
+                "content": content_preview(content, cut),
+                "full_content": content,
+                "timestamp": created,
+                "can_branch": True,
+            }
+        )
+    return out
+
+
+def _numbered_with_time(rows: list[tuple[int, Any, Any]]) -> list[tuple[int, Any]]:
+    """(turn, (item, created_at)) for rows (id, item, created_at)."""
+    turns = numbered_turns(item for _, item, _ in rows)
+    return [(turn, (item, created)) for (turn, item), (_, _, created) in zip(turns, rows)]
+
+
+def _usage_entry(row: Any) -> dict[str, Any]:
+    def details(text: Any) -> Any:
+        if not text:
+            return None
+        try:
+            return json.loads(text)
+        except ValueError:
+            return None
+
+    return {
+        "user_turn_number": row[0],
+        "requests": row[1],
+        "input_tokens": row[2],
+        "output_tokens": row[3],
+        "total_tokens": row[4],
+        "input_tokens_details": details(row[5]),
+        "output_tokens_details": details(row[6]),
+    }

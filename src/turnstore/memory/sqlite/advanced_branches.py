@@ -1,0 +1,277 @@
+"""The branch operations of `AdvancedSQLiteSession`, run on the database's threads.
+
+Each function takes the connection of the thread it runs on; the writer's run inside its
+transaction, so each operation is atomic. See `advanced_schema.py` for the layout.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from ..codec import MAX_LIMIT, decode_item
+from .advanced_schema import MAIN, AdvancedSQLiteSchema, Chain
+from .reads import _decode_checked as decode_checked
+from .reads import read_all, read_latest
+from .schema import quote_identifier
+
+__all__ = ["Branches", "SEGMENT_PREFIX"]
+
+SEGMENT_PREFIX = "\x00"
+"""Internal segments start with NUL, which a branch name may not contain."""
+
+
+@dataclass(slots=True)
+class _Branch:
+    parent: str | None
+    fork_before: int | None
+    deleted: bool
+    created_at: Any
+
+
+class Branches:
+    """The branch rows of one session as one transaction sees them, and what to do with them."""
+
+    def __init__(self, conn: sqlite3.Connection, schema: AdvancedSQLiteSchema, sid: str) -> None:
+        self.conn = conn
+        self.schema = schema
+        self.sid = sid
+        self.rows: dict[str, _Branch] = {
+            name: _Branch(parent, before, bool(deleted), created)
+            for name, parent, before, deleted, created in conn.execute(
+                schema.select_branches, (sid,)
+            )
+        }
+
+    # --- names and chains -------------------------------------------------------------------
+
+    def exists(self, branch_id: str) -> bool:
+        """Whether a branch can be read, written and switched to (`main` always can)."""
+        row = self.rows.get(branch_id)
+        return branch_id == MAIN or (row is not None and not row.deleted)
+
+    def used(self, branch_id: str) -> bool:
+        """Whether a name is taken: a living branch, `main`, or a deleted branch (reserved)."""
+        return branch_id == MAIN or branch_id in self.rows
+
+    def chain(self, branch_id: str) -> Chain:
+        """The branch and its ancestors, each with the id its rows are seen below."""
+        chain: Chain = []
+        below = MAX_LIMIT
+        name: str | None = branch_id
+        while name is not None and len(chain) <= len(self.rows):
+            chain.append((name, below))
+            row = self.rows.get(name)
+            if row is None:
+                break
+            if row.fork_before is not None:
+                below = min(below, row.fork_before)
+            name = row.parent
+        return chain
+
+    def children(self, branch_id: str) -> list[str]:
+        """The branches forked from this one, living or not."""
+        return [name for name, row in self.rows.items() if row.parent == branch_id]
+
+    def living(self, branch_id: str, _seen: frozenset[str] = frozenset()) -> bool:
+        """Whether a branch exists or some living branch reads through it."""
+        if branch_id in _seen:
+            return False
+        if self.exists(branch_id):
+            return True
+        seen = _seen | {branch_id}
+        return any(self.living(child, seen) for child in self.children(branch_id))
+
+    def needed_below(self, branch_id: str) -> int:
+        """The rows of a branch below this id are read by a living sub-branch (0: none)."""
+        bounds = [
+            self.rows[child].fork_before or MAX_LIMIT
+            for child in self.children(branch_id)
+            if self.living(child)
+        ]
+        return max(bounds, default=0)
+
+    # --- reading a view -----------------------------------------------------------------------
+
+    def plain(self, branch_id: str) -> bool:
+        """Whether the view is simply every row of the session (`main`, never branched)."""
+        if branch_id != MAIN or MAIN in self.rows:
+            return False
+        return self.conn.execute(self.schema.has_branch_items, (self.sid,)).fetchone() is None
+
+    def read(self, branch_id: str, limit: int | None) -> list[Any]:
+        """The valid items of a branch, oldest first; the latest `limit` when given."""
+        if self.plain(branch_id):
+            if limit is None:
+                return read_all(self.conn, self.schema, self.sid)
+            return read_latest(self.conn, self.schema, self.sid, limit)
+        view, params = self.schema.view(self.chain(branch_id), self.sid)
+        if limit is None:
+            rows = self.conn.execute(f"{view} ORDER BY id", params).fetchall()
+            return self._decode(rows)
+        window = limit
+        while True:
+            rows = self.conn.execute(f"{view} ORDER BY id DESC LIMIT ?", [*params, window])
+            fetched = rows.fetchall()
+            fetched.reverse()
+            items = self._decode(fetched)
+            if len(items) >= limit or len(fetched) < window:
+                return items[-limit:] if limit else []
+            window *= 2
+
+    def read_rows(self, branch_id: str) -> list[tuple[int, Any, Any]]:
+        """(id, item, created_at) of every valid row of a branch, oldest first."""
+        view, params = self.schema.view(self.chain(branch_id), self.sid, created_at=True)
+        out: list[tuple[int, Any, Any]] = []
+        for row_id, data, _valid, created in self.conn.execute(f"{view} ORDER BY id", params):
+            item = decode_item(data, where=f"row {row_id} of session {self.sid!r}")
+            if item is not None:
+                out.append((row_id, item, created))
+        return out
+
+    def count_users(self, branch_id: str, through: int = MAX_LIMIT) -> int:
+        """How many turns (user messages) a branch's view holds up to row `through`."""
+        view, params = self.schema.view(self.chain(branch_id), self.sid)
+        (count,) = self.conn.execute(self.schema.count_users(view), [*params, through]).fetchone()
+        return int(count)
+
+    def count_rows(self, branch_id: str) -> int:
+        """How many rows a branch's view holds (corrupt rows included)."""
+        view, params = self.schema.view(self.chain(branch_id), self.sid)
+        (count,) = self.conn.execute(f"SELECT COUNT(*) FROM ({view})", params).fetchone()
+        return int(count)
+
+    def nth_user(self, branch_id: str, turn: int) -> int | None:
+        """The row id of the user message that starts turn `turn` of a branch."""
+        view, params = self.schema.view(self.chain(branch_id), self.sid)
+        found = self.conn.execute(self.schema.nth_user(view), [*params, turn - 1]).fetchone()
+        return None if found is None else int(found[0])
+
+    def newest(self, branch_id: str) -> tuple[int, Any, bool] | None:
+        """The newest valid row of a branch: (id, item, written on this branch)."""
+        view, params = self.schema.view(self.chain(branch_id), self.sid)
+        for row_id, data, _valid in self.conn.execute(f"{view} ORDER BY id DESC", params):
+            item = decode_item(data, where=f"row {row_id} of session {self.sid!r}")
+            if item is not None:
+                return row_id, item, self.owner(row_id) == branch_id
+        return None
+
+    def owner(self, row_id: int) -> str:
+        """The branch (or segment) that wrote a row."""
+        found = self.conn.execute(
+            f"SELECT branch_id FROM {quote_identifier(self.schema.items_table)} "
+            "WHERE message_id = ?",
+            (row_id,),
+        ).fetchone()
+        return MAIN if found is None else str(found[0])
+
+    # --- changing branches ----------------------------------------------------------------
+
+    def ensure_row(self, branch_id: str) -> None:
+        """Give `main` its row in the branches table (other branches always have one)."""
+        if branch_id in self.rows:
+            return
+        self.conn.execute(
+            f"INSERT INTO {quote_identifier(self.schema.branches_table)} "
+            "(session_id, branch_id) VALUES (?, ?)",
+            (self.sid, branch_id),
+        )
+        self.rows[branch_id] = _Branch(None, None, False, None)
+
+    def add(self, branch_id: str, parent: str, fork_before: int) -> None:
+        """Create a branch that reads `parent` below row `fork_before`."""
+        self.ensure_row(parent)
+        self.conn.execute(
+            f"INSERT INTO {quote_identifier(self.schema.branches_table)} "
+            "(session_id, branch_id, parent_id, fork_before) VALUES (?, ?, ?, ?)",
+            (self.sid, branch_id, parent, fork_before),
+        )
+        self.rows[branch_id] = _Branch(parent, fork_before, False, None)
+
+    def set_fork(self, branch_id: str, parent: str | None, fork_before: int | None) -> None:
+        """Point a branch at another parent and fork point."""
+        self.ensure_row(branch_id)
+        self.conn.execute(
+            f"UPDATE {quote_identifier(self.schema.branches_table)} SET parent_id = ?, "
+            "fork_before = ? WHERE session_id = ? AND branch_id = ?",
+            (parent, fork_before, self.sid, branch_id),
+        )
+        row = self.rows[branch_id]
+        row.parent, row.fork_before = parent, fork_before
+
+    def detach(self, branch_id: str) -> None:
+        """Move a branch's own rows and its sub-branches to a new internal segment.
+
+        Afterwards the branch reads everything it read before through the segment and owns no
+        row, so changing it (narrowing its fork point, replacing its history) leaves its
+        sub-branches as they were.
+        """
+        self.ensure_row(branch_id)
+        segment = f"{SEGMENT_PREFIX}{uuid.uuid4().hex}"
+        row = self.rows[branch_id]
+        b = quote_identifier(self.schema.branches_table)
+        i = quote_identifier(self.schema.items_table)
+        self.conn.execute(
+            f"INSERT INTO {b} (session_id, branch_id, parent_id, fork_before, deleted) "
+            "VALUES (?, ?, ?, ?, 1)",
+            (self.sid, segment, row.parent, row.fork_before),
+        )
+        self.rows[segment] = _Branch(row.parent, row.fork_before, True, None)
+        if branch_id == MAIN:
+            m = quote_identifier(self.schema.messages_table)
+            self.conn.execute(
+                f"INSERT INTO {i} (message_id, session_id, branch_id) SELECT m.id, ?, ? "
+                f"FROM {m} m WHERE m.session_id = ? "
+                f"AND NOT EXISTS (SELECT 1 FROM {i} x WHERE x.message_id = m.id)",
+                (self.sid, segment, self.sid),
+            )
+        else:
+            self.conn.execute(
+                f"UPDATE {i} SET branch_id = ? WHERE session_id = ? AND branch_id = ?",
+                (segment, self.sid, branch_id),
+            )
+        self.conn.execute(
+            f"UPDATE {b} SET parent_id = ? WHERE session_id = ? AND parent_id = ?",
+            (segment, self.sid, branch_id),
+        )
+        for child in self.children(branch_id):
+            self.rows[child].parent = segment
+        self.set_fork(branch_id, segment, None)
+
+    def delete_own_rows(self, branch_id: str, from_id: int = 0) -> None:
+        """Delete the rows a branch wrote with id >= `from_id` (`main`: rows of no branch)."""
+        m = quote_identifier(self.schema.messages_table)
+        i = quote_identifier(self.schema.items_table)
+        if branch_id == MAIN:
+            self.conn.execute(
+                f"DELETE FROM {m} WHERE session_id = ? AND id >= ? "
+                f"AND NOT EXISTS (SELECT 1 FROM {i} x WHERE x.message_id = {m}.id)",
+                (self.sid, from_id),
+            )
+            return
+        selected = (
+            f"SELECT message_id FROM {i} WHERE session_id = ? AND branch_id = ? "
+            "AND message_id >= ?"
+        )
+        args = (self.sid, branch_id, from_id)
+        self.conn.execute(f"DELETE FROM {m} WHERE id IN ({selected})", args)
+        self.conn.execute(f"DELETE FROM {i} WHERE message_id IN ({selected})", args)
+
+    def collect(self) -> None:
+        """Delete the rows of deleted branches and segments that no living branch reads."""
+        b = quote_identifier(self.schema.branches_table)
+        for name, row in list(self.rows.items()):
+            if not row.deleted:
+                continue
+            below = self.needed_below(name)
+            self.delete_own_rows(name, below)
+            if below == 0 and name.startswith(SEGMENT_PREFIX):
+                self.conn.execute(
+                    f"DELETE FROM {b} WHERE session_id = ? AND branch_id = ?", (self.sid, name)
+                )
+                del self.rows[name]
+
+    def _decode(self, rows: list[Any]) -> list[Any]:
+        return decode_checked(rows, self.sid)

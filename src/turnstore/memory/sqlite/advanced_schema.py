@@ -1,0 +1,171 @@
+"""The tables of `AdvancedSQLiteSession` beside `SQLiteSession`'s, and the SQL that reads a branch.
+
+Layout (added to the tables of `schema.py`, named after the messages table):
+
+```text
+<messages>_branches      session_id, branch_id, parent_id, fork_before, deleted, created_at
+                         primary key (session_id, branch_id)
+<messages>_branch_items  message_id INTEGER PRIMARY KEY (a row of <messages>), session_id,
+                         branch_id; index (session_id, branch_id, message_id)
+<messages>_turn_usage    session_id, branch_id, user_turn_number, requests, input_tokens,
+                         output_tokens, total_tokens, input_tokens_details (JSON),
+                         output_tokens_details (JSON), created_at
+                         primary key (session_id, branch_id, user_turn_number)
+```
+
+A branch shares its parent's history without copying it: the rows a branch sees (its *view*) are
+the rows its parent saw below `fork_before` (a message id), then the rows written on the branch.
+Rows written on `main` have no `branch_items` row, so a session that never branched is stored
+exactly as a `SQLiteSession` stores it (and an existing `SQLiteSession` file is its `main`). A
+deleted branch keeps its row (`deleted = 1`, its name stays reserved) and the rows that a living
+branch still reads through it; internal segments (names starting with NUL) hold history that a
+`pop_item` or `replace_history` took out of one branch while its sub-branches still read it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+from ...exceptions import SessionSchemaError
+from .schema import SQLiteSchema, quote_identifier
+
+__all__ = ["MAIN", "AdvancedSQLiteSchema", "Chain"]
+
+MAIN = "main"
+"""The branch every session starts on; it cannot be deleted."""
+
+Chain = list[tuple[str, int]]
+"""A branch and its ancestors, nearest first: (branch id, rows of it seen are below this id)."""
+
+_VALID = "CASE WHEN typeof(m.message_data) = 'text' THEN json_valid(m.message_data) ELSE 0 END"
+
+_IS_USER = (
+    "CASE WHEN valid = 1 THEN json_extract(message_data, '$.role') = 'user' ELSE 0 END"
+)
+"""1 when a row of a view is a user message (the start of a turn)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AdvancedSQLiteSchema(SQLiteSchema):
+    """`SQLiteSchema` plus the branch and usage tables of one (sessions, messages) pair."""
+
+    @property
+    def branches_table(self) -> str:
+        """The table of branches (name, parent, fork point)."""
+        return f"{self.messages_table}_branches"
+
+    @property
+    def items_table(self) -> str:
+        """The table that says which branch wrote a row (rows of `main` are absent)."""
+        return f"{self.messages_table}_branch_items"
+
+    @property
+    def usage_table(self) -> str:
+        """The table of token usage per (branch, user turn)."""
+        return f"{self.messages_table}_turn_usage"
+
+    def create(self, conn: sqlite3.Connection) -> None:
+        """Create the base tables, then the branch and usage tables, and check them.
+
+        Raises:
+            SessionSchemaError: As `SQLiteSchema.create`, or a table with one of the new names
+                exists without the columns needed.
+        """
+        SQLiteSchema.create(self, conn)
+        b = quote_identifier(self.branches_table)
+        i = quote_identifier(self.items_table)
+        u = quote_identifier(self.usage_table)
+        conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {b} (session_id TEXT NOT NULL, branch_id TEXT NOT NULL, "
+            "parent_id TEXT, fork_before INTEGER, deleted INTEGER NOT NULL DEFAULT 0, "
+            "created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, PRIMARY KEY (session_id, branch_id))"
+        )
+        conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {i} (message_id INTEGER PRIMARY KEY, "
+            "session_id TEXT NOT NULL, branch_id TEXT NOT NULL)"
+        )
+        conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {u} (session_id TEXT NOT NULL, branch_id TEXT NOT NULL, "
+            "user_turn_number INTEGER NOT NULL, requests INTEGER NOT NULL DEFAULT 0, "
+            "input_tokens INTEGER NOT NULL DEFAULT 0, output_tokens INTEGER NOT NULL DEFAULT 0, "
+            "total_tokens INTEGER NOT NULL DEFAULT 0, input_tokens_details TEXT, "
+            "output_tokens_details TEXT, created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, "
+            "PRIMARY KEY (session_id, branch_id, user_turn_number))"
+        )
+        for table, needed in (
+            (self.branches_table, {"session_id", "branch_id", "parent_id", "fork_before"}),
+            (self.items_table, {"message_id", "session_id", "branch_id"}),
+            (self.usage_table, {"session_id", "branch_id", "user_turn_number", "total_tokens"}),
+        ):
+            columns = {
+                row[1] for row in conn.execute(f"PRAGMA table_info({quote_identifier(table)})")
+            }
+            if needed - columns:
+                raise SessionSchemaError(
+                    f"table {table!r} exists but is not an AdvancedSQLiteSession table (missing "
+                    f"columns: {', '.join(sorted(needed - columns))}): choose other table names"
+                )
+        conn.execute(
+            "CREATE INDEX IF NOT EXISTS "
+            f"{quote_identifier(f'idx_{self.items_table}_branch')} "
+            f"ON {i} (session_id, branch_id, message_id)"
+        )
+
+    # --- reading a branch -----------------------------------------------------------------
+
+    def view(
+        self, chain: Chain, session_id: str, *, created_at: bool = False
+    ) -> tuple[str, list[object]]:
+        """The rows a branch sees, unordered: (id, message_data, valid[, created_at]).
+
+        Args:
+            chain: The branch and its ancestors (see `Chain`).
+            session_id: The session.
+            created_at: Also select each row's `created_at`.
+
+        Returns:
+            The SQL (a UNION ALL, one SELECT per branch of the chain) and its parameters.
+        """
+        m = quote_identifier(self.messages_table)
+        i = quote_identifier(self.items_table)
+        extra = ", m.created_at AS created_at" if created_at else ""
+        columns = f"m.id AS id, m.message_data AS message_data, {_VALID} AS valid{extra}"
+        parts: list[str] = []
+        params: list[object] = []
+        for branch_id, below in chain:
+            if branch_id == MAIN:
+                parts.append(
+                    f"SELECT {columns} FROM {m} m WHERE m.session_id = ? AND m.id < ? "
+                    f"AND NOT EXISTS (SELECT 1 FROM {i} b WHERE b.message_id = m.id)"
+                )
+                params += [session_id, below]
+            else:
+                parts.append(
+                    f"SELECT {columns} FROM {i} b JOIN {m} m ON m.id = b.message_id "
+                    "WHERE b.session_id = ? AND b.branch_id = ? AND b.message_id < ?"
+                )
+                params += [session_id, branch_id, below]
+        return " UNION ALL ".join(parts), params
+
+    def count_users(self, view: str) -> str:
+        """How many user messages (turns) a view holds, among rows with id <= `?`."""
+        return f"SELECT COUNT(*) FROM ({view}) WHERE id <= ? AND {_IS_USER}"
+
+    def nth_user(self, view: str) -> str:
+        """The id of the `?`-th (OFFSET `?`) user message of a view."""
+        return f"SELECT id FROM ({view}) WHERE {_IS_USER} ORDER BY id LIMIT 1 OFFSET ?"
+
+    @property
+    def select_branches(self) -> str:
+        """Every branch row of a session: (branch_id, parent_id, fork_before, deleted, created_at)."""
+        return (
+            "SELECT branch_id, parent_id, fork_before, deleted, created_at FROM "
+            f"{quote_identifier(self.branches_table)} WHERE session_id = ? ORDER BY rowid"
+        )
+
+    @property
+    def has_branch_items(self) -> str:
+        """1 when some row of a session was written on a branch other than `main`."""
+        return f"SELECT 1 FROM {quote_identifier(self.items_table)} WHERE session_id = ? LIMIT 1"
+
