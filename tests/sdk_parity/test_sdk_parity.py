@@ -35,9 +35,15 @@ SDK_TEST_FILES = [
     "memory/test_session.py",
     "memory/test_session_limit.py",
     "extensions/memory/test_encrypt_session.py",
+    "extensions/memory/test_advanced_sqlite_session.py",
 ]
 # Helper modules those files import.
-SDK_SUPPORT_FILES = ["__init__.py", "test_responses.py", "memory/__init__.py"]
+SDK_SUPPORT_FILES = [
+    "__init__.py",
+    "test_responses.py",
+    "memory/__init__.py",
+    "utils/hitl.py",
+]
 
 _PRIVATE = (
     "reads a private attribute of the SDK's SQLiteSession (its per-thread connection cache "
@@ -185,7 +191,13 @@ def _extract(sdist: Path, into: Path) -> Path:
         members = [m for m in archive.getmembers() if m.name in wanted]
         archive.extractall(into, members=members, filter="data")
     project = into / f"openai_agents-{SDK_VERSION}"
-    for package in ("tests", "tests/memory", "tests/extensions", "tests/extensions/memory"):
+    for package in (
+        "tests",
+        "tests/memory",
+        "tests/extensions",
+        "tests/extensions/memory",
+        "tests/utils",
+    ):
         (project / package / "__init__.py").touch()
     shutil.copyfile(Path(__file__).with_name("sdk_conftest.py"), project / "conftest.py")
     return project

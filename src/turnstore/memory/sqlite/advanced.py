@@ -241,7 +241,11 @@ class AdvancedSQLiteSession(SQLiteSession):
                 )
             shared = branches.needed_below(name) > row_id
             if own and not shared:
-                branches.delete_own_rows(name, row_id)
+                branches.conn.execute(schema.delete_row, (row_id,))
+                branches.conn.execute(
+                    f"DELETE FROM {quote_identifier(schema.items_table)} WHERE message_id = ?",
+                    (row_id,),
+                )
             else:
                 if shared:
                     branches.detach(name)
