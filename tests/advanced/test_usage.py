@@ -47,7 +47,9 @@ async def test_runner_records_usage_per_turn_on_each_branch(
     assert is_usage_recording_session(session)
     try:
         await Runner.run(agent, "Hi", session=session, run_config=config)
-        streamed = Runner.run_streamed(agent, "Weather in Oslo?", session=session, run_config=config)
+        streamed = Runner.run_streamed(
+            agent, "Weather in Oslo?", session=session, run_config=config
+        )
         async for _ in streamed.stream_events():
             pass
         assert await session.get_turn_usage(1) == {

@@ -300,7 +300,9 @@ class AdvancedSQLiteSession(SQLiteSession):
 
         def read(branches: Branches, name: str) -> HistorySnapshot:
             view, params = branches.schema.view(branches.chain(name), branches.sid)
-            rows = branches.conn.execute(f"SELECT id, message_data FROM ({view}) ORDER BY id", params)
+            rows = branches.conn.execute(
+                f"SELECT id, message_data FROM ({view}) ORDER BY id", params
+            )
             return decode_snapshot(rows.fetchall(), f"session {branches.sid!r}")
 
         snapshot: HistorySnapshot = await self._on_branch(read, write=False)
@@ -413,7 +415,9 @@ class AdvancedSQLiteSession(SQLiteSession):
                     suffix += 1
                     name = f"{base}_{suffix}"
             elif branches.used(name):
-                raise ValueError(f"Branch ID '{name}' has already been used. Choose a new branch ID.")
+                raise ValueError(
+                    f"Branch ID '{name}' has already been used. Choose a new branch ID."
+                )
             branches.add(name, source, at)
             return name, source
 
@@ -482,9 +486,7 @@ class AdvancedSQLiteSession(SQLiteSession):
                 f"UPDATE {branches_table} SET deleted = 1 WHERE session_id = ? AND branch_id = ?",
                 (sid, name),
             )
-            conn.execute(
-                f"DELETE FROM {usage} WHERE session_id = ? AND branch_id = ?", (sid, name)
-            )
+            conn.execute(f"DELETE FROM {usage} WHERE session_id = ? AND branch_id = ?", (sid, name))
             branches.rows[name].deleted = True
             branches.collect()
 

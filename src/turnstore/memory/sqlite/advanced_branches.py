@@ -107,12 +107,14 @@ class Branches:
             if limit is None:
                 return read_all(self.conn, self.schema, self.sid)
             return read_latest(self.conn, self.schema, self.sid, limit)
-        view, params = self.schema.view(self.chain(branch_id), self.sid)
+        chain = self.chain(branch_id)
         if limit is None:
+            view, params = self.schema.view(chain, self.sid)
             rows = self.conn.execute(f"{view} ORDER BY id", params).fetchall()
             return self._decode(rows)
         window = limit
         while True:
+            view, params = self.schema.view(chain, self.sid, newest=window)
             rows = self.conn.execute(f"{view} ORDER BY id DESC LIMIT ?", [*params, window])
             fetched = rows.fetchall()
             fetched.reverse()
@@ -252,8 +254,7 @@ class Branches:
             )
             return
         selected = (
-            f"SELECT message_id FROM {i} WHERE session_id = ? AND branch_id = ? "
-            "AND message_id >= ?"
+            f"SELECT message_id FROM {i} WHERE session_id = ? AND branch_id = ? AND message_id >= ?"
         )
         args = (self.sid, branch_id, from_id)
         self.conn.execute(f"DELETE FROM {m} WHERE id IN ({selected})", args)

@@ -40,9 +40,7 @@ Chain = list[tuple[str, int]]
 
 _VALID = "CASE WHEN typeof(m.message_data) = 'text' THEN json_valid(m.message_data) ELSE 0 END"
 
-_IS_USER = (
-    "CASE WHEN valid = 1 THEN json_extract(message_data, '$.role') = 'user' ELSE 0 END"
-)
+_IS_USER = "CASE WHEN valid = 1 THEN json_extract(message_data, '$.role') = 'user' ELSE 0 END"
 """1 when a row of a view is a user message (the start of a turn)."""
 
 
@@ -115,7 +113,12 @@ class AdvancedSQLiteSchema(SQLiteSchema):
     # --- reading a branch -----------------------------------------------------------------
 
     def view(
-        self, chain: Chain, session_id: str, *, created_at: bool = False
+        self,
+        chain: Chain,
+        session_id: str,
+        *,
+        created_at: bool = False,
+        newest: int | None = None,
     ) -> tuple[str, list[object]]:
         """The rows a branch sees, unordered: (id, message_data, valid[, created_at]).
 
@@ -123,6 +126,8 @@ class AdvancedSQLiteSchema(SQLiteSchema):
             chain: The branch and its ancestors (see `Chain`).
             session_id: The session.
             created_at: Also select each row's `created_at`.
+            newest: Select at most this many of the newest rows of each branch of the chain
+                (each through its index), for a read of the latest rows.
 
         Returns:
             The SQL (a UNION ALL, one SELECT per branch of the chain) and its parameters.
@@ -146,6 +151,14 @@ class AdvancedSQLiteSchema(SQLiteSchema):
                     "WHERE b.session_id = ? AND b.branch_id = ? AND b.message_id < ?"
                 )
                 params += [session_id, branch_id, below]
+        if newest is not None:
+            # Each branch through its own index: `main` by (session_id, id), others by
+            # (session_id, branch_id, message_id).
+            parts = [
+                f"SELECT * FROM ({part} ORDER BY {'m.id' if name == MAIN else 'b.message_id'} "
+                f"DESC LIMIT {int(newest)})"
+                for part, (name, _) in zip(parts, chain, strict=True)
+            ]
         return " UNION ALL ".join(parts), params
 
     def count_users(self, view: str) -> str:
@@ -168,4 +181,3 @@ class AdvancedSQLiteSchema(SQLiteSchema):
     def has_branch_items(self) -> str:
         """1 when some row of a session was written on a branch other than `main`."""
         return f"SELECT 1 FROM {quote_identifier(self.items_table)} WHERE session_id = ? LIMIT 1"
-
