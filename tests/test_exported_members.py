@@ -11,6 +11,7 @@ import inspect
 import pytest
 
 TOP_LEVEL = [
+    "AdvancedSQLiteSession",
     "Agent",
     "AgentsError",
     "AtomicReplacementSession",
@@ -58,18 +59,21 @@ TOP_LEVEL = [
     "TextDeltaEvent",
     "TurnstoreError",
     "Usage",
+    "UsageRecordingSession",
     "UserError",
     "__version__",
     "await_session_mutation",
     "function_tool",
     "is_atomic_replacement_session",
     "is_openai_responses_compaction_aware_session",
+    "is_usage_recording_session",
     "open_session_store",
     "resolve_session_limit",
 ]
 
 
 MEMORY = [
+    "AdvancedSQLiteSession",
     "AtomicReplacementSession",
     "Closing",
     "CompactionTriggerContext",
@@ -89,9 +93,11 @@ MEMORY = [
     "SessionSettings",
     "SessionStats",
     "SessionStore",
+    "UsageRecordingSession",
     "await_session_mutation",
     "is_atomic_replacement_session",
     "is_openai_responses_compaction_aware_session",
+    "is_usage_recording_session",
     "open_session_store",
     "resolve_session_limit",
 ]
