@@ -96,8 +96,6 @@ class AdvancedSQLiteSession(SQLiteSession):
     ) -> None:
         if not isinstance(create_tables, bool):
             raise TypeError(f"create_tables must be a bool, not {type(create_tables).__name__}")
-        if logger is not None and not isinstance(logger, logging.Logger):
-            raise TypeError(f"logger must be a logging.Logger, not {type(logger).__name__}")
         super().__init__(
             session_id,
             db_path,
