@@ -44,7 +44,8 @@ async def test_branch_from_turn_then_write_on_both(db: Path) -> None:
     async with AdvancedSQLiteSession(session_id="s", db_path=db) as session:
         await session.add_items(THREE_TURNS)
         name = await session.create_branch_from_turn(2, "retry")
-        assert name == "retry" and session.current_branch_id == "retry"
+        assert name == "retry"
+        assert session.current_branch_id == "retry"
         assert texts(await session.get_items()) == ["q1", "a1"]
         await session.add_items([user("q2 again"), bot("a2 again")])
         await session.switch_to_branch("main")
@@ -79,8 +80,10 @@ async def test_a_branch_of_a_branch_and_turn_numbers(db: Path) -> None:
         assert [t["turn"] for t in b1] == [1, 2, 3, 4]
         listed = {b["branch_id"]: b for b in await session.list_branches()}
         assert list(listed) == ["main", "b1", "b2"]
-        assert listed["b1"]["message_count"] == 7 and listed["b1"]["user_turns"] == 4
-        assert listed["b2"]["is_current"] and not listed["main"]["is_current"]
+        assert listed["b1"]["message_count"] == 7
+        assert listed["b1"]["user_turns"] == 4
+        assert listed["b2"]["is_current"]
+        assert not listed["main"]["is_current"]
 
 
 async def test_pop_on_main_keeps_what_a_branch_shares(db: Path) -> None:
@@ -158,7 +161,8 @@ async def test_content_search_and_branch_from_content(db: Path) -> None:
         assert await session.find_turns_by_content('"role"') == []
         name = await session.create_branch_from_content("autumn", "fall")
         assert texts((await session.get_items())[:1]) == ["Plan a trip to Kyoto"]
-        assert len(await session.get_items()) == 4 and name == "fall"
+        assert len(await session.get_items()) == 4
+        assert name == "fall"
         with pytest.raises(ValueError, match="No user turns found containing 'nothing'"):
             await session.create_branch_from_content("nothing")
 
@@ -236,8 +240,8 @@ async def test_clear_session_removes_every_branch_and_keeps_names_reserved(db: P
         assert await session.get_items() == []
         assert await session.list_branches() == []
         assert await session.get_session_usage() is None
+        await session.add_items([user("q")])
         with pytest.raises(ValueError, match="already been used"):
-            await session.add_items([user("q")])
             await session.create_branch_from_turn(1, "gone")
     for table in ("agent_messages", "agent_messages_branch_items", "agent_messages_turn_usage"):
         assert rows_in_file(db, table) == (1 if table == "agent_messages" else 0)
@@ -270,7 +274,8 @@ async def test_concurrent_writers_on_two_branches(db: Path) -> None:
             )
             assert sorted(texts(await b.get_items())) == sorted(f"other {n}" for n in range(20))
         main = texts(await a.get_items())
-        assert main[0] == "root" and sorted(main[1:]) == sorted(f"main {n}" for n in range(20))
+        assert main[0] == "root"
+        assert sorted(main[1:]) == sorted(f"main {n}" for n in range(20))
 
 
 class _Usage:

@@ -83,7 +83,9 @@ async def test_runner_records_usage_per_turn_on_each_branch(
             "total_turns": 1,
         }
         total = await session.get_session_usage()
-        assert total is not None and total["requests"] == 4 and total["total_turns"] == 3
+        assert total is not None
+        assert total["requests"] == 4
+        assert total["total_turns"] == 3
         main = await session.get_turn_usage(branch_id="main")
         assert [row["user_turn_number"] for row in main] == [1, 2]
         # Popping a turn's user message drops that turn's usage on this branch only.

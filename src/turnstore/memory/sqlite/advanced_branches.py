@@ -17,7 +17,7 @@ from .reads import _decode_checked as decode_checked
 from .reads import read_all, read_latest
 from .schema import quote_identifier
 
-__all__ = ["Branches", "SEGMENT_PREFIX"]
+__all__ = ["SEGMENT_PREFIX", "Branches"]
 
 SEGMENT_PREFIX = "\x00"
 """Internal segments start with NUL, which a branch name may not contain."""
@@ -115,8 +115,8 @@ class Branches:
         window = limit
         while True:
             view, params = self.schema.view(chain, self.sid, newest=window)
-            rows = self.conn.execute(f"{view} ORDER BY id DESC LIMIT ?", [*params, window])
-            fetched = rows.fetchall()
+            cursor = self.conn.execute(f"{view} ORDER BY id DESC LIMIT ?", [*params, window])
+            fetched = cursor.fetchall()
             fetched.reverse()
             items = self._decode(fetched)
             if len(items) >= limit or len(fetched) < window:
@@ -276,3 +276,11 @@ class Branches:
 
     def _decode(self, rows: list[Any]) -> list[Any]:
         return decode_checked(rows, self.sid)
+
+
+def check_branch_id(branch_id: Any) -> None:
+    """Refuse a branch id that is not a str, or holds NUL (reserved for segments)."""
+    if not isinstance(branch_id, str):
+        raise TypeError(f"a branch id must be a str, not {type(branch_id).__name__}")
+    if "\x00" in branch_id:
+        raise ValueError("a branch id cannot contain a NUL character")

@@ -171,7 +171,7 @@ class AdvancedSQLiteSchema(SQLiteSchema):
 
     @property
     def select_branches(self) -> str:
-        """Every branch row of a session: (branch_id, parent_id, fork_before, deleted, created_at)."""
+        """Every branch row of a session: (branch_id, parent, fork_before, deleted, created_at)."""
         return (
             "SELECT branch_id, parent_id, fork_before, deleted, created_at FROM "
             f"{quote_identifier(self.branches_table)} WHERE session_id = ? ORDER BY rowid"
