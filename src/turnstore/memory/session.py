@@ -218,8 +218,11 @@ class HistorySnapshot:
             A snapshot of those items and rows.
 
         Raises:
+            TypeError: `count` is not an int (a bool is not one).
             ValueError: `count` is out of range, or the snapshot does not map items to rows.
         """
+        if isinstance(count, bool) or not isinstance(count, int):
+            raise TypeError(f"count must be an int, not {type(count).__name__}")
         if not 1 <= count <= len(self.items) or len(self.item_rows) != len(self.items):
             raise ValueError(f"cannot narrow a snapshot of {len(self.items)} items to {count}")
         rows = self.item_rows[count - 1] + 1
