@@ -126,9 +126,10 @@ class EncryptedSession(SessionABC, AsyncCloseable):
     session's ciphertext cannot be moved into another.
 
     Reading: items older than `ttl` seconds are skipped. Writing: on a session with an atomic
-    replacement (`SQLiteSession`), `add_items` also deletes the expired items from storage, at
-    most once a minute per session object; elsewhere they stay stored until the wrapped
-    session's own expiry (a Redis `ttl`) or a retention job removes them. Stored items that
+    replacement (`SQLiteSession`, `SQLAlchemySession`, `RedisSession`), `add_items` also
+    deletes the expired items from storage, at most once a minute per session object;
+    elsewhere they stay stored until the wrapped session's own expiry (a Redis `ttl`) or a
+    retention job removes them. Stored items that
     are not envelopes (plaintext written around this wrapper) are skipped with a logged
     warning: they were never authenticated.
     An envelope that none of the keys authenticates raises
@@ -323,6 +324,9 @@ class EncryptedSession(SessionABC, AsyncCloseable):
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Encrypt the items and append them to the wrapped session, all or none.
 
+        When the items are stored the call succeeds: the pruning of expired items that may
+        follow (see the class) only logs a warning when it fails.
+
         Args:
             items: The items to append, in order.
 
@@ -335,7 +339,16 @@ class EncryptedSession(SessionABC, AsyncCloseable):
         sealed = await _off_loop_if_large(self._seal_all, items)
         await self.underlying_session.add_items(cast(list[TResponseInputItem], sealed))
         if self._prune_due():
-            await self.prune_expired()
+            # The items are stored: a failed clean-up must not read as a failed write (a caller
+            # retrying it would store the batch twice). The next due prune tries again.
+            try:
+                await self.prune_expired()
+            except Exception as exc:  # noqa: BLE001 - logged; the write itself succeeded
+                logger.warning(
+                    "pruning expired items of encrypted session %r after a write failed: %s",
+                    self.session_id,
+                    exc,
+                )
 
     def _prune_due(self) -> bool:
         """Prune on a write at most once per `_PRUNE_EVERY` seconds, where it can be atomic."""
