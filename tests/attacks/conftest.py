@@ -71,7 +71,7 @@ async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
         try:
             if not getattr(session, "_closed", False):
                 await session.clear_session()
-        except Exception:  # noqa: BLE001 - best-effort cleanup of a test's data
+        except Exception:
             pass
         await session.close()
 

@@ -34,7 +34,7 @@ async def test_engine_kwargs_reach_the_engine(postgres_url: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "engine_kwargs, kwargs, error",
+    ("engine_kwargs", "kwargs", "error"),
     [
         ({"pool_size": 2}, {"pool_size": 3}, TypeError),
         (["pool_size", 2], {}, TypeError),
@@ -50,9 +50,7 @@ def test_bad_engine_kwargs_fail_in_from_url(
 
 
 @pytest.mark.parametrize("which", ["redis", "cluster"])
-async def test_redis_kwargs_reach_the_client(
-    request: pytest.FixtureRequest, which: str
-) -> None:
+async def test_redis_kwargs_reach_the_client(request: pytest.FixtureRequest, which: str) -> None:
     url = request.getfixturevalue("redis_url" if which == "redis" else "redis_cluster_url")
     session = RedisSession.from_url(
         f"attack-{uuid.uuid4().hex}",
@@ -74,7 +72,7 @@ async def test_redis_kwargs_reach_the_client(
 
 @pytest.mark.parametrize("which", ["redis", "cluster"])
 @pytest.mark.parametrize(
-    "redis_kwargs, kwargs",
+    ("redis_kwargs", "kwargs"),
     [({"ttl": 60}, {}), ({"key_prefix": "x"}, {}), ({}, {"no_such_option": 1})],
     ids=["ttl-in-redis-kwargs", "key-prefix-in-redis-kwargs", "unknown-keyword"],
 )

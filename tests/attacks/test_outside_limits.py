@@ -29,7 +29,7 @@ KINDS = ["plain", "encrypted", "compaction"]
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize(
-    "limit, expected",
+    ("limit", "expected"),
     [(0, []), (1, ITEMS[-1:]), (5, ITEMS), (2**63 - 1, ITEMS), (2**64, ITEMS), (10**40, ITEMS)],
     ids=["zero", "one", "exact", "int64-max", "2**64", "10**40"],
 )
@@ -42,9 +42,15 @@ async def test_good_limits(backend: Backend, kind: str, limit: int, expected: An
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize(
-    "limit, error",
-    [(-1, ValueError), (-(2**70), ValueError), (True, TypeError), (False, TypeError),
-     (2.0, TypeError), ("3", TypeError)],
+    ("limit", "error"),
+    [
+        (-1, ValueError),
+        (-(2**70), ValueError),
+        (True, TypeError),
+        (False, TypeError),
+        (2.0, TypeError),
+        ("3", TypeError),
+    ],
     ids=["minus-one", "huge-negative", "true", "false", "float", "str"],
 )
 async def test_bad_limits_raise_and_do_not_read_as_empty(

@@ -9,6 +9,7 @@ nothing, later additions stay last, a cancelled replacement is all or nothing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 from typing import Any
 
@@ -214,10 +215,8 @@ async def test_cancelled_replace_is_all_or_nothing(backend: Backend) -> None:
         task = asyncio.create_task(session.replace_history(snapshot, [SUMMARY]))
         await asyncio.sleep(0)
         task.cancel()
-        try:
+        with contextlib.suppress(asyncio.CancelledError):
             await task
-        except asyncio.CancelledError:
-            pass
         stored = await session.get_items()
         assert stored in (items, [SUMMARY]), stored[:3]
         if stored == [SUMMARY]:
@@ -313,9 +312,7 @@ async def test_pooled_session_on_another_loop_is_refused(backend: Backend) -> No
     ["💬 ü/é", "a}b{c", "{x}", " ", "x" * 255, "tab\tnew\nline", "%_*?[]"],
     ids=["emoji", "braces", "hash-tag", "space", "255-chars", "control", "wildcards"],
 )
-async def test_odd_session_ids_replace_and_stay_isolated(
-    backend: Backend, session_id: str
-) -> None:
+async def test_odd_session_ids_replace_and_stay_isolated(backend: Backend, session_id: str) -> None:
     session = backend.session(session_id)
     neighbour = backend.session(f"{session_id}-neighbour"[-255:])
     await session.clear_session()

@@ -24,10 +24,8 @@ def store_of(backend: Backend) -> Any:
     return open_session_store(backend.store_target, key_prefix=backend.key_prefix)
 
 
-@pytest.mark.parametrize("offset, limit", [(0, 2**64), (2**64, 1), (2**63 - 1, 2**63 - 1)])
-async def test_huge_pages_are_not_storage_errors(
-    backend: Backend, offset: int, limit: int
-) -> None:
+@pytest.mark.parametrize(("offset", "limit"), [(0, 2**64), (2**64, 1), (2**63 - 1, 2**63 - 1)])
+async def test_huge_pages_are_not_storage_errors(backend: Backend, offset: int, limit: int) -> None:
     """A page larger than any store means "everything": like `get_items`, it is capped."""
     session = backend.session(f"{backend.key_prefix}-huge")
     await session.add_items([msg("x")])
@@ -37,11 +35,11 @@ async def test_huge_pages_are_not_storage_errors(
     assert ids == ([session.session_id] if offset == 0 else [])
 
 
-@pytest.mark.parametrize("offset, limit", [(-1, 10), (0, 0), (0, -5), (True, 10), (0, True)])
+@pytest.mark.parametrize(("offset", "limit"), [(-1, 10), (0, 0), (0, -5), (True, 10), (0, True)])
 async def test_bad_pages_are_value_errors(backend: Backend, offset: Any, limit: Any) -> None:
     await backend.session().add_items([msg("x")])
     async with store_of(backend) as store:
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=r"offset|limit"):
             await store.list_sessions(offset=offset, limit=limit)
 
 
@@ -55,13 +53,11 @@ async def test_enormous_idle_age_deletes_nothing(backend: Backend, older_than: A
 
 
 @pytest.mark.parametrize("older_than", [-math.inf, -1, timedelta(seconds=-1), math.nan])
-async def test_negative_or_nan_idle_age_is_a_value_error(
-    backend: Backend, older_than: Any
-) -> None:
+async def test_negative_or_nan_idle_age_is_a_value_error(backend: Backend, older_than: Any) -> None:
     session = backend.session()
     await session.add_items([msg("x")])
     async with store_of(backend) as store:
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="older_than"):
             await store.delete_idle_sessions(older_than)
     assert await session.get_items() == [msg("x")]
 

@@ -343,7 +343,7 @@ class EncryptedSession(SessionABC, AsyncCloseable):
             # retrying it would store the batch twice). The next due prune tries again.
             try:
                 await self.prune_expired()
-            except Exception as exc:  # noqa: BLE001 - logged; the write itself succeeded
+            except Exception as exc:
                 logger.warning(
                     "pruning expired items of encrypted session %r after a write failed: %s",
                     self.session_id,
