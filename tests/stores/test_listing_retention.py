@@ -8,7 +8,6 @@ last-activity time in the raw storage.
 from __future__ import annotations
 
 import sqlite3
-import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -19,6 +18,7 @@ from redis.asyncio import Redis
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from support.backends import delete_prefix, drop_tables, unique_prefix, unique_tables
 from turnstore import (
     RedisSession,
     SessionStore,
@@ -165,18 +165,15 @@ class TestSQLite(ListingContract):
 class TestPostgres(ListingContract):
     @pytest.fixture(autouse=True)
     async def _store(self, postgres_url: str) -> AsyncIterator[None]:
-        tag = uuid.uuid4().hex[:10]
         self.url = postgres_url
-        self.tables = (f"t{tag}_sessions", f"t{tag}_messages")
+        self.tables = unique_tables()
         self.engine = create_async_engine(postgres_url)
         self.store = open_session_store(
             postgres_url, sessions_table=self.tables[0], messages_table=self.tables[1], create=True
         )
         yield
         await self.store.close()
-        async with self.engine.begin() as conn:
-            await conn.execute(text(f'DROP TABLE IF EXISTS "{self.tables[1]}"'))
-            await conn.execute(text(f'DROP TABLE IF EXISTS "{self.tables[0]}"'))
+        await drop_tables(self.engine, self.tables)
         await self.engine.dispose()
 
     def session(self, session_id: str) -> Any:
@@ -200,14 +197,12 @@ class TestPostgres(ListingContract):
 class TestRedis(ListingContract):
     @pytest.fixture(autouse=True)
     async def _store(self, redis_url: str) -> AsyncIterator[None]:
-        self.prefix = f"test:{uuid.uuid4().hex[:10]}"
+        self.prefix = unique_prefix()
         self.client = Redis.from_url(redis_url)
         self.store = open_session_store(redis_url, key_prefix=self.prefix)
         yield
         await self.store.close()
-        keys = [key async for key in self.client.scan_iter(match=f"{self.prefix}:*")]
-        if keys:
-            await self.client.delete(*keys)
+        await delete_prefix(self.client, self.prefix)
         await self.client.aclose()
 
     def session(self, session_id: str) -> Any:
