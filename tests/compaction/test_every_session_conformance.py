@@ -73,7 +73,9 @@ class TestCompactionOverPostgres(SQLStorage, _CompactionOver):
 
 @pytest.mark.services
 class TestCompactionOverMariaDB(TestCompactionOverPostgres):
-    url_fixture = "mysql_url"
+    @pytest.fixture
+    def sql_url(self, mysql_url: str) -> str:
+        return mysql_url
 
 
 @pytest.mark.services

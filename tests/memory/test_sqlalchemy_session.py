@@ -395,7 +395,9 @@ class TestPostgresConformance(SQLStorage, SessionConformanceTests):
 class TestMariaDBConformance(TestPostgresConformance):
     """The shared session contract on MariaDB/MySQL through aiomysql (when one is running)."""
 
-    url_fixture = "mysql_url"
+    @pytest.fixture
+    def sql_url(self, mysql_url: str) -> str:
+        return mysql_url
 
     async def test_ids_differing_in_case_are_distinct(self) -> None:
         sessions = [make(self.engine, self.tables, sid) for sid in ("a", "A", "ä")]

@@ -75,21 +75,24 @@ async def drop_tables(engine: AsyncEngine, tables: tuple[str, str]) -> None:
 
 
 class SQLStorage:
-    """SQLAlchemySession on the database of the fixture `url_fixture`, in tables of its own that
-    are dropped afterwards.
+    """SQLAlchemySession on the database of the fixture `sql_url` (PostgreSQL unless overridden),
+    in tables of its own that are dropped afterwards.
 
     Mix it in before `SessionConformanceTests`: it provides `corrupt_latest_row` and
     `stored_row_count` for sessions made with `sql_session`.
     """
 
-    url_fixture = "postgres_url"
     engine: AsyncEngine
     tables: tuple[str, str]
 
+    @pytest.fixture
+    def sql_url(self, postgres_url: str) -> str:
+        """The database's URL (override it for another database)."""
+        return postgres_url
+
     @pytest.fixture(autouse=True)
-    async def _sql(self, request: pytest.FixtureRequest) -> AsyncIterator[None]:
-        url: str = request.getfixturevalue(self.url_fixture)
-        self.engine = create_async_engine(url, pool_size=10, max_overflow=50)
+    async def _sql(self, sql_url: str) -> AsyncIterator[None]:
+        self.engine = create_async_engine(sql_url, pool_size=10, max_overflow=50)
         self.tables = unique_tables()
         yield
         await drop_tables(self.engine, self.tables)
