@@ -9,10 +9,12 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from load_worker import sql_tables
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -58,7 +60,7 @@ def test_a_bad_flag_is_a_clear_error(url: str, message: str) -> None:
 
 @pytest.fixture
 async def tables(postgres_url: str) -> AsyncIterator[tuple[str, str]]:
-    names = unique_tables("pgb")
+    names = sql_tables(f"pgb{uuid.uuid4().hex[:10]}")  # the load worker's naming
     yield names
     engine = create_engine_for_url(postgres_url)
     await drop_tables(engine, names)
