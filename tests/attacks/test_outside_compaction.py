@@ -16,7 +16,7 @@ import pytest
 from turnstore import OpenAIResponsesCompactionSession
 from turnstore.testing import FakeCompactionAPI, FakeOpenAIServer
 
-from .conftest import Backend
+from .backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
 
 
 def user(text: str) -> dict[str, Any]:

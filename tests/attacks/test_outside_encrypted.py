@@ -16,7 +16,7 @@ from cryptography.fernet import Fernet
 from turnstore import EncryptedSession, SessionDecryptionError, SQLiteSession
 from turnstore.memory.encrypted import _master_bytes, _session_fernet
 
-from .conftest import Backend
+from .backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
 
 NEW = Fernet.generate_key().decode()
 OLD = Fernet.generate_key().decode()

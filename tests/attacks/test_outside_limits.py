@@ -9,7 +9,7 @@ from cryptography.fernet import Fernet
 
 from turnstore import EncryptedSession, OpenAIResponsesCompactionSession
 
-from .conftest import Backend
+from .backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
 
 ITEMS = [{"role": "user", "content": f"m{n}"} for n in range(5)]
 KEY = Fernet.generate_key().decode()

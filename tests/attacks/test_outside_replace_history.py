@@ -25,7 +25,7 @@ from turnstore import (
     open_session_store,
 )
 
-from .conftest import Backend
+from .backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
 
 
 def msg(text: str) -> dict[str, Any]:

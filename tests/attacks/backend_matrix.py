@@ -1,4 +1,4 @@
-"""Fixtures of the outsider attacks: one session factory per real backend.
+"""The outsider attacks' backend matrix: one session factory per real backend.
 
 `backend` is parametrised over SQLite (a real file), PostgreSQL, PostgreSQL through PgBouncer,
 Redis and the Redis Cluster; a missing service skips (or fails under
@@ -61,9 +61,9 @@ def _url(request: pytest.FixtureRequest, name: str, tmp_path: Path) -> str:
     return url
 
 
-@pytest.fixture(params=BACKENDS)
-async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
-    """A session factory on one real backend."""
+@pytest.fixture(name="backend", params=BACKENDS)
+async def backend_fixture(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
+    """`backend`: a session factory on one real backend (import this into a test module)."""
     name = request.param
     made = Backend(name, _url(request, name, tmp_path), key_prefix=f"attack{uuid.uuid4().hex}")
     yield made
