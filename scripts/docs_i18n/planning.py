@@ -101,6 +101,11 @@ class Job:
         """`lang/page`, for messages."""
         return f"{self.lang}/{self.page.path}"
 
+    @property
+    def edit(self) -> bool:
+        """Whether only some sections go to the model (others keep their translated text)."""
+        return any(self.page.sections[n].strip() for n in self.reuse)
+
 
 @dataclass
 class Plan:

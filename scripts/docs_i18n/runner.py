@@ -202,7 +202,7 @@ class _Conversation:
         message = self.prompts.review_message(job.lang, job.page.path, pairs)
         reply = await self._call(
             self.options.review_model,
-            self.prompts.review_instructions(job.lang, english),
+            self.prompts.review_instructions(job.lang, english, edit=job.edit),
             [{"role": "user", "content": message}],
             review=True,
         )
@@ -227,7 +227,7 @@ class _Conversation:
         job = self.job
         sections = {n: job.page.sections[n] for n in job.todo}
         english = "".join(sections.values())
-        self.instructions = self.prompts.instructions(job.lang, english)
+        self.instructions = self.prompts.instructions(job.lang, english, edit=job.edit)
         task = self.prompts.task_message(job.lang, job.page.path, sections, job.context)
         self.messages = [{"role": "user", "content": task}]
         drafts = await self.draft(self.options.max_repairs)

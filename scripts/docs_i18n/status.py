@@ -252,7 +252,7 @@ def dry_run(options: Options, *, verbose: bool = False) -> list[str]:
     for job in the_plan.jobs:
         sections = {n: job.page.sections[n] for n in job.todo}
         english = "".join(sections.values())
-        instructions = prompts.instructions(job.lang, english)
+        instructions = prompts.instructions(job.lang, english, edit=job.edit)
         task = prompts.task_message(job.lang, job.page.path, sections, job.context)
         tokens_in = estimate_tokens(instructions) + estimate_tokens(task) if job.todo else 0
         source = sum(estimate_tokens(s) for s in sections.values())
@@ -260,7 +260,9 @@ def dry_run(options: Options, *, verbose: bool = False) -> list[str]:
         total_in += tokens_in
         total_out += tokens_out
         if job.todo and options.review:
-            review_in += estimate_tokens(prompts.review_instructions(job.lang, english))
+            review_in += estimate_tokens(
+                prompts.review_instructions(job.lang, english, edit=job.edit)
+            )
             review_in += source + tokens_out // 3
             review_out += estimate_output_tokens(source // 4, options.effort or "medium")
         what = (

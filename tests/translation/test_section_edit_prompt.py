@@ -1,0 +1,182 @@
+"""What a one-section edit sends: the changed section, its neighbours, the glossary it uses.
+
+The requests are read as the fake server received them from the real openai client, so these
+tests prove what the model gets, not what the code meant to send.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from echo_translator import EchoTranslator
+from translation_support import REPO, RunSite
+
+from docs_i18n.pages import EnglishPage
+from docs_i18n.prompt import LANGUAGES, PromptSet, mentions
+from turnstore.testing import FakeOpenAIServer
+
+LANGS = ["ja", "ko", "zh"]
+PAGE = "guide/backends.md"
+
+_ADMONITION_RULE = "Keep admonition, details and tab markers"
+_PLACEHOLDER_RULE = "Keep every placeholder such as"
+_MERMAID_RULE = "A diagram's labels come as a numbered list"
+_WHOLE_WORKFLOW = "Repeat the review and refinement"
+_EDIT_WORKFLOW = "Translate faithfully and naturally, as a native technical writer"
+
+
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def _listed(instructions: str, heading: str) -> list[str]:
+    """The `- ` lines under `# heading` of the instructions (empty when it is left out)."""
+    found = re.search(rf"(?m)^# {heading}\n\n(.*?)(?:\n\n# |\Z)", instructions, re.S)
+    return re.findall(r"(?m)^- (.+)$", found[1]) if found else []
+
+
+def _expected_glossary(prompts: PromptSet, lang: str, english: str) -> tuple[list[str], list[str]]:
+    glossary = prompts.glossary
+    words = [w for w in glossary.do_not_translate if w.lower() in english.lower()]
+    forbid = glossary.forbid.get(lang, {})
+    terms = [
+        f"{en} -> {tr}" + (f" (never {', '.join(forbid[en])})" if en in forbid else "")
+        for en, tr in glossary.terms.get(lang, {}).items()
+        if mentions(english, en)
+    ]
+    return words, terms
+
+
+async def _edit_run(
+    site: Path, run_site: RunSite, fake_openai: FakeOpenAIServer, old: str, new: str
+) -> tuple[EnglishPage, list[dict[str, Any]], list[dict[str, Any]]]:
+    """Translate the site, make one edit in `PAGE`, translate again; return its requests."""
+    assert (await run_site()).code == 0
+    path = site / "docs" / PAGE
+    text = _read(path)
+    assert old in text
+    path.write_text(text.replace(old, new), encoding="utf-8")
+    first_new = len(fake_openai.requests_to("/v1/responses"))
+    outcome = await run_site()
+    assert outcome.code == 0, outcome.output
+    bodies = [r.body for r in fake_openai.requests_to("/v1/responses")[first_new:]]
+    page = EnglishPage.parse(PAGE, _read(path))
+    drafts = [b for b in bodies if "text" not in b]
+    reviews = [b for b in bodies if "text" in b]
+    return page, drafts, reviews
+
+
+async def test_a_section_edit_sends_the_section_its_neighbours_and_its_glossary_entries(
+    site: Path, echo: EchoTranslator, run_site: RunSite, fake_openai: FakeOpenAIServer
+) -> None:
+    page, drafts, reviews = await _edit_run(
+        site,
+        run_site,
+        fake_openai,
+        "Install the extra and point the session at your server:",
+        "Install the redis extra and point the Runner's session at your server:",
+    )
+    prompts = PromptSet.load(site / "i18n", LANGS)
+    changed = 3  # ## Redis
+    english = page.sections[changed]
+    assert len(drafts) == len(reviews) == len(LANGS)
+    for body in drafts:
+        instructions = body["instructions"]
+        (lang,) = [c for c, name in LANGUAGES.items() if f"into\n{name}" in instructions]
+        (message,) = body["input"]
+        task = message["content"]
+        source = task.split("<source>\n", 1)[1].split("</source>", 1)[0]
+        # The changed section, whole and alone, is what the model translates.
+        assert source == f"<!-- i18n:section {changed} -->\n{english}"
+        # Its neighbours' current translations are the context; no other section is sent.
+        context = task.split("<current_translation>\n")[1].split("</current_translation>")[0]
+        assert re.findall(r"(?m)^<!-- section (\d+) -->$", context) == ["2", "4"]
+        assert "{#sqlite}" in context
+        assert "{#example}" in context
+        translated = _read(site / "docs" / lang / PAGE)
+        for far in ("{#how-it-works}", "{#example_1}", "{#history-limits"):
+            assert far in translated
+            assert far not in task
+        for n, section in enumerate(page.sections):
+            if n != changed:
+                assert section.strip() not in task  # no other English section
+        # Exactly the glossary entries the section uses, with their forbidden renderings.
+        words, terms = _expected_glossary(prompts, lang, english)
+        assert "Runner" in words
+        assert "SQLiteSession" not in words
+        assert _listed(instructions, "Do not translate") == words
+        assert _listed(instructions, "Terms") == terms
+        # The rules its content needs (placeholders, an admonition), not the others.
+        assert _PLACEHOLDER_RULE in instructions
+        assert _ADMONITION_RULE in instructions
+        assert _MERMAID_RULE not in instructions
+        assert _EDIT_WORKFLOW in instructions
+        assert _WHOLE_WORKFLOW not in instructions
+        assert prompts.per_language[lang].strip() in instructions
+    for body in reviews:
+        instructions = body["instructions"]
+        (lang,) = [c for c, name in LANGUAGES.items() if f"into {name}" in instructions]
+        (message,) = body["input"]
+        review = message["content"]
+        # Only the changed section: its English and its draft.
+        assert re.findall(r'<section n="(\d+)">', review) == [str(changed)]
+        assert f"<english>\n{english}</english>" in review
+        assert "{#sqlite}" not in review
+        words, terms = _expected_glossary(prompts, lang, english)
+        assert _listed(instructions, "Do not translate") == words
+        assert _listed(instructions, "Terms") == terms
+        assert "Placeholders such as" in instructions
+
+
+async def test_a_plain_section_edit_leaves_out_the_rules_it_does_not_need(
+    site: Path, echo: EchoTranslator, run_site: RunSite, fake_openai: FakeOpenAIServer
+) -> None:
+    page, drafts, reviews = await _edit_run(
+        site,
+        run_site,
+        fake_openai,
+        "The first example.",
+        "The first example, shorter than the second.",
+    )
+    changed = 4  # the first ## Example
+    assert page.sections[changed].startswith("## Example\n\nThe first example, shorter")
+    prompts = PromptSet.load(site / "i18n", LANGS)
+    for body in drafts:
+        instructions = body["instructions"]
+        source = body["input"][0]["content"].split("<source>\n", 1)[1]
+        assert source.startswith(f"<!-- i18n:section {changed} -->\n## Example\n")
+        for rule in (_PLACEHOLDER_RULE, _ADMONITION_RULE, _MERMAID_RULE, _WHOLE_WORKFLOW):
+            assert rule not in instructions
+        # The rules every section needs are always there.
+        assert "Return only Markdown" in instructions
+        assert "Keep the structure verbatim" in instructions
+        assert "Never translate code, URLs" in instructions
+        assert "Do not add or drop content" in instructions
+        lang = next(c for c, name in LANGUAGES.items() if f"into\n{name}" in instructions)
+        words, terms = _expected_glossary(prompts, lang, page.sections[changed])
+        assert _listed(instructions, "Do not translate") == words
+        assert _listed(instructions, "Terms") == terms
+        if not words:
+            assert "# Do not translate" not in instructions
+    for body in reviews:
+        assert "Placeholders such as" not in body["instructions"]
+
+
+def test_a_whole_page_gets_every_rule_and_the_full_workflow() -> None:
+    prompts = PromptSet.load(REPO / "i18n", LANGS)
+    full = prompts.instructions("ja")
+    for rule in (_PLACEHOLDER_RULE, _ADMONITION_RULE, _MERMAID_RULE, _WHOLE_WORKFLOW):
+        assert rule in full
+    assert _EDIT_WORKFLOW not in full
+    text = "## Flow\n\n@@BLOCK_1@@\n<!-- i18n:mermaid 1\n1: Start\n-->\n"
+    page = prompts.instructions("ja", text)
+    assert _MERMAID_RULE in page
+    assert _PLACEHOLDER_RULE in page
+    assert _ADMONITION_RULE not in page
+    assert _WHOLE_WORKFLOW in page
+    edit = prompts.instructions("ja", text, edit=True)
+    assert _EDIT_WORKFLOW in edit
+    assert _WHOLE_WORKFLOW not in edit
+    assert len(edit) < len(page) < len(full)
