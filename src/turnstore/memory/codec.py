@@ -32,6 +32,7 @@ from .session import HistorySnapshot
 __all__ = [
     "MAX_LIMIT",
     "MAX_TABLE_NAME_LENGTH",
+    "WHOLE_HISTORY",
     "check_limit",
     "check_session_id",
     "decode_item",
@@ -189,6 +190,11 @@ def check_session_id(session_id: object, *, nul_allowed: bool = True) -> str:
 MAX_LIMIT = 2**63 - 1
 """The largest limit passed to a database: a signed 64-bit integer, more items than any
 session holds, so a larger limit means the same as this one."""
+
+WHOLE_HISTORY = MAX_LIMIT
+"""The limit a wrapper reads a whole history with (compaction, `EncryptedSession`): explicit,
+so that the wrapped session's settings (its `limit`) cannot cut the read short, and larger
+than any history."""
 
 
 def check_limit(limit: object) -> int | None:

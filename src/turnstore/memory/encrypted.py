@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from ..exceptions import SessionDecryptionError, UserError
 from ..items import TResponseInputItem
 from .closing import AsyncCloseable, Release
+from .codec import WHOLE_HISTORY, check_limit
 from .session import Session, SessionABC, is_atomic_replacement_session
 from .settings import SessionSettings, resolve_session_limit
 
@@ -33,18 +34,18 @@ if TYPE_CHECKING:
 
 __all__ = ["EncryptedSession"]
 
-logger = logging.getLogger("turnstore.memory.encrypted")
+logger = logging.getLogger(__name__)
 
 _INFO = b"agents.session-store.hkdf.v1"
 _KEY_ID = "hkdf-v1"
 _VERSION = 1
-_ALL_ITEMS = 2**31 - 1
 _ROTATE_ATTEMPTS = 5
+"""How often `rotate()` retries when another writer changes the history while it re-encrypts."""
 _PRUNE_EVERY = 60.0
+"""Seconds between two prunes of expired items triggered by `add_items`."""
 
 _NOT_PASSED_THROUGH = frozenset({"run_compaction", "snapshot_history", "replace_history"})
 """Methods of the wrapped session that must not be reached through `EncryptedSession`."""
-"""Seconds between two prunes of expired items triggered by `add_items`."""
 
 
 def _fernet_module() -> Any:
@@ -306,15 +307,10 @@ class EncryptedSession(SessionABC, AsyncCloseable):
             SessionDecryptionError: A stored envelope cannot be decrypted with the keys given.
             ValueError: `limit` is negative.
         """
-        wanted = resolve_session_limit(limit, self.session_settings)
-        if wanted is not None:
-            if isinstance(wanted, bool) or not isinstance(wanted, int):
-                raise TypeError(f"limit must be an int or None, not {type(wanted).__name__}")
-            if wanted < 0:
-                raise ValueError(f"limit must be >= 0 or None, got {wanted}")
-            if wanted == 0:
-                return []
-        window = _ALL_ITEMS if wanted is None else wanted
+        wanted = check_limit(resolve_session_limit(limit, self.session_settings))
+        if wanted == 0:
+            return []
+        window = WHOLE_HISTORY if wanted is None else wanted
         while True:
             stored = await self.underlying_session.get_items(window)
             opened = await _off_loop_if_large(self._open_all, stored)
@@ -322,7 +318,7 @@ class EncryptedSession(SessionABC, AsyncCloseable):
             items = [item for item, stamp, _ in opened if not self._expired(stamp, now)]
             if wanted is None or len(items) >= wanted or len(stored) < window:
                 return cast(list[TResponseInputItem], items if wanted is None else items[-wanted:])
-            window = min(window * 2, _ALL_ITEMS)
+            window = min(window * 2, WHOLE_HISTORY)
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Encrypt the items and append them to the wrapped session, all or none.

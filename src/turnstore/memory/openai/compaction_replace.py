@@ -13,17 +13,13 @@ import logging
 
 from ...exceptions import SessionStorageError
 from ...items import TResponseInputItem
-from ..codec import MAX_LIMIT
+from ..codec import WHOLE_HISTORY
 from ..mutation import await_session_mutation
 from ..session import Session
 
 __all__ = ["WHOLE_HISTORY", "ReplaceAndRestore", "canonical"]
 
 logger = logging.getLogger(__name__)
-
-WHOLE_HISTORY = MAX_LIMIT
-"""The limit compaction reads with: explicit, so that the wrapped session's settings (its
-`limit`) cannot cut the read short, and larger than any history."""
 
 
 def canonical(items: list[TResponseInputItem]) -> str:
