@@ -15,7 +15,9 @@ issue asks: characters sent (instructions and input) plus four times the charact
 writes back. Every character of a request's `instructions`, `input` (text content in any
 form) and `text.format` (the review's JSON schema) counts. Prints each page's figures, with
 how much of ours is fixed instructions, and the total ratio; the target is <= 0.25 on every
-page, and a page that misses it prints a FAIL line.
+page, and a page that misses it prints a FAIL line. `--every-section` also edits each section
+of each page in turn (the preamble included) and prints the mean and the worst ratio against
+the SDK's run of the middle edit (its cost does not depend on where the sentence is added).
 
     pip download --no-deps --no-binary :all: openai-agents==0.24.0 -d /tmp/sdk
     tar xzf /tmp/sdk/openai_agents-0.24.0.tar.gz -C /tmp/sdk
@@ -65,13 +67,23 @@ def _pages() -> list[str]:
     )
 
 
-def _edit(text: str) -> str:
-    """Add a sentence at the end of the middle `## ` section."""
+def _sections(text: str) -> int:
+    """How many sections an edit can land in: the preamble and each `## ` section."""
+    return 1 + len(re.findall(r"(?m)^## ", text))
+
+
+def _edit(text: str, section: int | None = None) -> str:
+    """Add a sentence at the end of a section: the middle `## ` one unless `section` is given.
+
+    `section` counts like the pipeline: 0 is the preamble, n the n-th `## ` section.
+    """
     starts = [m.start() for m in re.finditer(r"(?m)^## ", text)]
-    if not starts:
-        return text + ADDED
-    middle = len(starts) // 2
-    end = starts[middle + 1] if middle + 1 < len(starts) else len(text)
+    if section is None:
+        if not starts:
+            return text + ADDED
+        section = len(starts) // 2 + 1
+    bounds = [0, *starts, len(text)]
+    end = bounds[section + 1]
     body = text[:end].rstrip("\n")
     return body + "\n" + ADDED + "\n" + text[end:].lstrip("\n")
 
@@ -137,7 +149,7 @@ def _copy_repo(root: Path) -> None:
     shutil.copy(REPO / "i18n" / "glossary.yml", root / "i18n" / "glossary.yml")
 
 
-async def _ours(page: str) -> _Meter:
+async def _ours(page: str, section: int | None = None) -> _Meter:
     with tempfile.TemporaryDirectory() as tmp, FakeOpenAIServer() as server:
         root = Path(tmp)
         _copy_repo(root)
@@ -149,7 +161,7 @@ async def _ours(page: str) -> _Meter:
             if await translate(options, client, reporter) != 0:
                 raise SystemExit(f"first run failed: {reporter.summary('o3', 'o3')}")
             path = root / "docs" / page
-            path.write_text(_edit(path.read_text(encoding="utf-8")), encoding="utf-8")
+            path.write_text(_edit(path.read_text(encoding="utf-8"), section), encoding="utf-8")
             meter.sent = meter.fixed = meter.written = meter.calls = 0
             reporter = Reporter(io.StringIO(), bar=False)
             if await translate(options, client, reporter) != 0:
@@ -188,6 +200,11 @@ def _sdk(page: str, script: Path) -> _Meter:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sdk-script", type=Path, help="its translate_docs.py")
+    parser.add_argument(
+        "--every-section",
+        action="store_true",
+        help="also edit each section of each page in turn and print the mean and worst ratio",
+    )
     args = parser.parse_args()
     if args.sdk_script is None:
         # `make bench` runs every benchmark without arguments: say what this one needs.
@@ -209,6 +226,13 @@ def main() -> int:
             f"{sdk.sent} sent, {sdk.written} written), ratio {ratio:.3f} "
             f"(without fixed {(ours.cost - ours.fixed) / sdk.cost:.3f})"
         )
+        if args.every_section:
+            count = _sections((REPO / "docs" / page).read_text(encoding="utf-8"))
+            each = [asyncio.run(_ours(page, n)).cost / sdk.cost for n in range(count)]
+            print(
+                f"  every section ({count}): mean {sum(each) / count:.3f}, "
+                f"best {min(each):.3f}, worst {max(each):.3f}"
+            )
         if ratio > 0.25:
             missed.append(page)
             print(f"FAIL  {page}: ours / SDK cost {ratio:.3f} > 0.25")
