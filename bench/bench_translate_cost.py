@@ -17,7 +17,7 @@ form) and `text.format` (the review's JSON schema) counts. Prints each page's fi
 how much of ours is fixed instructions, and the total ratio; the target is <= 0.25 on every
 page, and a page that misses it prints a FAIL line. `--every-section` also edits each section
 of each page in turn (the preamble included) and prints the mean and the worst ratio against
-the SDK's run of the middle edit (its cost does not depend on where the sentence is added).
+the SDK's run of the middle edit (its cost hardly depends on where the sentence is added).
 
     pip download --no-deps --no-binary :all: openai-agents==0.24.0 -d /tmp/sdk
     tar xzf /tmp/sdk/openai_agents-0.24.0.tar.gz -C /tmp/sdk
