@@ -32,6 +32,10 @@ LANGUAGES: dict[str, str] = {"ja": "Japanese", "ko": "Korean", "zh": "Simplified
 SECTION_MARKER_RE = re.compile(r"^<!-- i18n:section (?P<n>\d+) -->[ \t]*$", re.M)
 
 
+PATCH_GAP = "(the changed paragraphs go here)"
+"""Where the translation of a patched section's changed blocks goes, in the context."""
+
+
 def section_marker(n: int) -> str:
     """Return the marker line that precedes section `n` in a request and in the reply."""
     return f"<!-- i18n:section {n} -->"
@@ -245,28 +249,44 @@ class PromptSet:
         )
 
     def task_message(
-        self, lang: str, page: str, sections: dict[int, str], neighbours: dict[int, str] | None
+        self,
+        lang: str,
+        page: str,
+        sections: dict[int, str],
+        neighbours: dict[int, str] | None,
+        patches: dict[int, tuple[str, str]] | None = None,
     ) -> str:
         """Return the user message asking for `sections` (number -> masked English text).
 
         Args:
             lang: The target language code.
             page: The page's path relative to docs/.
-            sections: The sections to translate.
+            sections: The sections to translate (for a patched section, its changed blocks).
             neighbours: The current translation of the sections next to the changed ones
                 (number -> masked text), sent as context when only some sections changed;
                 `None` or empty for a page translated from scratch.
+            patches: Section number -> the current translation just before and just after its
+                changed blocks, for the sections that changed in some blocks only.
         """
         body = "".join(
             f"{section_marker(n)}\n{_ensure_newline(text)}" for n, text in sections.items()
         )
+        shown: dict[int, str] = dict(neighbours or {})
+        for n, (before, after) in (patches or {}).items():
+            parts = [before, PATCH_GAP, after]
+            shown[n] = "\n\n".join(p for p in parts if p.strip()) + "\n"
         context = ""
-        if neighbours:
-            shown = "".join(
-                f"<!-- section {n} -->\n{_ensure_newline(text)}"
-                for n, text in sorted(neighbours.items())
+        if shown:
+            text = "".join(
+                f"<!-- section {n} -->\n{_ensure_newline(t)}" for n, t in sorted(shown.items())
             )
-            context = _fill(self.context, language=LANGUAGES[lang], translation=shown)
+            context = _fill(
+                self.context,
+                {"patch": bool(patches)},
+                language=LANGUAGES[lang],
+                translation=text,
+                gap=PATCH_GAP,
+            )
         return _fill(self.task, language=LANGUAGES[lang], page=page, context=context, sections=body)
 
     def repair_message(self, findings: list[str]) -> str:

@@ -1,4 +1,4 @@
-"""What a one-section edit sends: the changed section, its neighbours, the glossary it uses.
+"""What a one-section edit sends: the changed part, its surroundings, the glossary it uses.
 
 The requests are read as the fake server received them from the real openai client, so these
 tests prove what the model gets, not what the code meant to send.
@@ -14,7 +14,7 @@ from echo_translator import EchoTranslator
 from translation_support import REPO, RunSite
 
 from docs_i18n.pages import EnglishPage
-from docs_i18n.prompt import LANGUAGES, PromptSet, mentions
+from docs_i18n.prompt import LANGUAGES, PATCH_GAP, PromptSet, mentions
 from turnstore.testing import FakeOpenAIServer
 
 LANGS = ["ja", "ko", "zh"]
@@ -50,10 +50,21 @@ def _expected_glossary(prompts: PromptSet, lang: str, english: str) -> tuple[lis
 
 
 async def _edit_run(
-    site: Path, run_site: RunSite, fake_openai: FakeOpenAIServer, old: str, new: str
+    site: Path,
+    run_site: RunSite,
+    fake_openai: FakeOpenAIServer,
+    old: str,
+    new: str,
+    before: dict[str, str] | None = None,
 ) -> tuple[EnglishPage, list[dict[str, Any]], list[dict[str, Any]]]:
-    """Translate the site, make one edit in `PAGE`, translate again; return its requests."""
+    """Translate the site, make one edit in `PAGE`, translate again; return its requests.
+
+    `before` receives each language's translation of `PAGE` as it was before the edit.
+    """
+    before = {} if before is None else before
     assert (await run_site()).code == 0
+    for lang in LANGS:
+        before[lang] = _read(site / "docs" / lang / PAGE)
     path = site / "docs" / PAGE
     text = _read(path)
     assert old in text
@@ -68,19 +79,29 @@ async def _edit_run(
     return page, drafts, reviews
 
 
-async def test_a_section_edit_sends_the_section_its_neighbours_and_its_glossary_entries(
+async def test_a_paragraph_edit_sends_the_paragraph_its_section_and_neighbours_in_context(
     site: Path, echo: EchoTranslator, run_site: RunSite, fake_openai: FakeOpenAIServer
 ) -> None:
+    new = "Install the redis extra and point the Runner's session at your server:"
+    before: dict[str, str] = {}
     page, drafts, reviews = await _edit_run(
         site,
         run_site,
         fake_openai,
         "Install the extra and point the session at your server:",
-        "Install the redis extra and point the Runner's session at your server:",
+        new,
+        before,
     )
+    for lang in LANGS:
+        # The page keeps every other block of its translation byte for byte.
+        old_blocks = re.split(r"\n\s*\n", before[lang])
+        new_blocks = re.split(r"\n\s*\n", _read(site / "docs" / lang / PAGE))
+        assert len(old_blocks) == len(new_blocks)
+        differ = [i for i, (a, b) in enumerate(zip(old_blocks, new_blocks, strict=True)) if a != b]
+        assert len(differ) == 1
+        assert re.fullmatch(r"Install\S+ \S+ redis\S+ extra\S+ .*:", new_blocks[differ[0]])
     prompts = PromptSet.load(site / "i18n", LANGS)
     changed = 3  # ## Redis
-    english = page.sections[changed]
     assert len(drafts) == len(reviews) == len(LANGS)
     for body in drafts:
         instructions = body["instructions"]
@@ -88,79 +109,89 @@ async def test_a_section_edit_sends_the_section_its_neighbours_and_its_glossary_
         (message,) = body["input"]
         task = message["content"]
         source = task.split("<source>\n", 1)[1].split("</source>", 1)[0]
-        # The changed section, whole and alone, is what the model translates.
-        assert source == f"<!-- i18n:section {changed} -->\n{english}"
-        # Its neighbours' current translations are the context; no other section is sent.
+        # Only the changed paragraph of the changed section is translated.
+        assert source == f"<!-- i18n:section {changed} -->\n{new}\n"
+        # Context: the rest of its section as translated, with the place the paragraph goes,
+        # and the neighbouring sections; nothing else of the page.
         context = task.split("<current_translation>\n")[1].split("</current_translation>")[0]
-        assert re.findall(r"(?m)^<!-- section (\d+) -->$", context) == ["2", "4"]
+        assert re.findall(r"(?m)^<!-- section (\d+) -->$", context) == ["2", "3", "4"]
+        own = context.split("<!-- section 3 -->\n")[1].split("<!-- section 4 -->")[0]
+        assert re.match(r"## Redis \S+ \{#redis\}\n\n" + re.escape(PATCH_GAP) + "\n\n@@BLOCK", own)
         assert "{#sqlite}" in context
         assert "{#example}" in context
         translated = _read(site / "docs" / lang / PAGE)
+        assert re.search(r"Install\S+ \S+ redis\S+ extra\S+", translated)
         for far in ("{#how-it-works}", "{#example_1}", "{#history-limits"):
             assert far in translated
             assert far not in task
-        for n, section in enumerate(page.sections):
-            if n != changed:
-                assert section.strip() not in task  # no other English section
-        # Exactly the glossary entries the section uses, with their forbidden renderings.
-        words, terms = _expected_glossary(prompts, lang, english)
+        for section in page.sections:
+            assert section.strip() not in task  # no English section is sent whole
+        # Exactly the glossary entries the sent English uses, with their forbidden renderings.
+        words, terms = _expected_glossary(prompts, lang, new)
         assert "Runner" in words
-        assert "SQLiteSession" not in words
+        assert "SQLiteSession" not in words  # not in the sent text
         assert _listed(instructions, "Do not translate") == words
         assert _listed(instructions, "Terms") == terms
-        # The rules its content needs (placeholders, an admonition), not the others.
-        assert _PLACEHOLDER_RULE in instructions
-        assert _ADMONITION_RULE in instructions
-        assert _MERMAID_RULE not in instructions
+        # The rules its content needs, not the others, and the short workflow.
+        for rule in (_PLACEHOLDER_RULE, _ADMONITION_RULE, _MERMAID_RULE, _WHOLE_WORKFLOW):
+            assert rule not in instructions
         assert _EDIT_WORKFLOW in instructions
-        assert _WHOLE_WORKFLOW not in instructions
         assert prompts.per_language[lang].strip() in instructions
     for body in reviews:
         instructions = body["instructions"]
         (lang,) = [c for c, name in LANGUAGES.items() if f"into {name}" in instructions]
         (message,) = body["input"]
         review = message["content"]
-        # Only the changed section: its English and its draft.
+        # Only the changed paragraph: its English and its draft.
         assert re.findall(r'<section n="(\d+)">', review) == [str(changed)]
-        assert f"<english>\n{english}</english>" in review
-        assert "{#sqlite}" not in review
-        words, terms = _expected_glossary(prompts, lang, english)
+        assert f"<english>\n{new}\n</english>" in review
+        assert "{#redis}" not in review
+        words, terms = _expected_glossary(prompts, lang, new)
         assert _listed(instructions, "Do not translate") == words
         assert _listed(instructions, "Terms") == terms
-        assert "Placeholders such as" in instructions
 
 
-async def test_a_plain_section_edit_leaves_out_the_rules_it_does_not_need(
+async def test_a_section_whose_every_block_changed_is_sent_whole_with_its_neighbours(
     site: Path, echo: EchoTranslator, run_site: RunSite, fake_openai: FakeOpenAIServer
 ) -> None:
     page, drafts, reviews = await _edit_run(
         site,
         run_site,
         fake_openai,
-        "The first example.",
-        "The first example, shorter than the second.",
+        "## Example\n\nThe first example.",
+        "## Examples\n\nThe first example, shorter than the second.",
     )
     changed = 4  # the first ## Example
-    assert page.sections[changed].startswith("## Example\n\nThe first example, shorter")
+    english = page.sections[changed]
+    assert english.startswith("## Examples\n\nThe first example, shorter")
     prompts = PromptSet.load(site / "i18n", LANGS)
     for body in drafts:
         instructions = body["instructions"]
-        source = body["input"][0]["content"].split("<source>\n", 1)[1]
-        assert source.startswith(f"<!-- i18n:section {changed} -->\n## Example\n")
+        task = body["input"][0]["content"]
+        source = task.split("<source>\n", 1)[1].split("</source>", 1)[0]
+        assert source == f"<!-- i18n:section {changed} -->\n{english}"
+        context = task.split("<current_translation>\n")[1].split("</current_translation>")[0]
+        assert re.findall(r"(?m)^<!-- section (\d+) -->$", context) == ["3", "5"]
+        assert PATCH_GAP not in task
+        for n, section in enumerate(page.sections):
+            if n != changed:
+                assert section.strip() not in task
         for rule in (_PLACEHOLDER_RULE, _ADMONITION_RULE, _MERMAID_RULE, _WHOLE_WORKFLOW):
             assert rule not in instructions
-        # The rules every section needs are always there.
+        # The rules every request needs are always there.
         assert "Return only Markdown" in instructions
         assert "Keep the structure verbatim" in instructions
         assert "Never translate code, URLs" in instructions
         assert "Do not add or drop content" in instructions
         lang = next(c for c, name in LANGUAGES.items() if f"into\n{name}" in instructions)
-        words, terms = _expected_glossary(prompts, lang, page.sections[changed])
+        words, terms = _expected_glossary(prompts, lang, english)
         assert _listed(instructions, "Do not translate") == words
         assert _listed(instructions, "Terms") == terms
         if not words:
             assert "# Do not translate" not in instructions
     for body in reviews:
+        review = body["input"][0]["content"]
+        assert f"<english>\n{english}</english>" in review
         assert "Placeholders such as" not in body["instructions"]
 
 
