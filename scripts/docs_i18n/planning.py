@@ -3,7 +3,8 @@
 `plan` compares every selected English page with the manifest and the translations on disk:
 a translation whose English is unchanged is current; otherwise the sections whose hash is in the
 manifest keep their translated text byte for byte and only the others go to the model, with the
-current translation as context.
+current translation as context. A changed section whose translation lines up block for block
+with its recorded English sends only its changed blocks (`Patch`); the rest keeps its text.
 """
 
 from __future__ import annotations
