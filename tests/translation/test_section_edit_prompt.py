@@ -10,11 +10,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-from echo_translator import EchoTranslator
 from translation_support import REPO, RunSite
 
 from docs_i18n.pages import EnglishPage
 from docs_i18n.prompt import LANGUAGES, PATCH_GAP, PromptSet, mentions
+from echo_translator import EchoTranslator
 from turnstore.testing import FakeOpenAIServer
 
 LANGS = ["ja", "ko", "zh"]
@@ -211,3 +211,33 @@ def test_a_whole_page_gets_every_rule_and_the_full_workflow() -> None:
     assert _EDIT_WORKFLOW in edit
     assert _WHOLE_WORKFLOW not in edit
     assert len(edit) < len(page) < len(full)
+
+
+async def test_a_translation_whose_blocks_do_not_line_up_gets_the_whole_section(
+    site: Path, echo: EchoTranslator, run_site: RunSite, fake_openai: FakeOpenAIServer
+) -> None:
+    assert (await run_site(languages=["ja", "ko"])).code == 0
+    ja = site / "docs" / "ja" / PAGE
+    text = _read(ja)
+    heading = re.search(r"(?m)^## Redis .*\{#redis\}\n\n", text)
+    assert heading is not None
+    # A hand edit joined the Redis heading and its first paragraph: one block fewer.
+    ja.write_text(text[: heading.end() - 1] + text[heading.end() :], encoding="utf-8")
+    path = site / "docs" / PAGE
+    path.write_text(
+        _read(path).replace("Install the extra and point", "Install the redis extra and point"),
+        encoding="utf-8",
+    )
+    first_new = len(fake_openai.requests_to("/v1/responses"))
+    assert (await run_site(languages=["ja", "ko"])).code == 0
+    page = EnglishPage.parse(PAGE, _read(path))
+    sources = {}
+    for request in fake_openai.requests_to("/v1/responses")[first_new:]:
+        if "text" not in request.body:
+            task = request.body["input"][0]["content"]
+            lang = "ja" if "into Japanese" in task else "ko"
+            sources[lang] = task.split("<source>\n", 1)[1].split("</source>", 1)[0]
+    assert sources["ja"] == f"<!-- i18n:section 3 -->\n{page.sections[3]}"
+    assert sources["ko"].startswith("<!-- i18n:section 3 -->\nInstall the redis extra")
+    assert "## Redis" not in sources["ko"]
+    assert re.search(r"(?m)^## Redis \S+ \{#redis\}\n\nInstall\S+ ", _read(ja))
