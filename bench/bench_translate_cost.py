@@ -16,7 +16,7 @@ writes back. Prints each page's figures and the total ratio; the target is <= 0.
 
     pip download --no-deps --no-binary :all: openai-agents==0.24.0 -d /tmp/sdk
     tar xzf /tmp/sdk/openai_agents-0.24.0.tar.gz -C /tmp/sdk
-    .venv/bin/python bench/bench_translate_cost.py \\
+    PYTHONPATH=scripts .venv/bin/python bench/bench_translate_cost.py \\
         --sdk-script /tmp/sdk/openai_agents-0.24.0/docs/scripts/translate_docs.py
 """
 
@@ -34,20 +34,23 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "scripts"), str(REPO / "tests" / "translation"), str(REPO / "src")]
-
-from echo_translator import EchoTranslator  # noqa: E402
-
-from docs_i18n.planning import Options  # noqa: E402
-from docs_i18n.report import Reporter  # noqa: E402
-from docs_i18n.runner import translate  # noqa: E402
-from turnstore.testing import (  # noqa: E402
+from turnstore.testing import (
     FakeOpenAIServer,
     FakeReply,
     RecordedRequest,
     text_response,
 )
+
+REPO = Path(__file__).resolve().parents[1]
+
+try:
+    from docs_i18n.planning import Options
+    from docs_i18n.report import Reporter
+    from docs_i18n.runner import translate
+    from echo_translator import EchoTranslator
+except ModuleNotFoundError as exc:
+    raise SystemExit(f"{exc}: run it with PYTHONPATH=scripts (make bench does)") from exc
+
 
 LANGS = ["ja", "ko", "zh"]
 ADDED = "\nThis sentence was added to measure what a one-section edit costs.\n"

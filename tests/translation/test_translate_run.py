@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 import pytest
-from echo_translator import EchoTranslator
 from translation_support import RunSite
 
 from docs_i18n.checks import verify_page
@@ -16,6 +15,7 @@ from docs_i18n.manifest import Manifest
 from docs_i18n.planning import Options
 from docs_i18n.status import adopt, check, dry_run
 from docs_i18n.translator import RetryPolicy
+from echo_translator import EchoTranslator
 from turnstore.testing import FakeOpenAIServer, FakeReply, text_response
 
 PAGES = ["guide/backends.md", "guide/custom.md", "index.md"]
