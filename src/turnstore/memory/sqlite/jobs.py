@@ -13,12 +13,9 @@ import sqlite3
 import threading
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ...exceptions import SessionStorageError
-
-if TYPE_CHECKING:
-    from .database import SQLiteDatabase
 
 __all__ = [
     "Job",
@@ -45,6 +42,13 @@ Prepare = Callable[[sqlite3.Connection], None]
 """Creates or checks the schema of one table pair, inside the writer's transaction."""
 
 
+class Retrying(Protocol):
+    """What a job knows of its database (`SQLiteDatabase`): whether the writer is retrying."""
+
+    busy: bool
+    """True while the writer retries a group that found the database busy."""
+
+
 @dataclass(eq=False, slots=True)
 class Job:
     """One caller's work and where its result goes."""
@@ -58,7 +62,7 @@ class Job:
     abandoned: bool = False
     taken: bool = False
     dropped: bool = False
-    database: SQLiteDatabase | None = None
+    database: Retrying | None = None
 
     def abandon(self) -> None:
         """The caller was cancelled: drop the job if it cannot take effect soon.
