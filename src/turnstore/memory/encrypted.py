@@ -26,8 +26,8 @@ from ..exceptions import SessionDecryptionError, UserError
 from ..items import TResponseInputItem
 from .closing import AsyncCloseable, Release
 from .codec import WHOLE_HISTORY, check_limit
-from .session import Session, SessionABC, is_atomic_replacement_session
-from .settings import SessionSettings, resolve_session_limit
+from .session import Session, WrapperSessionABC, is_atomic_replacement_session
+from .settings import resolve_session_limit
 
 if TYPE_CHECKING:
     from cryptography.fernet import Fernet
@@ -116,7 +116,7 @@ async def _off_loop_if_large(work: Callable[[list[Any]], _T], batch: list[Any]) 
     return work(batch)
 
 
-class EncryptedSession(SessionABC, AsyncCloseable):
+class EncryptedSession(WrapperSessionABC, AsyncCloseable):
     """A wrapper that encrypts every item before the wrapped session stores it.
 
     Works on any session ([`SQLiteSession`][turnstore.SQLiteSession],
@@ -216,17 +216,6 @@ class EncryptedSession(SessionABC, AsyncCloseable):
         ):
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         return getattr(self.underlying_session, name)
-
-    # -- settings pass through ---------------------------------------------------------------
-
-    @property
-    def session_settings(self) -> SessionSettings | None:
-        """The wrapped session's settings (reading and setting both pass through)."""
-        return self.underlying_session.session_settings
-
-    @session_settings.setter
-    def session_settings(self, value: SessionSettings | None) -> None:
-        self.underlying_session.session_settings = value
 
     # -- envelopes -----------------------------------------------------------------------------
 

@@ -121,6 +121,28 @@ class SessionABC(ABC):
         """Remove every item of this session, leaving other sessions untouched."""
 
 
+class WrapperSessionABC(SessionABC):
+    """Base of a session that wraps another (`EncryptedSession`, compaction).
+
+    `session_settings` is the wrapped session's: reading and setting both pass through, so a
+    wrapper and what it wraps never disagree on the settings of a run.
+
+    Attributes:
+        underlying_session: The wrapped session.
+    """
+
+    underlying_session: Session
+
+    @property
+    def session_settings(self) -> SessionSettings | None:
+        """The wrapped session's settings (reading and setting both pass through)."""
+        return self.underlying_session.session_settings
+
+    @session_settings.setter
+    def session_settings(self, value: SessionSettings | None) -> None:
+        self.underlying_session.session_settings = value
+
+
 class OpenAIResponsesCompactionArgs(TypedDict, total=False):
     """Arguments a runner passes to `run_compaction` after it saves a turn.
 
