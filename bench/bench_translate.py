@@ -5,7 +5,7 @@ the time is dominated by waiting on the model, as in a real run. Each run works 
 copy of this repository's docs/ and i18n/ prompts, after one untimed warm-up run. Prints both
 times and the ratio; the target is parallel <= 1/8 of sequential.
 
-    .venv/bin/python bench/bench_translate.py [--latency 2.0]
+    PYTHONPATH=scripts .venv/bin/python bench/bench_translate.py [--latency 2.0]
 """
 
 from __future__ import annotations
@@ -14,20 +14,21 @@ import argparse
 import asyncio
 import io
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+from turnstore.testing import FakeOpenAIServer
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "scripts"), str(REPO / "tests" / "translation"), str(REPO / "src")]
 
-from echo_translator import EchoTranslator  # noqa: E402
-
-from docs_i18n.planning import Options  # noqa: E402
-from docs_i18n.report import Reporter  # noqa: E402
-from docs_i18n.runner import translate  # noqa: E402
-from turnstore.testing import FakeOpenAIServer  # noqa: E402
+try:
+    from docs_i18n.planning import Options
+    from docs_i18n.report import Reporter
+    from docs_i18n.runner import translate
+    from echo_translator import EchoTranslator
+except ModuleNotFoundError as exc:
+    raise SystemExit(f"{exc}: run it with PYTHONPATH=scripts (make bench does)") from exc
 
 
 async def _one_run(concurrency: int | None, latency: float) -> tuple[float, int, int]:

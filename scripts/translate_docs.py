@@ -17,8 +17,6 @@ import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from docs_i18n.planning import Options
 from docs_i18n.prompt import LANGUAGES
 from docs_i18n.report import Reporter

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from support.services import skip_or_fail
 from turnstore.testing import FakeOpenAIServer
 
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
@@ -30,18 +31,6 @@ PGBOUNCER_URL = os.environ.get(
     "TURNSTORE_PGBOUNCER_URL", "postgresql+asyncpg://postgres@127.0.0.1:6432/test?pgbouncer=true"
 )
 CHROMIUM = os.environ.get("TURNSTORE_CHROMIUM", "/usr/bin/chromium")
-
-
-def services_required() -> bool:
-    """True when a missing service must fail the run instead of skipping."""
-    return os.environ.get("TURNSTORE_REQUIRE_SERVICES") == "1"
-
-
-def skip_or_fail(reason: str) -> None:
-    """Skip with `reason`, or fail under TURNSTORE_REQUIRE_SERVICES=1."""
-    if services_required():
-        pytest.fail(f"{reason} (TURNSTORE_REQUIRE_SERVICES=1 forbids skipping)")
-    pytest.skip(reason)
 
 
 def _port_open(host: str, port: int) -> bool:
@@ -121,8 +110,22 @@ def fake_openai() -> Iterator[FakeOpenAIServer]:
         yield server
 
 
+SERVICE_FIXTURES = frozenset(
+    {"postgres_url", "mysql_url", "redis_url", "redis_cluster_url", "pgbouncer_url"}
+)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests on the built site wait for a whole `mkdocs build`: they count as slow."""
+    """Mark tests by the fixtures they need, so that `-m` selects them without a hand-made mark.
+
+    A service's URL makes a test `services`, Chromium makes it `browser`, and the built site
+    (a whole `mkdocs build` to wait for) makes it `slow`.
+    """
     for item in items:
-        if "built_site" in getattr(item, "fixturenames", ()):
+        needs = set(getattr(item, "fixturenames", ()))
+        if needs & SERVICE_FIXTURES:
+            item.add_marker(pytest.mark.services)
+        if "chromium_path" in needs:
+            item.add_marker(pytest.mark.browser)
+        if "built_site" in needs:
             item.add_marker(pytest.mark.slow)

@@ -12,11 +12,12 @@ Each stage is a small module:
   draft (or of a whole translated page) against the English.
 - `review`: the review pass's schema, its reply and the check that its quotes occur.
 - `manifest`: the committed record of which English sections each translation came from
-  (two-phase writes, the English text kept for `--adopt`'s diffs).
+  (two-phase writes, the English text kept for `--adopt`'s diffs and paragraph edits).
 - `atomic`: atomic file writes.
 - `pages`: which English pages exist and where their translations live.
 - `translator`: one model call with retries (exponential backoff, jitter, Retry-After).
-- `planning`: what a run must do (which pages, languages and sections need the model).
+- `planning`: what a run must do (which pages, languages, sections and paragraphs need the
+  model).
 - `runner`: running a plan with bounded concurrency: model, checks, review, repairs, writes.
 - `status`: the commands without a model: `--check`, `--adopt` (by section), `--dry-run`.
 - `report`: progress lines or a progress bar, and the closing summary.

@@ -3,11 +3,13 @@
 `plan` compares every selected English page with the manifest and the translations on disk:
 a translation whose English is unchanged is current; otherwise the sections whose hash is in the
 manifest keep their translated text byte for byte and only the others go to the model, with the
-current translation as context.
+current translation as context. A changed section whose translation lines up block for block
+with its recorded English sends only its changed blocks (`Patch`); the rest keeps its text.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +26,9 @@ __all__ = [
     "CONTEXT_BLOCKS",
     "Job",
     "Options",
+    "Patch",
     "Plan",
+    "blocks",
     "excerpt",
     "plan",
     "read_text",
@@ -77,6 +81,31 @@ class Options:
         return self.root / "i18n" / "manifest.json"
 
 
+@dataclass(frozen=True)
+class Patch:
+    """The paragraphs of a changed section that need the model; the others keep their translation.
+
+    A section's translation keeps the English section's blocks (paragraphs, lists, tables,
+    code placeholders) one for one, which the checks enforce, so when the English of a section
+    changes in some blocks only, the unchanged blocks before and after keep their translated
+    text and only the changed run of blocks (`english`) is translated. The code checks and the
+    review still see the whole assembled section.
+
+    Attributes:
+        first: The index of the first changed block of the new English section.
+        last: One past the index of the last changed block.
+        english: The masked English of the changed blocks, as it stands in the section.
+        before: The translated blocks before them (masked with the page's placeholder names).
+        after: The translated blocks after them.
+    """
+
+    first: int
+    last: int
+    english: str
+    before: list[str]
+    after: list[str]
+
+
 @dataclass
 class Job:
     """One translation to bring up to date (page x language).
@@ -88,6 +117,8 @@ class Job:
         reuse: Section number -> the current translated text kept byte for byte.
         context: Section number -> the current translation (masked with the English placeholder
             names) of the unchanged sections next to a changed one, sent as context.
+        patches: Section number -> the part of a changed section that needs the model, when
+            the rest of it keeps its translation (`Patch`).
     """
 
     page: EnglishPage
@@ -95,11 +126,39 @@ class Job:
     todo: list[int]
     reuse: dict[int, str]
     context: dict[int, str] | None
+    patches: dict[int, Patch] = field(default_factory=dict)
+
+    def patch_context(self) -> dict[int, tuple[str, str]]:
+        """Section number -> the kept translation just before and after its changed blocks.
+
+        Like `excerpt`: the section's heading and the `CONTEXT_BLOCKS` blocks nearest the
+        change on each side, with `...` for what is left out.
+        """
+        context: dict[int, tuple[str, str]] = {}
+        for n, patch in self.patches.items():
+            before = patch.before
+            heading = before[:1] if before and before[0].lstrip().startswith("#") else []
+            near = before[len(heading) :][-CONTEXT_BLOCKS:]
+            gap = ["..."] if len(before) - len(heading) > len(near) else []
+            after = patch.after[:CONTEXT_BLOCKS]
+            more = ["..."] if len(patch.after) > len(after) else []
+            context[n] = ("\n\n".join([*heading, *gap, *near]), "\n\n".join([*after, *more]))
+        return context
+
+    def source(self, n: int) -> str:
+        """The masked English the model translates for section `n`: its changed blocks or all."""
+        patch = self.patches.get(n)
+        return patch.english if patch else self.page.sections[n]
 
     @property
     def key(self) -> str:
         """`lang/page`, for messages."""
         return f"{self.lang}/{self.page.path}"
+
+    @property
+    def edit(self) -> bool:
+        """Whether only part of the page goes to the model (the rest keeps its translation)."""
+        return bool(self.patches) or any(self.page.sections[n].strip() for n in self.reuse)
 
 
 @dataclass
@@ -164,7 +223,7 @@ def plan(options: Options, manifest: Manifest) -> Plan:
                 if entry.source == page.source_hash:
                     current.append(key)
                     continue
-                job = _incremental_job(page, lang, read_text(target), entry)
+                job = _incremental_job(page, lang, read_text(target), entry, manifest.english)
             else:
                 job = _full_job(page, lang)
             jobs.append(job)
@@ -191,7 +250,9 @@ def _full_job(page: EnglishPage, lang: str) -> Job:
     return Job(page=page, lang=lang, todo=todo, reuse=reuse, context=None)
 
 
-def _incremental_job(page: EnglishPage, lang: str, translated: str, entry: ManifestEntry) -> Job:
+def _incremental_job(
+    page: EnglishPage, lang: str, translated: str, entry: ManifestEntry, english: dict[str, str]
+) -> Job:
     try:
         body = split_front_matter(translated).body
         tr_masked = mask(body, start=len(page.masked.code) + 1)
@@ -216,7 +277,8 @@ def _incremental_job(page: EnglishPage, lang: str, translated: str, entry: Manif
         else:
             todo.append(n)
     context: dict[int, str] | None = None
-    if todo and source_of:
+    patches: dict[int, Patch] = {}
+    if todo:
         aligned, leftovers, _ = align_code(page.masked, tr_masked)
         aligned = re.sub(r"@@X\w+@@", lambda m: leftovers.get(m.group(0), m.group(0)), aligned)
         old_sections = split_sections(aligned)
@@ -225,8 +287,82 @@ def _incremental_job(page: EnglishPage, lang: str, translated: str, entry: Manif
             m: excerpt(old_sections[source_of[m]], tail=m < min(todo, key=lambda n: abs(n - m)))
             for m in sorted(wanted)
             if m in source_of
-        }
-    return Job(page=page, lang=lang, todo=todo, reuse=reuse, context=context)
+        } or None
+        if len(entry.sections) == len(page.sections) and len(old_sections) == len(page.sections):
+            for n in todo:
+                old_english = english.get(entry.sections[n])
+                if n in source_of.values() or old_english is None:
+                    continue  # its old text is reused elsewhere, or not recorded
+                patch = _patch(page, n, old_english, old_sections[n])
+                if patch is not None:
+                    patches[n] = patch
+    return Job(page=page, lang=lang, todo=todo, reuse=reuse, context=context, patches=patches)
+
+
+def blocks(text: str) -> list[tuple[int, int]]:
+    """The spans of the blocks of `text`: runs of non-blank lines (as the checks count them)."""
+    spans: list[tuple[int, int]] = []
+    start: int | None = None
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        blank = not line.strip()
+        if not blank and start is None:
+            start = offset
+        if blank and start is not None:
+            spans.append((start, offset))
+            start = None
+        offset += len(line)
+    if start is not None:
+        spans.append((start, offset))
+    return [(a, a + len(text[a:b].rstrip("\n"))) for a, b in spans]
+
+
+def _placeholders(text: str) -> list[str]:
+    return sorted(re.findall(r"@@\w+@@", text))
+
+
+def _patch(page: EnglishPage, n: int, old_english: str, old_translation: str) -> Patch | None:
+    """The changed blocks of section `n`, or `None` when the whole section must be translated.
+
+    The old translation's blocks must match the old English section's one for one, and every
+    kept translated block must hold the code placeholders of the English block it stands for.
+    """
+    try:
+        old_masked = mask(old_english)
+    except ValueError:
+        return None
+    new = page.sections[n]
+    new_spans = blocks(new)
+    old_spans = blocks(old_masked.text)
+    tr_spans = blocks(old_translation)
+    if len(tr_spans) != len(old_spans):
+        return None
+
+    def _key(text: str, code: dict[str, str]) -> str:
+        return " ".join(unmask(text, code).split())
+
+    old_keys = [_key(old_masked.text[a:b], old_masked.code) for a, b in old_spans]
+    new_keys = [_key(new[a:b], page.masked.code) for a, b in new_spans]
+    changes = [
+        op
+        for op in difflib.SequenceMatcher(None, old_keys, new_keys, autojunk=False).get_opcodes()
+        if op[0] != "equal"
+    ]
+    if not changes:
+        return None
+    old_first, old_last = changes[0][1], changes[-1][2]
+    first, last = changes[0][3], changes[-1][4]
+    if first == last or last - first == len(new_spans):
+        return None  # only deletions, or nothing to keep: translate the whole section
+    translated = [old_translation[a:b] for a, b in tr_spans]
+    before, after = translated[:old_first], translated[old_last:]
+    kept = list(range(first)) + list(range(last, len(new_spans)))
+    for j, text in zip(kept, before + after, strict=True):
+        a, b = new_spans[j]
+        if _placeholders(text) != _placeholders(new[a:b]):
+            return None
+    english = new[new_spans[first][0] : new_spans[last - 1][1]]
+    return Patch(first=first, last=last, english=english, before=before, after=after)
 
 
 CONTEXT_BLOCKS = 2

@@ -2,7 +2,9 @@
 
 Maintainers edit `i18n/prompts/*.md` (the shared prompt, one file of rules per language, and the
 task, context and repair messages) and `i18n/glossary.yml`; this module only fills them in.
-Template fields are written `{{name}}`.
+Template fields are written `{{name}}`; a block `{{?flag}}...{{/flag}}` is kept only when the
+request needs it (see `PromptSet.flags`), so a section edit is not sent rules about content it
+does not have.
 """
 
 from __future__ import annotations
@@ -30,19 +32,36 @@ LANGUAGES: dict[str, str] = {"ja": "Japanese", "ko": "Korean", "zh": "Simplified
 SECTION_MARKER_RE = re.compile(r"^<!-- i18n:section (?P<n>\d+) -->[ \t]*$", re.M)
 
 
+PATCH_GAP = "(the changed paragraphs go here)"
+"""Where the translation of a patched section's changed blocks goes, in the context."""
+
+
 def section_marker(n: int) -> str:
     """Return the marker line that precedes section `n` in a request and in the reply."""
     return f"<!-- i18n:section {n} -->"
 
 
-def _fill(template: str, **values: str) -> str:
+_BLOCK_RE = re.compile(r"\{\{\?(\w+)\}\}(.*?)\{\{/\1\}\}", re.S)
+_ADMONITION_RE = re.compile(r"^[ \t]*(?:!!!|\?\?\?\+?|===\+?)[ \t]", re.M)
+
+FLAGS = ("whole", "edit", "placeholders", "admonitions", "mermaid", "glossary", "words", "terms")
+"""The conditions a prompt template's `{{?flag}}` blocks may test."""
+
+
+def _fill(template: str, flags: dict[str, bool] | None = None, **values: str) -> str:
+    def _block(match: re.Match[str]) -> str:
+        name = match[1]
+        if flags is None or name not in flags:
+            raise KeyError(f"unknown template condition {{{{?{name}}}}}")
+        return match[2] if flags[name] else ""
+
     def _value(match: re.Match[str]) -> str:
         name = match[1]
         if name not in values:
             raise KeyError(f"unknown template field {{{{{name}}}}}")
         return values[name]
 
-    return re.sub(r"\{\{(\w+)\}\}", _value, template)
+    return re.sub(r"\{\{(\w+)\}\}", _value, _BLOCK_RE.sub(_block, template))
 
 
 def mentions(text: str, term: str) -> bool:
@@ -184,17 +203,45 @@ class PromptSet:
             "\n".join(lines) or "(none)",
         )
 
-    def instructions(self, lang: str, text: str | None = None) -> str:
+    def flags(self, lang: str, text: str | None, *, edit: bool) -> dict[str, bool]:
+        """Which `{{?flag}}` blocks of the templates a request needs.
+
+        A rule about content the request does not carry (placeholders, admonition markers,
+        diagram labels, glossary entries) is left out; with `text=None` every block is kept.
+
+        Args:
+            lang: The target language code.
+            text: The (masked) English text the request carries, or `None` for all rules.
+            edit: Whether only some sections of the page are sent (a section edit, with the
+                neighbours as context) rather than the whole page.
+        """
+        if text is None:
+            return dict.fromkeys(FLAGS, True) | {"whole": not edit, "edit": edit}
+        words, terms = self.glossary_lists(lang, text)
+        return {
+            "whole": not edit,
+            "edit": edit,
+            "placeholders": "@@" in text,
+            "admonitions": _ADMONITION_RE.search(text) is not None,
+            "mermaid": "<!-- i18n:mermaid" in text,
+            "glossary": (words, terms) != ("(none)", "(none)"),
+            "words": words != "(none)",
+            "terms": terms != "(none)",
+        }
+
+    def instructions(self, lang: str, text: str | None = None, *, edit: bool = False) -> str:
         """Return the instructions (role, rules, language rules, glossary, workflow) for `lang`.
 
         Args:
             lang: The target language code.
-            text: The English text the request carries: only the glossary entries it uses are
-                listed. `None` lists every entry.
+            text: The English text the request carries: only the glossary entries it uses and
+                the rules its content needs are included. `None` includes everything.
+            edit: Whether the request carries only some sections of the page (`flags`).
         """
         words, terms = self.glossary_lists(lang, text)
         return _fill(
             self.common,
+            self.flags(lang, text, edit=edit),
             language=LANGUAGES[lang],
             language_rules=self.per_language[lang].strip(),
             do_not_translate=words,
@@ -202,38 +249,64 @@ class PromptSet:
         )
 
     def task_message(
-        self, lang: str, page: str, sections: dict[int, str], neighbours: dict[int, str] | None
+        self,
+        lang: str,
+        page: str,
+        sections: dict[int, str],
+        neighbours: dict[int, str] | None,
+        patches: dict[int, tuple[str, str]] | None = None,
     ) -> str:
         """Return the user message asking for `sections` (number -> masked English text).
 
         Args:
             lang: The target language code.
             page: The page's path relative to docs/.
-            sections: The sections to translate.
+            sections: The sections to translate (for a patched section, its changed blocks).
             neighbours: The current translation of the sections next to the changed ones
                 (number -> masked text), sent as context when only some sections changed;
                 `None` or empty for a page translated from scratch.
+            patches: Section number -> the current translation just before and just after its
+                changed blocks, for the sections that changed in some blocks only.
         """
         body = "".join(
             f"{section_marker(n)}\n{_ensure_newline(text)}" for n, text in sections.items()
         )
+        shown: dict[int, str] = dict(neighbours or {})
+        for n, (before, after) in (patches or {}).items():
+            parts = [before, PATCH_GAP, after]
+            shown[n] = "\n\n".join(p for p in parts if p.strip()) + "\n"
         context = ""
-        if neighbours:
-            shown = "".join(
-                f"<!-- section {n} -->\n{_ensure_newline(text)}"
-                for n, text in sorted(neighbours.items())
+        if shown:
+            text = "".join(
+                f"<!-- section {n} -->\n{_ensure_newline(t)}" for n, t in sorted(shown.items())
             )
-            context = _fill(self.context, language=LANGUAGES[lang], translation=shown)
+            context = _fill(
+                self.context,
+                {"patch": bool(patches)},
+                language=LANGUAGES[lang],
+                translation=text,
+                gap=PATCH_GAP,
+            )
         return _fill(self.task, language=LANGUAGES[lang], page=page, context=context, sections=body)
 
     def repair_message(self, findings: list[str]) -> str:
         """Return the message sending a failed draft's findings back to the model."""
         return _fill(self.repair, findings="\n".join(f"- {f}" for f in findings))
 
-    def review_instructions(self, lang: str, text: str) -> str:
-        """Return the reviewer's instructions for `lang`, with the glossary entries `text` uses."""
+    def review_instructions(self, lang: str, text: str, *, edit: bool = False) -> str:
+        """Return the reviewer's instructions for `lang`.
+
+        Only the glossary entries and the rules that the English `text` needs are included
+        (`flags`).
+        """
         words, terms = self.glossary_lists(lang, text)
-        return _fill(self.review, language=LANGUAGES[lang], do_not_translate=words, terms=terms)
+        return _fill(
+            self.review,
+            self.flags(lang, text, edit=edit),
+            language=LANGUAGES[lang],
+            do_not_translate=words,
+            terms=terms,
+        )
 
     def review_message(self, lang: str, page: str, pairs: dict[int, tuple[str, str]]) -> str:
         """Return the review request: each section's English and draft side by side."""

@@ -39,24 +39,18 @@ REVIEW_SCHEMA: dict[str, Any] = {
                 "additionalProperties": False,
                 "required": ["section", "kind", "severity", "english", "translation", "problem"],
                 "properties": {
-                    "section": {"type": "integer", "description": "the section number"},
+                    "section": {"type": "integer"},
                     "kind": {"type": "string", "enum": list(KINDS)},
                     "severity": {"type": "string", "enum": ["blocker", "minor"]},
-                    "english": {
-                        "type": "string",
-                        "description": "a literal quote from the English section",
-                    },
-                    "translation": {
-                        "type": "string",
-                        "description": "a literal quote from the translated section",
-                    },
+                    "english": {"type": "string"},
+                    "translation": {"type": "string"},
                     "problem": {"type": "string", "description": "what is wrong, in English"},
                 },
             },
         }
     },
 }
-"""The JSON schema of a review reply."""
+"""The JSON schema of a review reply (the reviewer's instructions say how to quote)."""
 
 REVIEW_FORMAT: dict[str, Any] = {
     "type": "json_schema",

@@ -28,7 +28,7 @@ from .headings import pin_heading_ids
 from .manifest import Manifest, ManifestEntry, text_hash
 from .markdown_mask import unmask
 from .pages import translation_path
-from .planning import Job, Options, plan
+from .planning import Job, Options, blocks, plan
 from .prompt import PromptSet, parse_reply
 from .report import Reporter
 from .review import REVIEW_FORMAT, Finding, ReviewError, parse_review, verify_findings
@@ -47,6 +47,30 @@ def _fit(section: str, english: str) -> str:
     return f"{lead}{core}{tail}"
 
 
+def _full_draft(job: Job, n: int, reply: str) -> str:
+    """The whole masked translated section `n` from the model's reply for `job.source(n)`.
+
+    For a patched section the reply translates the changed blocks only; the kept translated
+    blocks are put around it, each in the place of its English block, with the English
+    section's blank lines between blocks.
+    """
+    english = job.page.sections[n]
+    patch = job.patches.get(n)
+    if patch is None:
+        return _fit(reply, english)
+    spans = blocks(english)
+    pieces = [*patch.before, reply.strip("\n"), *patch.after]
+    owners = [*range(patch.first), patch.first, *range(patch.last, len(spans))]
+    out: list[str] = []
+    cursor = 0
+    for piece, j in zip(pieces, owners, strict=True):
+        start = spans[j][0]
+        end = spans[patch.last - 1][1] if j == patch.first else spans[j][1]
+        out += [english[cursor:start], piece]
+        cursor = end
+    return "".join(out) + english[cursor:]
+
+
 def _draft_findings(
     job: Job, sections: dict[int, str], shape: list[str], prompts: PromptSet
 ) -> list[str]:
@@ -60,7 +84,7 @@ def _draft_findings(
     for n in job.todo:
         if n in sections:
             english = job.page.sections[n]
-            draft = _fit(sections[n], english)
+            draft = _full_draft(job, n, sections[n])
             found = check_section(english, draft)
             found += check_meaning(english, draft, job.lang, prompts.glossary)
             findings += [f"section {n}: {f}" for f in found]
@@ -71,11 +95,11 @@ def render(job: Job, drafts: dict[int, str]) -> str:
     """Assemble the translated page: front matter, kept sections and checked drafts."""
     page = job.page
     parts: list[str] = []
-    for n, english in enumerate(page.sections):
+    for n in range(len(page.sections)):
         if n in job.reuse:
             parts.append(job.reuse[n])
             continue
-        draft = _fit(drafts[n], english)
+        draft = _full_draft(job, n, drafts[n])
         draft = pin_heading_ids(draft, page.headings[n], page.heading_ids[n])
         parts.append(unmask(draft, page.masked.code))
     return translated_front_matter(page.front_matter) + "".join(parts)
@@ -197,12 +221,12 @@ class _Conversation:
     async def review(self, drafts: dict[int, str]) -> list[Finding]:
         """Review the drafts; record minor and discarded findings; return the blockers."""
         job = self.job
-        pairs = {n: (job.page.sections[n], _fit(drafts[n], job.page.sections[n])) for n in drafts}
+        pairs = {n: (job.source(n), _fit(drafts[n], job.source(n))) for n in drafts}
         english = "".join(en for en, _ in pairs.values())
         message = self.prompts.review_message(job.lang, job.page.path, pairs)
         reply = await self._call(
             self.options.review_model,
-            self.prompts.review_instructions(job.lang, english),
+            self.prompts.review_instructions(job.lang, english, edit=job.edit),
             [{"role": "user", "content": message}],
             review=True,
         )
@@ -225,10 +249,12 @@ class _Conversation:
 
     async def run(self) -> dict[int, str]:
         job = self.job
-        sections = {n: job.page.sections[n] for n in job.todo}
+        sections = {n: job.source(n) for n in job.todo}
         english = "".join(sections.values())
-        self.instructions = self.prompts.instructions(job.lang, english)
-        task = self.prompts.task_message(job.lang, job.page.path, sections, job.context)
+        self.instructions = self.prompts.instructions(job.lang, english, edit=job.edit)
+        task = self.prompts.task_message(
+            job.lang, job.page.path, sections, job.context, job.patch_context()
+        )
         self.messages = [{"role": "user", "content": task}]
         drafts = await self.draft(self.options.max_repairs)
         if not self.options.review:

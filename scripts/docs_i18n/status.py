@@ -250,17 +250,21 @@ def dry_run(options: Options, *, verbose: bool = False) -> list[str]:
     lines: list[str] = []
     total_in = total_out = review_in = review_out = 0
     for job in the_plan.jobs:
-        sections = {n: job.page.sections[n] for n in job.todo}
+        sections = {n: job.source(n) for n in job.todo}
         english = "".join(sections.values())
-        instructions = prompts.instructions(job.lang, english)
-        task = prompts.task_message(job.lang, job.page.path, sections, job.context)
+        instructions = prompts.instructions(job.lang, english, edit=job.edit)
+        task = prompts.task_message(
+            job.lang, job.page.path, sections, job.context, job.patch_context()
+        )
         tokens_in = estimate_tokens(instructions) + estimate_tokens(task) if job.todo else 0
         source = sum(estimate_tokens(s) for s in sections.values())
         tokens_out = estimate_output_tokens(source, options.effort or "medium") if job.todo else 0
         total_in += tokens_in
         total_out += tokens_out
         if job.todo and options.review:
-            review_in += estimate_tokens(prompts.review_instructions(job.lang, english))
+            review_in += estimate_tokens(
+                prompts.review_instructions(job.lang, english, edit=job.edit)
+            )
             review_in += source + tokens_out // 3
             review_out += estimate_output_tokens(source // 4, options.effort or "medium")
         what = (

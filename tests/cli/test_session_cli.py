@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from support.backends import delete_prefix, drop_tables, unique_prefix
 from turnstore import RedisSession, SQLAlchemySession, SQLiteSession
 from turnstore.cli import main
 
@@ -90,30 +91,24 @@ def _postgres(url: str, name: str = "postgres") -> Iterator[Backend]:
     )
 
     async def drop() -> None:
-        from sqlalchemy import text
-
         from turnstore.memory.sqlalchemy.session import create_engine_for_url
 
         engine = create_engine_for_url(url)
-        async with engine.begin() as conn:
-            await conn.execute(text(f'DROP TABLE IF EXISTS "{tables[1]}"'))
-            await conn.execute(text(f'DROP TABLE IF EXISTS "{tables[0]}"'))
+        await drop_tables(engine, tables)
         await engine.dispose()
 
     asyncio.run(drop())
 
 
 def _redis(url: str, name: str = "redis") -> Iterator[Backend]:
-    prefix = f"clitest:{uuid.uuid4().hex[:10]}"
+    prefix = unique_prefix("clitest")
     yield Backend(name, ["--db", url, "--key-prefix", prefix], url, prefix=prefix)
 
     async def drop() -> None:
         from turnstore.memory.redis.session import create_client_for_url
 
         client = create_client_for_url(url)
-        keys = [key async for key in client.scan_iter(match=f"{prefix}:*")]
-        for key in keys:  # one by one: on a cluster the keys live in different slots
-            await client.delete(key)
+        await delete_prefix(client, prefix)
         await client.aclose()
 
     asyncio.run(drop())

@@ -1,60 +1,15 @@
-"""Fixtures for the compaction and Conversations tests: the fake APIs and an in-memory session."""
+"""Fixtures for the compaction and Conversations tests: the fake APIs and item builders."""
 
 from __future__ import annotations
 
 import asyncio
-import copy
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from openai import AsyncOpenAI
 
-from turnstore import SessionSettings
-from turnstore.testing import FakeCompactionAPI, FakeConversationsAPI, FakeOpenAIServer
-
-
-class ListSession:
-    """A plain in-memory session that is not SQLite, with hooks to inject faults.
-
-    `before_add` runs (and may raise or block) before an `add_items` stores anything; it fires
-    once, unless it returns True.
-    """
-
-    def __init__(self, session_id: str = "mem", items: list[Any] | None = None) -> None:
-        self.session_id = session_id
-        self.session_settings: SessionSettings | None = None
-        self.items: list[Any] = copy.deepcopy(items or [])
-        self.before_add: Callable[[list[Any]], Any] | None = None
-        self.calls: list[str] = []
-
-    async def get_items(self, limit: int | None = None) -> list[Any]:
-        self.calls.append("get_items")
-        if limit is None and self.session_settings is not None:
-            limit = self.session_settings.limit
-        items = self.items if limit is None else self.items[-limit:] if limit else []
-        return copy.deepcopy(items)
-
-    async def add_items(self, items: list[Any]) -> None:
-        self.calls.append("add_items")
-        hook, self.before_add = self.before_add, None
-        if hook is not None:
-            result = hook(items)
-            if asyncio.iscoroutine(result):
-                result = await result
-            if result is True:
-                self.before_add = hook
-        await asyncio.sleep(0)
-        self.items.extend(copy.deepcopy(items))
-
-    async def pop_item(self) -> Any:
-        self.calls.append("pop_item")
-        return self.items.pop() if self.items else None
-
-    async def clear_session(self) -> None:
-        self.calls.append("clear_session")
-        await asyncio.sleep(0)
-        self.items.clear()
+from turnstore.testing import FakeCompactionAPI, FakeConversationsAPI, FakeOpenAIServer, FakeReply
 
 
 def user(text: str) -> dict[str, Any]:
@@ -84,6 +39,39 @@ def turns(count: int) -> list[dict[str, Any]]:
     for n in range(count):
         items += [user(f"question {n}"), assistant(f"answer {n}")]
     return items
+
+
+def slow_compaction(
+    delay: float, *, item_id: str | None = None, input_tokens: int = 1
+) -> FakeReply:
+    """A compaction answer that arrives after `delay` s: one compaction item, `item_id` if set."""
+    item = {"type": "compaction", "encrypted_content": "s"}
+    if item_id is not None:
+        item = {"type": "compaction", "id": item_id, "encrypted_content": "s"}
+    return FakeReply(
+        delay=delay,
+        body={
+            "id": "resp_c",
+            "object": "response.compaction",
+            "created_at": 0,
+            "output": [item],
+            "usage": {
+                "input_tokens": input_tokens,
+                "output_tokens": 1,
+                "total_tokens": input_tokens + 1,
+            },
+        },
+    )
+
+
+async def compaction_in_flight(
+    session: Any, compaction_api: FakeCompactionAPI
+) -> asyncio.Task[Any]:
+    """Start `session.run_compaction()`; return its task once the API has received the call."""
+    task = asyncio.create_task(session.run_compaction())
+    while not compaction_api.bodies:
+        await asyncio.sleep(0.01)
+    return task
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -11,6 +10,7 @@ import pytest
 from openai import AsyncOpenAI
 from redis.asyncio import Redis
 
+from support.backends import delete_prefix, unique_prefix
 from turnstore import (
     OpenAIResponsesCompactionSession,
     RedisSession,
@@ -28,11 +28,9 @@ pytestmark = pytest.mark.services
 @pytest.fixture
 async def redis_session(redis_url: str) -> AsyncIterator[RedisSession]:
     client = Redis.from_url(redis_url)
-    prefix = f"test-compaction:{uuid.uuid4().hex[:10]}"
+    prefix = unique_prefix("test-compaction")
     yield RedisSession("chat", redis_client=client, key_prefix=prefix)
-    keys = [key async for key in client.scan_iter(match=f"{prefix}:*")]
-    if keys:
-        await client.delete(*keys)
+    await delete_prefix(client, prefix)
     await client.aclose()
 
 

@@ -10,6 +10,7 @@ import openai
 import pytest
 from openai import AsyncOpenAI
 
+from support.sessions import MemorySession
 from turnstore import (
     CompactionTriggerContext,
     OpenAIResponsesCompactionSession,
@@ -21,13 +22,13 @@ from turnstore import (
 from turnstore.agent import DEFAULT_MODEL
 from turnstore.testing import FakeCompactionAPI, FakeOpenAIServer, FakeReply
 
-from .conftest import ListSession, assistant, call, output, turns, user
+from .conftest import assistant, call, compaction_in_flight, output, slow_compaction, turns, user
 
 MODEL = "gpt-5.5"
 
 
 def wrap(
-    session: ListSession, client: AsyncOpenAI, **kwargs: Any
+    session: MemorySession, client: AsyncOpenAI, **kwargs: Any
 ) -> OpenAIResponsesCompactionSession:
     return OpenAIResponsesCompactionSession(
         session.session_id, session, client=client, model=MODEL, **kwargs
@@ -40,7 +41,7 @@ def wrap(
 async def test_input_mode_sends_the_stored_items(
     client: AsyncOpenAI, compaction_api: FakeCompactionAPI
 ) -> None:
-    store = ListSession(items=turns(2))
+    store = MemorySession(items=turns(2))
     session = wrap(store, client, compaction_mode="input")
     usage = await session.run_compaction({"force": True, "response_id": "resp_9"})
     assert compaction_api.bodies == [{"model": MODEL, "input": turns(2)}]
@@ -55,7 +56,7 @@ async def test_input_mode_sends_the_stored_items(
 async def test_previous_response_id_mode_sends_only_the_response_id(
     client: AsyncOpenAI, compaction_api: FakeCompactionAPI
 ) -> None:
-    session = wrap(ListSession(items=turns(2)), client, compaction_mode="previous_response_id")
+    session = wrap(MemorySession(items=turns(2)), client, compaction_mode="previous_response_id")
     await session.run_compaction({"force": True, "response_id": "resp_7"})
     assert compaction_api.bodies == [{"model": MODEL, "previous_response_id": "resp_7"}]
     items = await session.get_items()
@@ -69,11 +70,11 @@ async def test_previous_response_id_mode_sends_only_the_response_id(
 async def test_previous_response_id_mode_without_a_response_id_is_a_clear_error(
     client: AsyncOpenAI, compaction_api: FakeCompactionAPI
 ) -> None:
-    session = wrap(ListSession(items=turns(6)), client, compaction_mode="previous_response_id")
+    session = wrap(MemorySession(items=turns(6)), client, compaction_mode="previous_response_id")
     with pytest.raises(ValueError, match="needs a response id"):
         await session.run_compaction({"force": True})
     with pytest.raises(ValueError, match="needs a response id"):
-        await wrap(ListSession(), client).run_compaction(
+        await wrap(MemorySession(), client).run_compaction(
             {"compaction_mode": "previous_response_id"}
         )
     assert compaction_api.bodies == []
@@ -91,7 +92,7 @@ async def test_previous_response_id_mode_without_a_response_id_is_a_clear_error(
 async def test_auto_mode_picks_input_or_response_id(
     client: AsyncOpenAI, compaction_api: FakeCompactionAPI, args: dict[str, Any], expected: str
 ) -> None:
-    session = wrap(ListSession(items=turns(2)), client)
+    session = wrap(MemorySession(items=turns(2)), client)
     await session.run_compaction({**args, "force": True})  # type: ignore[typeddict-item]
     body = compaction_api.bodies[0]
     if expected == "input":
@@ -103,7 +104,7 @@ async def test_auto_mode_picks_input_or_response_id(
 async def test_auto_mode_remembers_an_unstored_response(
     client: AsyncOpenAI, compaction_api: FakeCompactionAPI
 ) -> None:
-    session = wrap(ListSession(items=turns(2)), client)
+    session = wrap(MemorySession(items=turns(2)), client)
     await session.run_compaction({"response_id": "resp_1", "store": False})  # not triggered
     await session.run_compaction({"force": True})
     assert "input" in compaction_api.bodies[0]
@@ -115,7 +116,7 @@ async def test_auto_mode_remembers_an_unstored_response(
 async def test_an_explicit_mode_in_args_wins(
     client: AsyncOpenAI, compaction_api: FakeCompactionAPI
 ) -> None:
-    session = wrap(ListSession(items=turns(2)), client, compaction_mode="previous_response_id")
+    session = wrap(MemorySession(items=turns(2)), client, compaction_mode="previous_response_id")
     await session.run_compaction({"response_id": "r", "compaction_mode": "input", "force": True})
     assert "input" in compaction_api.bodies[0]
 
@@ -126,7 +127,7 @@ async def test_an_explicit_mode_in_args_wins(
 async def test_default_trigger_fires_at_ten_candidate_items(
     client: AsyncOpenAI, compaction_api: FakeCompactionAPI
 ) -> None:
-    store = ListSession(items=turns(9))
+    store = MemorySession(items=turns(9))
     session = wrap(store, client)
     assert await session.run_compaction() is None  # 9 assistant messages: not yet
     # User messages and compaction items do not count.
@@ -144,7 +145,7 @@ async def test_default_trigger_fires_at_ten_candidate_items(
 async def test_force_compacts_below_the_threshold(
     client: AsyncOpenAI, compaction_api: FakeCompactionAPI
 ) -> None:
-    session = wrap(ListSession(items=turns(1)), client)
+    session = wrap(MemorySession(items=turns(1)), client)
     assert await session.run_compaction() is None
     assert await session.run_compaction({"force": True}) is not None
     assert len(compaction_api.bodies) == 1
@@ -160,7 +161,7 @@ async def test_custom_trigger_receives_the_context(
         return len(context["session_items"]) >= 4
 
     history = [user("q"), assistant("a"), call("c1"), output("c1")]
-    session = wrap(ListSession(items=history[:2]), client, should_trigger_compaction=trigger)
+    session = wrap(MemorySession(items=history[:2]), client, should_trigger_compaction=trigger)
     assert await session.run_compaction({"response_id": "resp_1", "store": True}) is None
     assert seen[0] == {
         "response_id": "resp_1",
@@ -182,7 +183,7 @@ async def test_async_trigger_is_awaited(
         await asyncio.sleep(0)
         return True
 
-    session = wrap(ListSession(items=turns(1)), client, should_trigger_compaction=trigger)
+    session = wrap(MemorySession(items=turns(1)), client, should_trigger_compaction=trigger)
     assert await session.run_compaction() is not None
 
 
@@ -192,20 +193,20 @@ async def test_async_trigger_is_awaited(
 async def test_api_error_leaves_the_history_untouched(
     client: AsyncOpenAI, compaction_api: FakeCompactionAPI
 ) -> None:
-    store = ListSession(items=turns(10))
+    store = MemorySession(items=turns(10))
     before = copy.deepcopy(store.items)
     compaction_api.fail_next(FakeReply(status=500))
     with pytest.raises(SessionError, match="history is unchanged") as caught:
         await wrap(store, client).run_compaction()
     assert isinstance(caught.value.__cause__, openai.InternalServerError)
     assert store.items == before
-    assert "clear_session" not in store.calls
+    assert "clear_session" not in store.methods
 
 
 async def test_timeout_leaves_the_history_untouched(
     fake_openai: FakeOpenAIServer, compaction_api: FakeCompactionAPI
 ) -> None:
-    store = ListSession(items=turns(10))
+    store = MemorySession(items=turns(10))
     before = copy.deepcopy(store.items)
     compaction_api.fail_next(FakeReply(delay=2.0, body={}))
     async with fake_openai.async_client(timeout=0.3) as slow_client:
@@ -218,7 +219,7 @@ async def test_timeout_leaves_the_history_untouched(
 async def test_cancellation_during_the_api_call_leaves_the_history_untouched(
     client: AsyncOpenAI, compaction_api: FakeCompactionAPI
 ) -> None:
-    store = ListSession(items=turns(10))
+    store = MemorySession(items=turns(10))
     before = copy.deepcopy(store.items)
     compaction_api.fail_next(FakeReply(delay=1.0, body={}))
     task = asyncio.create_task(wrap(store, client).run_compaction())
@@ -232,7 +233,7 @@ async def test_cancellation_during_the_api_call_leaves_the_history_untouched(
 async def test_cancellation_mid_replacement_restores_the_previous_history(
     client: AsyncOpenAI, compaction_api: FakeCompactionAPI
 ) -> None:
-    store = ListSession(items=turns(10))
+    store = MemorySession(items=turns(10))
     before = copy.deepcopy(store.items)
     writing = asyncio.Event()
 
@@ -253,7 +254,7 @@ async def test_cancellation_mid_replacement_restores_the_previous_history(
 async def test_failed_write_mid_replacement_restores_the_previous_history(
     client: AsyncOpenAI, compaction_api: FakeCompactionAPI
 ) -> None:
-    store = ListSession(items=turns(10))
+    store = MemorySession(items=turns(10))
     before = copy.deepcopy(store.items)
 
     def fail(items: list[Any]) -> None:
@@ -269,7 +270,7 @@ async def test_failed_write_mid_replacement_restores_the_previous_history(
 async def test_repeated_cancellation_cannot_interrupt_the_restore(
     client: AsyncOpenAI, compaction_api: FakeCompactionAPI
 ) -> None:
-    store = ListSession(items=turns(10))
+    store = MemorySession(items=turns(10))
     before = copy.deepcopy(store.items)
     writing = asyncio.Event()
     restoring = asyncio.Event()
@@ -301,7 +302,7 @@ async def test_repeated_cancellation_cannot_interrupt_the_restore(
 async def test_a_failed_restore_says_so(
     client: AsyncOpenAI, compaction_api: FakeCompactionAPI
 ) -> None:
-    store = ListSession(items=turns(10))
+    store = MemorySession(items=turns(10))
 
     def fail(items: list[Any]) -> bool:
         store.before_add = fail  # stays installed: the restore fails too
@@ -318,24 +319,11 @@ async def test_a_failed_restore_says_so(
 async def test_items_added_during_the_api_call_survive(
     client: AsyncOpenAI, compaction_api: FakeCompactionAPI
 ) -> None:
-    store = ListSession(items=turns(10))
+    store = MemorySession(items=turns(10))
     session = wrap(store, client)
-    compaction_api.fail_next(  # a slow answer
-        FakeReply(
-            delay=0.5,
-            body={
-                "id": "resp_c",
-                "object": "response.compaction",
-                "created_at": 0,
-                "output": [{"type": "compaction", "id": "cmp_1", "encrypted_content": "s"}],
-                "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2},
-            },
-        )
-    )
-    task = asyncio.create_task(session.run_compaction())
+    compaction_api.fail_next(slow_compaction(0.5, item_id="cmp_1"))
     added = [user(f"during {n}") for n in range(5)]
-    while not compaction_api.bodies:
-        await asyncio.sleep(0.01)
+    task = await compaction_in_flight(session, compaction_api)
     await asyncio.gather(*(session.add_items([item]) for item in added))
     await task
     items = await session.get_items()
@@ -355,7 +343,7 @@ async def test_a_pending_tool_call_is_kept_with_everything_after_it(
         call("c2"),
         assistant("x"),
     ]
-    store = ListSession(items=history)
+    store = MemorySession(items=history)
     session = wrap(store, client, compaction_mode="input")
     await session.run_compaction({"force": True})
     prefix = history[:13]  # up to and including "used c1"
@@ -382,7 +370,7 @@ async def test_a_pending_tool_call_is_kept_with_everything_after_it(
 async def test_previous_response_id_mode_waits_for_pending_tool_outputs(
     client: AsyncOpenAI, compaction_api: FakeCompactionAPI
 ) -> None:
-    store = ListSession(items=[*turns(10), call("c1")])
+    store = MemorySession(items=[*turns(10), call("c1")])
     session = wrap(store, client, compaction_mode="previous_response_id")
     assert await session.run_compaction({"response_id": "resp_1", "force": True}) is None
     assert compaction_api.bodies == []
@@ -401,7 +389,7 @@ async def test_auto_mode_defers_what_the_latest_response_does_not_cover(
     client: AsyncOpenAI, compaction_api: FakeCompactionAPI, tail: list[Any]
 ) -> None:
     history = [*turns(10), *tail]
-    store = ListSession(items=history)
+    store = MemorySession(items=history)
     session = wrap(store, client)
     # Triggered (10 answers), but the chain of resp_1 lacks the tail: wait for the next response.
     assert await session.run_compaction({"response_id": "resp_1"}) is None
@@ -415,7 +403,7 @@ async def test_auto_mode_defers_what_the_latest_response_does_not_cover(
 async def test_auto_mode_compacts_the_chain_once_the_answer_is_stored(
     client: AsyncOpenAI, compaction_api: FakeCompactionAPI
 ) -> None:
-    store = ListSession(items=[*turns(9), call("c1"), output("c1")])
+    store = MemorySession(items=[*turns(9), call("c1"), output("c1")])
     session = wrap(store, client)
     assert await session.run_compaction({"response_id": "resp_1"}) is None  # deferred
     await session.add_items([assistant("with the tool's answer")])
@@ -426,23 +414,10 @@ async def test_auto_mode_compacts_the_chain_once_the_answer_is_stored(
 async def test_a_history_that_changed_during_the_call_is_not_overwritten(
     client: AsyncOpenAI, compaction_api: FakeCompactionAPI
 ) -> None:
-    store = ListSession(items=turns(10))
+    store = MemorySession(items=turns(10))
     session = wrap(store, client)
-    compaction_api.fail_next(
-        FakeReply(
-            delay=0.4,
-            body={
-                "id": "resp_c",
-                "object": "response.compaction",
-                "created_at": 0,
-                "output": [{"type": "compaction", "encrypted_content": "s"}],
-                "usage": {"input_tokens": 5, "output_tokens": 1, "total_tokens": 6},
-            },
-        )
-    )
-    task = asyncio.create_task(session.run_compaction())
-    while not compaction_api.bodies:
-        await asyncio.sleep(0.01)
+    compaction_api.fail_next(slow_compaction(0.4, input_tokens=5))
+    task = await compaction_in_flight(session, compaction_api)
     await session.pop_item()
     expected = copy.deepcopy(store.items)
     usage = await task
@@ -455,7 +430,7 @@ async def test_a_history_that_changed_during_the_call_is_not_overwritten(
 
 
 def test_bad_arguments_are_clear_errors() -> None:
-    store = ListSession()
+    store = MemorySession()
     with pytest.raises(ValueError, match="compaction_mode must be one of"):
         OpenAIResponsesCompactionSession("s", store, compaction_mode="sometimes")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="model"):
@@ -470,7 +445,7 @@ def test_bad_arguments_are_clear_errors() -> None:
 
 
 async def test_bad_run_compaction_args_are_clear_errors() -> None:
-    session = OpenAIResponsesCompactionSession("s", ListSession())
+    session = OpenAIResponsesCompactionSession("s", MemorySession())
     with pytest.raises(TypeError, match="unknown run_compaction argument"):
         await session.run_compaction({"forced": True})  # type: ignore[typeddict-unknown-key]
     with pytest.raises(ValueError, match="compaction_mode"):
@@ -478,7 +453,7 @@ async def test_bad_run_compaction_args_are_clear_errors() -> None:
 
 
 async def test_it_is_a_compaction_aware_session_that_delegates() -> None:
-    store = ListSession(items=turns(1))
+    store = MemorySession(items=turns(1))
     session = OpenAIResponsesCompactionSession("s", store)
     assert is_openai_responses_compaction_aware_session(session)
     assert await session.get_items(1) == [assistant("answer 0")]
@@ -494,10 +469,10 @@ async def test_the_default_model_is_the_agents_default(
     client: AsyncOpenAI, compaction_api: FakeCompactionAPI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("OPENAI_DEFAULT_MODEL", raising=False)
-    session = OpenAIResponsesCompactionSession("s", ListSession(items=turns(1)), client=client)
+    session = OpenAIResponsesCompactionSession("s", MemorySession(items=turns(1)), client=client)
     await session.run_compaction({"force": True})
     monkeypatch.setenv("OPENAI_DEFAULT_MODEL", "o3")
-    session = OpenAIResponsesCompactionSession("s", ListSession(items=turns(1)), client=client)
+    session = OpenAIResponsesCompactionSession("s", MemorySession(items=turns(1)), client=client)
     await session.run_compaction({"force": True})
     assert [body["model"] for body in compaction_api.bodies] == [DEFAULT_MODEL, "o3"]
 
@@ -507,7 +482,7 @@ async def test_input_mode_sends_items_without_bookkeeping_keys(
 ) -> None:
     tool_call = {**call("c1"), "_agents_tool_title": "Lookup"}
     answer = {**assistant("done"), "created_by": "resp_1"}
-    session = wrap(ListSession(items=[user("q"), tool_call, output("c1"), answer]), client)
+    session = wrap(MemorySession(items=[user("q"), tool_call, output("c1"), answer]), client)
     await session.run_compaction({"force": True})
     assert compaction_api.bodies[0]["input"] == [
         user("q"),
@@ -521,6 +496,6 @@ async def test_an_empty_compaction_result_never_empties_the_history(
     fake_openai: FakeOpenAIServer, client: AsyncOpenAI
 ) -> None:
     FakeCompactionAPI(output=lambda body: []).install(fake_openai)
-    store = ListSession(items=turns(10))
+    store = MemorySession(items=turns(10))
     assert await wrap(store, client).run_compaction() is not None
     assert store.items == turns(10)

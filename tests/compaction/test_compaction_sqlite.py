@@ -11,9 +11,9 @@ import pytest
 from openai import AsyncOpenAI
 
 from turnstore import OpenAIResponsesCompactionSession, SessionStorageError, SQLiteSession
-from turnstore.testing import FakeCompactionAPI, FakeOpenAIServer, FakeReply
+from turnstore.testing import FakeCompactionAPI, FakeOpenAIServer
 
-from .conftest import assistant, call, output, turns, user
+from .conftest import assistant, call, compaction_in_flight, output, slow_compaction, turns, user
 
 MODEL = "gpt-5.5"
 
@@ -72,21 +72,8 @@ async def test_items_added_during_the_call_follow_the_compacted_items(
     store, session = await open_pair(db, client)
     async with store:
         await session.add_items(turns(10))
-        compaction_api.fail_next(
-            FakeReply(
-                delay=0.5,
-                body={
-                    "id": "resp_c",
-                    "object": "response.compaction",
-                    "created_at": 0,
-                    "output": [{"type": "compaction", "id": "cmp", "encrypted_content": "s"}],
-                    "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2},
-                },
-            )
-        )
-        task = asyncio.create_task(session.run_compaction())
-        while not compaction_api.bodies:
-            await asyncio.sleep(0.01)
+        compaction_api.fail_next(slow_compaction(0.5, item_id="cmp"))
+        task = await compaction_in_flight(session, compaction_api)
         late = [user(f"late {n}") for n in range(20)]
         # Through the wrapper and straight into the store: both survive, in order.
         await asyncio.gather(session.add_items(late[:10]), store.add_items(late[10:]))
@@ -153,21 +140,8 @@ async def test_a_pop_during_the_call_discards_the_result(
     store, session = await open_pair(db, client)
     async with store:
         await session.add_items(turns(10))
-        compaction_api.fail_next(
-            FakeReply(
-                delay=0.4,
-                body={
-                    "id": "resp_c",
-                    "object": "response.compaction",
-                    "created_at": 0,
-                    "output": [{"type": "compaction", "encrypted_content": "s"}],
-                    "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2},
-                },
-            )
-        )
-        task = asyncio.create_task(session.run_compaction())
-        while not compaction_api.bodies:
-            await asyncio.sleep(0.01)
+        compaction_api.fail_next(slow_compaction(0.4))
+        task = await compaction_in_flight(session, compaction_api)
         await store.pop_item()
         assert await task is not None
         assert await session.get_items() == turns(10)[:-1]

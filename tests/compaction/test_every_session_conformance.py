@@ -5,19 +5,17 @@ Conversations API (with the real `openai` client)."""
 from __future__ import annotations
 
 import sqlite3
-import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from openai import AsyncOpenAI
 
+from support.backends import RedisStorage, SQLStorage
 from turnstore import (
     OpenAIConversationsSession,
     OpenAIResponsesCompactionSession,
-    RedisSession,
     Session,
-    SQLAlchemySession,
     SQLiteSession,
 )
 from turnstore.testing import FakeConversationsAPI, FakeOpenAIServer, SessionConformanceTests
@@ -68,107 +66,22 @@ class TestCompactionOverMemorySQLite(_CompactionOver):
 
 
 @pytest.mark.services
-class TestCompactionOverPostgres(_CompactionOver):
-    @pytest.fixture(autouse=True)
-    async def _engine(self, postgres_url: str) -> AsyncIterator[None]:
-        from sqlalchemy.ext.asyncio import create_async_engine
-
-        self.engine = create_async_engine(postgres_url, pool_size=10, max_overflow=50)
-        tag = uuid.uuid4().hex[:10]
-        self.tables = (f"c{tag}_sessions", f"c{tag}_messages")
-        yield
-        from sqlalchemy import text
-
-        async with self.engine.begin() as conn:
-            await conn.execute(text(f"DROP TABLE IF EXISTS {self.tables[1]}"))
-            await conn.execute(text(f"DROP TABLE IF EXISTS {self.tables[0]}"))
-        await self.engine.dispose()
-
+class TestCompactionOverPostgres(SQLStorage, _CompactionOver):
     async def make_underlying(self, session_id: str) -> Any:
-        return SQLAlchemySession(
-            session_id,
-            engine=self.engine,
-            create_tables=True,
-            sessions_table=self.tables[0],
-            messages_table=self.tables[1],
-        )
-
-    async def corrupt_latest_row(self, session: Session) -> None:
-        from sqlalchemy import text
-
-        m = self.tables[1]
-        async with self.engine.begin() as conn:
-            await conn.execute(
-                text(
-                    f"UPDATE {m} SET message_data = 'not json{{' WHERE id = "
-                    f"(SELECT max(id) FROM {m} WHERE session_id = :s)"
-                ),
-                {"s": session.session_id},
-            )
-
-    async def stored_row_count(self, session: Session) -> int:
-        from sqlalchemy import text
-
-        async with self.engine.connect() as conn:
-            query = text(f"SELECT count(*) FROM {self.tables[1]} WHERE session_id = :s")
-            return int((await conn.execute(query, {"s": session.session_id})).scalar_one())
+        return self.sql_session(session_id)
 
 
 @pytest.mark.services
 class TestCompactionOverMariaDB(TestCompactionOverPostgres):
-    @pytest.fixture(autouse=True)
-    async def _engine(self, mysql_url: str) -> AsyncIterator[None]:  # type: ignore[override]
-        from sqlalchemy.ext.asyncio import create_async_engine
-
-        self.engine = create_async_engine(mysql_url, pool_size=10, max_overflow=50)
-        tag = uuid.uuid4().hex[:10]
-        self.tables = (f"c{tag}_sessions", f"c{tag}_messages")
-        yield
-        from sqlalchemy import text
-
-        async with self.engine.begin() as conn:
-            await conn.execute(text(f"DROP TABLE IF EXISTS {self.tables[1]}"))
-            await conn.execute(text(f"DROP TABLE IF EXISTS {self.tables[0]}"))
-        await self.engine.dispose()
-
-    async def corrupt_latest_row(self, session: Session) -> None:
-        from sqlalchemy import text
-
-        m = self.tables[1]
-        async with self.engine.begin() as conn:
-            newest = (
-                await conn.execute(
-                    text(f"SELECT max(id) FROM {m} WHERE session_id = :s"),
-                    {"s": session.session_id},
-                )
-            ).scalar_one()
-            await conn.execute(
-                text(f"UPDATE {m} SET message_data = 'not json{{' WHERE id = :i"), {"i": newest}
-            )
+    @pytest.fixture
+    def sql_url(self, mysql_url: str) -> str:
+        return mysql_url
 
 
 @pytest.mark.services
-class TestCompactionOverRedis(_CompactionOver):
-    @pytest.fixture(autouse=True)
-    async def _client(self, redis_url: str) -> AsyncIterator[None]:
-        from redis.asyncio import Redis
-
-        self.client = Redis.from_url(redis_url, max_connections=100)
-        self.prefix = f"test:{uuid.uuid4().hex[:10]}"
-        yield
-        keys = [key async for key in self.client.scan_iter(match=f"{self.prefix}:*")]
-        if keys:
-            await self.client.delete(*keys)
-        await self.client.aclose()
-
+class TestCompactionOverRedis(RedisStorage, _CompactionOver):
     async def make_underlying(self, session_id: str) -> Any:
-        return RedisSession(session_id, redis_client=self.client, key_prefix=self.prefix)
-
-    async def corrupt_latest_row(self, session: Session) -> None:
-        await self.client.lset(f"{self.prefix}:items:{session.session_id}", -1, "not json{")
-
-    async def stored_row_count(self, session: Session) -> int:
-        return int(await self.client.llen(f"{self.prefix}:items:{session.session_id}"))
+        return self.redis_session(session_id)
 
 
 class TestConversationsSession(SessionConformanceTests):

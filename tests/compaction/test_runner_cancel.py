@@ -14,6 +14,7 @@ from typing import Any
 
 from openai import AsyncOpenAI
 
+from support.sessions import MemorySession
 from turnstore import (
     Agent,
     OpenAIResponsesCompactionSession,
@@ -22,8 +23,6 @@ from turnstore import (
     SQLiteSession,
 )
 from turnstore.testing import FakeCompactionAPI, FakeOpenAIServer, text_response
-
-from .conftest import ListSession
 
 
 class HeldCompaction:
@@ -86,11 +85,11 @@ async def test_cancel_during_compaction_on_another_session_leaves_history_unchan
     held = HeldCompaction()
     FakeCompactionAPI(output=held.output).install(fake_openai)
     fake_openai.enqueue(text_response("answer", response_id="resp_1"))
-    store = ListSession()
+    store = MemorySession()
     async with fake_openai.async_client() as client:
         session = OpenAIResponsesCompactionSession(
             "u", store, client=client, should_trigger_compaction=lambda context: True
         )
         await _cancel_during_compaction(session, held, client)
     assert [item.get("type") for item in store.items] == [None, "message"]
-    assert "clear_session" not in store.calls
+    assert "clear_session" not in store.methods

@@ -24,6 +24,16 @@ from turnstore.testing import (
 )
 
 
+@function_tool
+def lookup(city: str) -> str:
+    """Look up the weather.
+
+    Args:
+        city: The city.
+    """
+    return f"sunny in {city}"
+
+
 async def test_runner_compacts_after_ten_answers_and_counts_the_usage(
     tmp_path: Path,
     fake_openai: FakeOpenAIServer,
@@ -73,15 +83,6 @@ async def test_unstored_responses_are_compacted_from_input_and_tool_pairs_stay_w
     compaction_api: FakeCompactionAPI,
     client: AsyncOpenAI,
 ) -> None:
-    @function_tool
-    def lookup(city: str) -> str:
-        """Look up the weather.
-
-        Args:
-            city: The city.
-        """
-        return f"sunny in {city}"
-
     agent = Agent(
         name="Assistant", model="o3", tools=[lookup], model_settings=ModelSettings(store=False)
     )
@@ -126,15 +127,6 @@ async def test_a_tool_turn_waits_for_the_response_that_saw_its_outputs(
     compaction_api: FakeCompactionAPI,
     client: AsyncOpenAI,
 ) -> None:
-    @function_tool
-    def lookup(city: str) -> str:
-        """Look up the weather.
-
-        Args:
-            city: The city.
-        """
-        return f"sunny in {city}"
-
     agent = Agent(name="Assistant", model="gpt-4.1", tools=[lookup])  # responses are stored
     async with SQLiteSession("user_3", tmp_path / "chats.db") as store:
         session = OpenAIResponsesCompactionSession(

@@ -12,6 +12,7 @@ from typing import Any
 
 from openai import AsyncOpenAI
 
+from support.sessions import MemorySession
 from turnstore import (
     Agent,
     CompactionTriggerContext,
@@ -21,17 +22,15 @@ from turnstore import (
 )
 from turnstore.testing import FakeCompactionAPI, FakeOpenAIServer, text_response
 
-from .conftest import ListSession
 
-
-def _reads(store: ListSession) -> int:
-    return store.calls.count("get_items")
+def _reads(store: MemorySession) -> int:
+    return store.methods.count("get_items")
 
 
 async def test_only_the_runs_own_read_until_compaction_is_due(
     fake_openai: FakeOpenAIServer, compaction_api: FakeCompactionAPI, client: AsyncOpenAI
 ) -> None:
-    store = ListSession()
+    store = MemorySession()
     session = OpenAIResponsesCompactionSession("u", store, client=client)
     config = RunConfig(openai_client=client)
     agent = Agent(name="A")
@@ -69,7 +68,7 @@ async def test_a_custom_trigger_sees_the_written_history_without_a_read(
         seen.append((len(context["session_items"]), len(context["compaction_candidate_items"])))
         return False
 
-    store = ListSession()
+    store = MemorySession()
     session = OpenAIResponsesCompactionSession(
         "u", store, client=client, should_trigger_compaction=trigger
     )
@@ -84,7 +83,7 @@ async def test_a_custom_trigger_sees_the_written_history_without_a_read(
 async def test_items_written_elsewhere_are_counted_when_the_history_is_read(
     fake_openai: FakeOpenAIServer, compaction_api: FakeCompactionAPI, client: AsyncOpenAI
 ) -> None:
-    store = ListSession()
+    store = MemorySession()
     session = OpenAIResponsesCompactionSession("u", store, client=client)
     assert await session.get_items() == []  # the session knows the history: empty
     # Written to the wrapped session directly: this object does not see them ...

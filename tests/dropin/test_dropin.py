@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import uuid
 from pathlib import Path
 
 import pytest
 from openai import AsyncOpenAI
-from sqlalchemy import text
 
+from support.backends import drop_tables, unique_prefix, unique_tables
 from turnstore import (
     OpenAIConversationsSession,
     OpenAIResponsesCompactionSession,
@@ -87,8 +86,7 @@ def test_unknown_settings_keys_raise_type_error() -> None:
 
 @pytest.mark.services
 async def test_sqlalchemy_sdk_keyword_form_and_sync_close(postgres_url: str) -> None:
-    tag = uuid.uuid4().hex[:10]
-    sessions, messages = f"t{tag}_sessions", f"t{tag}_messages"
+    sessions, messages = unique_tables()
     session = SQLAlchemySession.from_url(
         "s",
         url=postgres_url,
@@ -102,8 +100,7 @@ async def test_sqlalchemy_sdk_keyword_form_and_sync_close(postgres_url: str) -> 
         await session.add_items([{"a": 1}])
         assert session.engine.pool.checkedin() == 1
     finally:
-        async with session.engine.begin() as conn:
-            await conn.execute(text(f'DROP TABLE IF EXISTS "{messages}", "{sessions}"'))
+        await drop_tables(session.engine, (sessions, messages))
     session.close()  # not awaited: the engine is disposed by a task of this loop
     with pytest.raises(SessionClosedError):
         await session.get_items()
@@ -120,7 +117,7 @@ async def test_sqlalchemy_sdk_keyword_form_and_sync_close(postgres_url: str) -> 
 
 @pytest.mark.services
 async def test_redis_sdk_keyword_form_and_sync_close(redis_url: str) -> None:
-    prefix = f"test:{uuid.uuid4().hex[:10]}"
+    prefix = unique_prefix()
     session = RedisSession.from_url(
         "s", url=redis_url, redis_kwargs={"max_connections": 4}, key_prefix=prefix
     )

@@ -16,6 +16,7 @@ from redis.asyncio import Redis
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from support.backends import delete_prefix, drop_tables, unique_prefix, unique_tables
 from turnstore import (
     EncryptedSession,
     RedisSession,
@@ -245,8 +246,7 @@ async def test_item_errors_store_nothing(tmp_path: Path) -> None:
 @pytest.mark.services
 async def test_no_plaintext_in_postgres_rows(postgres_url: str) -> None:
     engine: AsyncEngine = create_async_engine(postgres_url)
-    tag = uuid.uuid4().hex[:10]
-    tables = (f"t{tag}_sessions", f"t{tag}_messages")
+    tables = unique_tables()
     underlying = SQLAlchemySession(
         "s", engine=engine, create_tables=True, sessions_table=tables[0], messages_table=tables[1]
     )
@@ -259,14 +259,13 @@ async def test_no_plaintext_in_postgres_rows(postgres_url: str) -> None:
         assert len(rows) == 2
         assert not any("SWORDFISH" in row[0] for row in rows)
     finally:
-        async with engine.begin() as conn:
-            await conn.execute(text(f'DROP TABLE IF EXISTS "{tables[1]}", "{tables[0]}"'))
+        await drop_tables(engine, tables)
         await engine.dispose()
 
 
 @pytest.mark.services
 async def test_no_plaintext_in_redis_keys(redis_url: str) -> None:
-    prefix = f"test:{uuid.uuid4().hex[:10]}"
+    prefix = unique_prefix()
     client = Redis.from_url(redis_url)
     try:
         underlying = RedisSession("s", redis_client=client, key_prefix=prefix)
@@ -284,9 +283,7 @@ async def test_no_plaintext_in_redis_keys(redis_url: str) -> None:
             assert values
             assert not any(b"SWORDFISH" in value for value in values)
     finally:
-        keys = [key async for key in client.scan_iter(match=f"{prefix}:*")]
-        if keys:
-            await client.delete(*keys)
+        await delete_prefix(client, prefix)
         await client.aclose()
 
 

@@ -1,4 +1,5 @@
-"""A writer process for test_backends_load.py (run as a script, not collected by pytest).
+"""A writer process for test_backends_load.py (run as a script, not collected by pytest), and
+the sessions it writes to, which the test reads back.
 
 Usage: load_worker.py BACKEND URL NAMESPACE WORKER MODE COUNT
 
@@ -17,14 +18,21 @@ import sys
 from turnstore import RedisSession, Session, SQLAlchemySession
 
 
+def sql_tables(namespace: str) -> tuple[str, str]:
+    """The (sessions, messages) table names of a namespace on the SQL backends."""
+    return f"{namespace}_s", f"{namespace}_m"
+
+
 def open_session(backend: str, url: str, namespace: str, session_id: str) -> Session:
+    """A session of the namespace (one connection at most: each writer opens a few)."""
     if backend in ("postgres", "pgbouncer"):
+        sessions_table, messages_table = sql_tables(namespace)
         return SQLAlchemySession.from_url(
             session_id,
             url,
             create_tables=True,
-            sessions_table=f"{namespace}_s",
-            messages_table=f"{namespace}_m",
+            sessions_table=sessions_table,
+            messages_table=messages_table,
             pool_size=1,
         )
     return RedisSession.from_url(session_id, url, key_prefix=namespace)

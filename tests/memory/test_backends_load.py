@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from load_worker import open_session, sql_tables
 
-from turnstore import RedisSession, Session, SQLAlchemySession
+from support.backends import delete_prefix, drop_tables
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
@@ -50,39 +51,21 @@ async def backend(request: pytest.FixtureRequest) -> AsyncIterator[tuple[str, st
     url: str = request.getfixturevalue(FIXTURE_OF[kind])
     yield kind, url, namespace
     if kind in ("postgres", "pgbouncer"):
-        from sqlalchemy import text
-
         from turnstore.memory.sqlalchemy.session import create_engine_for_url
 
         engine = create_engine_for_url(url)
-        async with engine.begin() as conn:
-            await conn.execute(text(f'DROP TABLE IF EXISTS "{namespace}_m"'))
-            await conn.execute(text(f'DROP TABLE IF EXISTS "{namespace}_s"'))
+        await drop_tables(engine, sql_tables(namespace))
         await engine.dispose()
     else:
         from turnstore.memory.redis.session import create_client_for_url
 
         client = create_client_for_url(url)
-        keys = [key async for key in client.scan_iter(match=f"{namespace}:*")]
-        for key in keys:  # one by one: on a cluster the keys live in different slots
-            await client.delete(key)
+        await delete_prefix(client, namespace)
         await client.aclose()
 
 
-def session_for(kind: str, url: str, namespace: str, session_id: str) -> Session:
-    if kind in ("postgres", "pgbouncer"):
-        return SQLAlchemySession.from_url(
-            session_id,
-            url,
-            create_tables=True,
-            sessions_table=f"{namespace}_s",
-            messages_table=f"{namespace}_m",
-        )
-    return RedisSession.from_url(session_id, url, key_prefix=namespace)
-
-
 async def read(kind: str, url: str, namespace: str, session_id: str) -> list[Any]:
-    session = session_for(kind, url, namespace, session_id)
+    session = open_session(kind, url, namespace, session_id)
     try:
         return list(await session.get_items())
     finally:
@@ -169,7 +152,7 @@ async def test_sigkill_mid_write_leaves_no_partial_batch(backend: tuple[str, str
         assert (item["b"], item["k"]) == divmod(pos, KILL_BATCH)
 
     # The session still works.
-    session = session_for(kind, url, namespace, "victim")
+    session = open_session(kind, url, namespace, "victim")
     try:
         await session.add_items([{"after": True}])
         assert (await session.get_items(1)) == [{"after": True}]

@@ -14,10 +14,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from load_worker import sql_tables
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from support.backends import SQLStorage, drop_tables, unique_tables
 from turnstore import Session, SQLAlchemySession
 from turnstore.memory.sqlalchemy.pgbouncer import behind_pooler, split_pgbouncer_flag
 from turnstore.memory.sqlalchemy.session import create_engine_for_url
@@ -58,13 +60,10 @@ def test_a_bad_flag_is_a_clear_error(url: str, message: str) -> None:
 
 @pytest.fixture
 async def tables(postgres_url: str) -> AsyncIterator[tuple[str, str]]:
-    tag = uuid.uuid4().hex[:10]
-    names = (f"pgb{tag}_s", f"pgb{tag}_m")
+    names = sql_tables(f"pgb{uuid.uuid4().hex[:10]}")  # the load worker's naming
     yield names
     engine = create_engine_for_url(postgres_url)
-    async with engine.begin() as conn:
-        await conn.execute(text(f'DROP TABLE IF EXISTS "{names[1]}"'))
-        await conn.execute(text(f'DROP TABLE IF EXISTS "{names[0]}"'))
+    await drop_tables(engine, names)
     await engine.dispose()
 
 
@@ -153,37 +152,18 @@ async def test_concurrent_processes_through_pgbouncer_detected_without_the_flag(
     assert total == 6 * 60 * 2
 
 
-class TestPgBouncerConformance(SessionConformanceTests):
+class TestPgBouncerConformance(SQLStorage, SessionConformanceTests):
     """The shared session contract on PostgreSQL through PgBouncer in transaction mode."""
 
     @pytest.fixture(autouse=True)
-    async def _engine(self, pgbouncer_url: str, postgres_url: str) -> AsyncIterator[None]:
+    async def _sql(self, pgbouncer_url: str, postgres_url: str) -> AsyncIterator[None]:
         self.engine = create_engine_for_url(pgbouncer_url, pool_size=10, max_overflow=50)
-        tag = uuid.uuid4().hex[:10]
-        self.tables = (f"pgb{tag}_s", f"pgb{tag}_m")
+        self.tables = unique_tables("pgb")
         yield
         await self.engine.dispose()
         direct = create_engine_for_url(postgres_url)
-        async with direct.begin() as conn:
-            await conn.execute(text(f'DROP TABLE IF EXISTS "{self.tables[1]}"'))
-            await conn.execute(text(f'DROP TABLE IF EXISTS "{self.tables[0]}"'))
+        await drop_tables(direct, self.tables)
         await direct.dispose()
 
     async def make_session(self, session_id: str) -> Session:
-        return SQLAlchemySession(
-            session_id,
-            engine=self.engine,
-            create_tables=True,
-            sessions_table=self.tables[0],
-            messages_table=self.tables[1],
-        )
-
-    async def corrupt_latest_row(self, session: Session) -> None:
-        async with self.engine.begin() as conn:
-            await conn.execute(
-                text(
-                    f"UPDATE \"{self.tables[1]}\" SET message_data = 'not json{{' WHERE id = "
-                    f'(SELECT max(id) FROM "{self.tables[1]}" WHERE session_id = :sid)'
-                ),
-                {"sid": session.session_id},
-            )
+        return self.sql_session(session_id)

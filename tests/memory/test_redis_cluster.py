@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-import uuid
 from collections.abc import AsyncIterator
 
 import pytest
@@ -17,6 +16,7 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
+from support.backends import delete_prefix, unique_prefix
 from turnstore import RedisSession, Session, SessionStorageError, open_session_store
 from turnstore.memory.redis.keys import ClusterLayout, SingleNodeLayout, slot_tag
 from turnstore.testing import SessionConformanceTests
@@ -61,15 +61,9 @@ async def cluster(redis_cluster_url: str) -> AsyncIterator[RedisCluster]:
 
 @pytest.fixture
 async def prefix(cluster: RedisCluster) -> AsyncIterator[str]:
-    prefix = f"ctest:{uuid.uuid4().hex[:10]}"
+    prefix = unique_prefix("ctest")
     yield prefix
     await delete_prefix(cluster, prefix)
-
-
-async def delete_prefix(cluster: RedisCluster, prefix: str) -> None:
-    keys = [key async for key in cluster.scan_iter(match=f"{prefix}:*")]
-    for key in keys:
-        await cluster.delete(key)
 
 
 async def test_layout_on_the_cluster(cluster: RedisCluster, prefix: str) -> None:
@@ -165,11 +159,9 @@ async def test_an_unreachable_cluster_is_a_storage_error() -> None:
 @pytest.fixture
 async def single(redis_url: str) -> AsyncIterator[tuple[Redis, str]]:
     client = Redis.from_url(redis_url)
-    prefix = f"compat:{uuid.uuid4().hex[:10]}"
+    prefix = unique_prefix("compat")
     yield client, prefix
-    keys = [key async for key in client.scan_iter(match=f"{prefix}:*")]
-    if keys:
-        await client.delete(*keys)
+    await delete_prefix(client, prefix)
     await client.aclose()
 
 
@@ -220,7 +212,7 @@ class TestRedisClusterConformance(SessionConformanceTests):
         self.client = RedisCluster.from_url(
             redis_cluster_url.replace("redis+cluster://", "redis://"), max_connections=100
         )
-        self.prefix = f"ctest:{uuid.uuid4().hex[:10]}"
+        self.prefix = unique_prefix("ctest")
         yield
         await delete_prefix(self.client, self.prefix)
         await self.client.aclose()

@@ -14,6 +14,7 @@ from datetime import timedelta
 import pytest
 from redis.asyncio import Redis
 
+from support.backends import RedisStorage, delete_prefix, unique_prefix
 from turnstore import (
     RedisSession,
     Session,
@@ -35,11 +36,9 @@ async def client(redis_url: str) -> AsyncIterator[Redis]:
 
 @pytest.fixture
 async def prefix(client: Redis) -> AsyncIterator[str]:
-    prefix = f"test:{uuid.uuid4().hex[:10]}"
+    prefix = unique_prefix()
     yield prefix
-    keys = [key async for key in client.scan_iter(match=f"{prefix}:*")]
-    if keys:
-        await client.delete(*keys)
+    await delete_prefix(client, prefix)
 
 
 async def test_layout_created_at_and_index(client: Redis, prefix: str) -> None:
@@ -240,27 +239,11 @@ async def test_unreachable_server_is_a_storage_error() -> None:
         assert info.value.__cause__ is not None
 
 
-class TestRedisConformance(SessionConformanceTests):
+class TestRedisConformance(RedisStorage, SessionConformanceTests):
     """The shared session contract on Redis."""
 
-    @pytest.fixture(autouse=True)
-    async def _client(self, redis_url: str) -> AsyncIterator[None]:
-        self.client = Redis.from_url(redis_url, max_connections=100)
-        self.prefix = f"test:{uuid.uuid4().hex[:10]}"
-        yield
-        keys = [key async for key in self.client.scan_iter(match=f"{self.prefix}:*")]
-        if keys:
-            await self.client.delete(*keys)
-        await self.client.aclose()
-
     async def make_session(self, session_id: str) -> Session:
-        return RedisSession(session_id, redis_client=self.client, key_prefix=self.prefix)
-
-    async def corrupt_latest_row(self, session: Session) -> None:
-        await self.client.lset(f"{self.prefix}:items:{session.session_id}", -1, "not json{")
-
-    async def stored_row_count(self, session: Session) -> int:
-        return int(await self.client.llen(f"{self.prefix}:items:{session.session_id}"))
+        return self.redis_session(session_id)
 
 
 def test_missing_extra_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,10 +12,11 @@ import uuid
 from collections.abc import AsyncIterator
 
 import pytest
-from sqlalchemy import func, select, text, update
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
+from support.backends import SQLStorage, drop_tables, unique_tables
 from turnstore import (
     Session,
     SessionClosedError,
@@ -23,21 +24,9 @@ from turnstore import (
     SQLAlchemySession,
     UserError,
 )
-from turnstore.memory.sqlalchemy.schema import session_tables as _tables
 from turnstore.testing import SessionConformanceTests
 
 pytestmark = pytest.mark.services
-
-
-def unique_tables() -> tuple[str, str]:
-    tag = uuid.uuid4().hex[:10]
-    return f"t{tag}_sessions", f"t{tag}_messages"
-
-
-async def drop_tables(engine: AsyncEngine, sessions: str, messages: str) -> None:
-    async with engine.begin() as conn:
-        await conn.execute(text(f'DROP TABLE IF EXISTS "{messages}"'))
-        await conn.execute(text(f'DROP TABLE IF EXISTS "{sessions}"'))
 
 
 @pytest.fixture
@@ -51,7 +40,7 @@ async def engine(postgres_url: str) -> AsyncIterator[AsyncEngine]:
 async def tables(engine: AsyncEngine) -> AsyncIterator[tuple[str, str]]:
     names = unique_tables()
     yield names
-    await drop_tables(engine, *names)
+    await drop_tables(engine, names)
 
 
 def make(engine: AsyncEngine, tables: tuple[str, str], session_id: str = "s") -> SQLAlchemySession:
@@ -396,49 +385,19 @@ async def test_unreachable_server_is_a_storage_error(tables: tuple[str, str]) ->
         assert info.value.__cause__ is not None
 
 
-class TestPostgresConformance(SessionConformanceTests):
+class TestPostgresConformance(SQLStorage, SessionConformanceTests):
     """The shared session contract on PostgreSQL through asyncpg."""
 
-    @pytest.fixture(autouse=True)
-    async def _engine(self, postgres_url: str) -> AsyncIterator[None]:
-        self.engine = create_async_engine(postgres_url, pool_size=10, max_overflow=50)
-        self.tables = unique_tables()
-        yield
-        await drop_tables(self.engine, *self.tables)
-        await self.engine.dispose()
-
     async def make_session(self, session_id: str) -> Session:
-        return make(self.engine, self.tables, session_id)
-
-    async def corrupt_latest_row(self, session: Session) -> None:
-        m = _tables(*self.tables)[2]
-        async with self.engine.begin() as conn:
-            newest = (
-                await conn.execute(
-                    select(func.max(m.c.id)).where(m.c.session_id == session.session_id)
-                )
-            ).scalar_one()
-            await conn.execute(update(m).where(m.c.id == newest).values(message_data="not json{"))
-
-    async def stored_row_count(self, session: Session) -> int:
-        m = _tables(*self.tables)[2]
-        async with self.engine.connect() as conn:
-            query = select(func.count()).where(m.c.session_id == session.session_id)
-            return int((await conn.execute(query)).scalar_one())
+        return self.sql_session(session_id)
 
 
 class TestMariaDBConformance(TestPostgresConformance):
     """The shared session contract on MariaDB/MySQL through aiomysql (when one is running)."""
 
-    @pytest.fixture(autouse=True)
-    async def _engine(self, mysql_url: str) -> AsyncIterator[None]:
-        self.engine = create_async_engine(mysql_url, pool_size=10, max_overflow=50)
-        self.tables = unique_tables()
-        yield
-        async with self.engine.begin() as conn:
-            await conn.execute(text(f"DROP TABLE IF EXISTS `{self.tables[1]}`"))
-            await conn.execute(text(f"DROP TABLE IF EXISTS `{self.tables[0]}`"))
-        await self.engine.dispose()
+    @pytest.fixture
+    def sql_url(self, mysql_url: str) -> str:
+        return mysql_url
 
     async def test_ids_differing_in_case_are_distinct(self) -> None:
         sessions = [make(self.engine, self.tables, sid) for sid in ("a", "A", "ä")]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from support.sessions import MemorySession
 from turnstore import (
     Agent,
     ModelCallError,
@@ -280,9 +281,8 @@ async def test_conversation_id_is_sent_and_only_new_items_travel(
 async def test_store_false_reaches_request_and_compaction_args(
     fake_openai: FakeOpenAIServer,
 ) -> None:
-    from .recording_session import RecordingSession
 
-    class Compacting(RecordingSession):
+    class Compacting(MemorySession):
         def __init__(self) -> None:
             super().__init__()
             self.args: list[dict[str, object]] = []
@@ -310,10 +310,9 @@ async def test_store_false_reaches_request_and_compaction_args(
 async def test_missing_api_key_fails_before_the_session_is_touched(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from .recording_session import RecordingSession
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    session = RecordingSession()
+    session = MemorySession()
     with pytest.raises(ModelCallError, match="OPENAI_API_KEY"):
         await Runner.run(Agent(name="A", model="gpt-4.1"), "hi", session=session)
     assert session.calls == []

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from openai.types.responses import ResponseUsage
 
+from support.sessions import MemorySession
 from turnstore import (
     Agent,
     MaxTurnsExceeded,
@@ -23,8 +24,6 @@ from turnstore import (
     function_tool,
 )
 from turnstore.testing import ScriptedModel, response_body, tool_call_response
-
-from .recording_session import RecordingSession
 
 
 @function_tool
@@ -51,7 +50,7 @@ async def test_1_session_with_server_state_is_rejected_before_any_call(
     option: dict[str, Any],
 ) -> None:
     model = ScriptedModel(["never"])
-    session = RecordingSession()
+    session = MemorySession()
     with pytest.raises(UserError, match="session cannot be combined"):
         await Runner.run(Agent(name="A", model=model), "hi", session=session, **option)
     with pytest.raises(UserError, match="session cannot be combined"):
@@ -64,7 +63,7 @@ async def test_1_session_with_server_state_is_rejected_before_any_call(
 
 
 async def test_2_history_limit_from_run_config_over_session_settings() -> None:
-    session = RecordingSession(session_settings=SessionSettings(limit=3))
+    session = MemorySession(session_settings=SessionSettings(limit=3))
     await session.add_items([{"role": "user", "content": f"m{i}"} for i in range(6)])
     session.calls.clear()
     model = ScriptedModel(["a", "b", "c"])
@@ -130,7 +129,7 @@ async def test_3_callback_rewrites_input_and_receives_copies(is_async: bool) -> 
 
 
 async def test_3_callback_returning_a_non_list_is_a_clear_error() -> None:
-    session = RecordingSession()
+    session = MemorySession()
     model = ScriptedModel(["never"])
     config = RunConfig(session_input_callback=lambda history, new: tuple(history + new))
     with pytest.raises(UserError, match="must return a list of input items, not tuple"):
@@ -155,7 +154,7 @@ async def test_4_input_saved_before_first_model_call() -> None:
 
 
 async def test_4_one_add_items_per_turn_and_never_a_call_without_its_output() -> None:
-    session = RecordingSession()
+    session = MemorySession()
     model = ScriptedModel(
         [
             tool_call_response("lookup", {"key": "a"}),
@@ -228,9 +227,14 @@ async def test_4_cancelled_run_leaves_no_half_turn() -> None:
 async def test_4_cancel_during_turn_save_finishes_the_save() -> None:
     save_started = asyncio.Event()
     release = asyncio.Event()
-    session = RecordingSession(
-        before_add=lambda batch: (save_started, release) if len(batch) > 1 else None
-    )
+
+    async def gate(batch: list[Any]) -> bool:
+        if len(batch) > 1:  # the turn's save, not the input's
+            save_started.set()
+            await release.wait()
+        return True  # stays installed
+
+    session = MemorySession(before_add=gate)
     model = ScriptedModel([tool_call_response("lookup", {"key": "a"})])
     task = asyncio.create_task(
         Runner.run(Agent(name="A", model=model, tools=[lookup]), "go", session=session)
@@ -294,7 +298,7 @@ async def test_6_limit_that_splits_a_tool_call_drops_the_orphan_output() -> None
 # 7 --------------------------------------------------------------------------------------------
 
 
-class CompactionAwareSession(RecordingSession):
+class CompactionAwareSession(MemorySession):
     def __init__(self, usage: ResponseUsage | None) -> None:
         super().__init__()
         self.compaction_args: list[dict[str, Any]] = []

@@ -14,6 +14,7 @@ from turnstore import (
     RunCompleteEvent,
     RunItemEvent,
     Runner,
+    RunResultStreaming,
     SQLiteSession,
     TextDeltaEvent,
     UserError,
@@ -26,6 +27,25 @@ from turnstore.testing import ScriptedModel, tool_call_response
 def lookup(key: str) -> str:
     """Look up."""
     return f"v:{key}"
+
+
+def stalled_run(
+    session_id: str, *, then: str | None = None
+) -> tuple[RunResultStreaming, SQLiteSession]:
+    """A streamed run on a new SQLite session whose one tool call never returns; `then` is the
+    model's answer after it (never reached while the tool waits)."""
+    never = asyncio.Event()
+
+    @function_tool
+    async def slow(key: str) -> str:
+        """Slow."""
+        await never.wait()
+        return "late"
+
+    model = ScriptedModel([tool_call_response("slow", {"key": "a"}), *([then] if then else [])])
+    session = SQLiteSession(session_id)
+    result = Runner.run_streamed(Agent(name="A", model=model, tools=[slow]), "go", session=session)
+    return result, session
 
 
 async def test_events_in_order_and_final_result() -> None:
@@ -54,17 +74,7 @@ async def test_events_in_order_and_final_result() -> None:
 
 
 async def test_leaving_the_stream_early_cancels_without_a_half_turn() -> None:
-    release = asyncio.Event()
-
-    @function_tool
-    async def slow(key: str) -> str:
-        """Slow."""
-        await release.wait()
-        return "late"
-
-    model = ScriptedModel([tool_call_response("slow", {"key": "a"}), "never"])
-    session = SQLiteSession("st-early")
-    result = Runner.run_streamed(Agent(name="A", model=model, tools=[slow]), "go", session=session)
+    result, session = stalled_run("st-early", then="never")
     async with contextlib.aclosing(result.stream_events()) as events:
         async for event in events:
             if isinstance(event, RunItemEvent) and event.item.get("type") == "function_call":
@@ -96,17 +106,7 @@ async def test_bad_input_fails_at_the_call() -> None:
 
 
 async def test_cancel_stops_the_stream() -> None:
-    release = asyncio.Event()
-
-    @function_tool
-    async def slow(key: str) -> str:
-        """Slow."""
-        await release.wait()
-        return "late"
-
-    model = ScriptedModel([tool_call_response("slow", {"key": "a"})])
-    session = SQLiteSession("st-cancel")
-    result = Runner.run_streamed(Agent(name="A", model=model, tools=[slow]), "go", session=session)
+    result, session = stalled_run("st-cancel")
 
     async def consume() -> None:
         async for event in result.stream_events():
@@ -119,17 +119,7 @@ async def test_cancel_stops_the_stream() -> None:
 
 
 async def test_breaking_out_of_the_loop_cancels_once_the_generator_is_finalised() -> None:
-    release = asyncio.Event()
-
-    @function_tool
-    async def slow(key: str) -> str:
-        """Slow."""
-        await release.wait()
-        return "late"
-
-    model = ScriptedModel([tool_call_response("slow", {"key": "a"}), "never"])
-    session = SQLiteSession("st-break")
-    result = Runner.run_streamed(Agent(name="A", model=model, tools=[slow]), "go", session=session)
+    result, session = stalled_run("st-break", then="never")
     async for event in result.stream_events():
         if isinstance(event, RunItemEvent):
             break

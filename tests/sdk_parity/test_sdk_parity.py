@@ -21,7 +21,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from tests.conftest import skip_or_fail
+from support.services import skip_or_fail
 
 SDK_VERSION = "0.24.0"
 SDIST = f"openai_agents-{SDK_VERSION}.tar.gz"

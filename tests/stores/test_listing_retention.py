@@ -8,21 +8,17 @@ last-activity time in the raw storage.
 from __future__ import annotations
 
 import sqlite3
-import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from redis.asyncio import Redis
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import create_async_engine
 
+from support.backends import RedisStorage, SQLStorage
 from turnstore import (
-    RedisSession,
     SessionStore,
-    SQLAlchemySession,
     SQLiteSession,
     open_session_store,
 )
@@ -162,31 +158,18 @@ class TestSQLite(ListingContract):
 
 
 @pytest.mark.services
-class TestPostgres(ListingContract):
+class TestPostgres(SQLStorage, ListingContract):
     @pytest.fixture(autouse=True)
-    async def _store(self, postgres_url: str) -> AsyncIterator[None]:
-        tag = uuid.uuid4().hex[:10]
-        self.url = postgres_url
-        self.tables = (f"t{tag}_sessions", f"t{tag}_messages")
-        self.engine = create_async_engine(postgres_url)
+    async def _store(self, _sql: None, sql_url: str) -> AsyncIterator[None]:
+        self.url = sql_url
         self.store = open_session_store(
-            postgres_url, sessions_table=self.tables[0], messages_table=self.tables[1], create=True
+            sql_url, sessions_table=self.tables[0], messages_table=self.tables[1], create=True
         )
         yield
         await self.store.close()
-        async with self.engine.begin() as conn:
-            await conn.execute(text(f'DROP TABLE IF EXISTS "{self.tables[1]}"'))
-            await conn.execute(text(f'DROP TABLE IF EXISTS "{self.tables[0]}"'))
-        await self.engine.dispose()
 
     def session(self, session_id: str) -> Any:
-        return SQLAlchemySession(
-            session_id,
-            engine=self.engine,
-            create_tables=True,
-            sessions_table=self.tables[0],
-            messages_table=self.tables[1],
-        )
+        return self.sql_session(session_id)
 
     async def set_last_activity(self, session_id: str, when: datetime) -> None:
         async with self.engine.begin() as conn:
@@ -197,21 +180,15 @@ class TestPostgres(ListingContract):
 
 
 @pytest.mark.services
-class TestRedis(ListingContract):
+class TestRedis(RedisStorage, ListingContract):
     @pytest.fixture(autouse=True)
-    async def _store(self, redis_url: str) -> AsyncIterator[None]:
-        self.prefix = f"test:{uuid.uuid4().hex[:10]}"
-        self.client = Redis.from_url(redis_url)
+    async def _store(self, _redis: None, redis_url: str) -> AsyncIterator[None]:
         self.store = open_session_store(redis_url, key_prefix=self.prefix)
         yield
         await self.store.close()
-        keys = [key async for key in self.client.scan_iter(match=f"{self.prefix}:*")]
-        if keys:
-            await self.client.delete(*keys)
-        await self.client.aclose()
 
     def session(self, session_id: str) -> Any:
-        return RedisSession(session_id, redis_client=self.client, key_prefix=self.prefix)
+        return self.redis_session(session_id)
 
     async def set_last_activity(self, session_id: str, when: datetime) -> None:
         score = round(when.timestamp() * 1000)

@@ -4,22 +4,17 @@ from __future__ import annotations
 
 import io
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-from turnstore.testing import FakeOpenAIServer
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from echo_translator import EchoTranslator
 from translation_support import FAST_RETRY, FIXTURES, REPO, Outcome, RunSite
 
 from docs_i18n.planning import Options
 from docs_i18n.report import Reporter
 from docs_i18n.runner import translate
+from echo_translator import EchoTranslator
+from turnstore.testing import FakeOpenAIServer
 
 
 @pytest.fixture

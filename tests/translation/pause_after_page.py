@@ -2,7 +2,7 @@
 
 For the kill test: the page is on disk, the manifest's entry for it is still pending. The
 marker file named by `PAUSE_MARKER` appears when the pause starts; the test then kills the
-process. Everything else is the real script.
+process. Everything else is the real script. The test runs it with `scripts/` on PYTHONPATH.
 """
 
 from __future__ import annotations
@@ -11,10 +11,6 @@ import os
 import sys
 import time
 from pathlib import Path
-
-from translation_support import SCRIPT
-
-sys.path.insert(0, str(SCRIPT.parent))
 
 import translate_docs
 from docs_i18n import runner

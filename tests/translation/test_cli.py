@@ -10,10 +10,10 @@ import sys
 import time
 from pathlib import Path
 
-from echo_translator import EchoTranslator
 from translation_support import SCRIPT
 
 from docs_i18n.checks import verify_page
+from echo_translator import EchoTranslator
 from turnstore.testing import FakeOpenAIServer
 
 
@@ -151,6 +151,7 @@ def test_kill_after_a_page_is_written_resumes_on_rerun(
         OPENAI_BASE_URL=fake_openai.base_url,
         CI="true",
         PAUSE_MARKER=str(marker),
+        PYTHONPATH=str(SCRIPT.parent),
     )
     wrapper = Path(__file__).resolve().parent / "pause_after_page.py"
     process = subprocess.Popen(

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import markdown
 import pytest
-from echo_translator import FAULTS, Glossary, echo_translate
 from translation_support import FIXTURES, REPO
 
 from docs_i18n.checks import check_section, verify_page
@@ -17,6 +16,7 @@ from docs_i18n.markdown_mask import PLACEHOLDER_RE, mask, unmask
 from docs_i18n.pages import EnglishPage, english_pages
 from docs_i18n.prompt import LANGUAGES, PromptSet, parse_reply, section_marker
 from docs_i18n.sections import split_sections
+from echo_translator import FAULTS, Glossary, echo_translate
 
 PAGES = sorted((FIXTURES / "docs").rglob("*.md"))
 

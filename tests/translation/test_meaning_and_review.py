@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from echo_translator import MEANING_FAULTS, EchoTranslator
 from translation_support import RunSite
 
 from docs_i18n.checks import check_meaning, numbers, untranslated_runs
 from docs_i18n.manifest import Manifest
 from docs_i18n.prompt import Glossary
 from docs_i18n.review import Finding, parse_review, verify_findings
+from echo_translator import MEANING_FAULTS, EchoTranslator
 from turnstore.testing import FakeOpenAIServer, FakeReply
 
 PAGE = "faults.md"

@@ -7,15 +7,16 @@ import re
 from pathlib import Path
 
 import pytest
-from echo_translator import EchoTranslator
 from translation_support import RunSite
 
 from docs_i18n.checks import verify_page
 from docs_i18n.front_matter import split_front_matter
 from docs_i18n.manifest import Manifest
 from docs_i18n.planning import Options
+from docs_i18n.prompt import PATCH_GAP
 from docs_i18n.status import adopt, check, dry_run
 from docs_i18n.translator import RetryPolicy
+from echo_translator import EchoTranslator
 from turnstore.testing import FakeOpenAIServer, FakeReply, text_response
 
 PAGES = ["guide/backends.md", "guide/custom.md", "index.md"]
@@ -252,7 +253,7 @@ async def test_a_draft_that_stays_broken_is_not_written(
     _write(page, _read(page).replace("Each method is", "Every method is"))
     before = _read(site / "docs" / "ja" / "guide" / "custom.md")
     manifest_before = _read(site / "i18n" / "manifest.json")
-    echo.fault("ja", "guide/custom.md", "drop_code", "garbage", "lose_heading")
+    echo.fault("ja", "guide/custom.md", "garbage", "garbage", "garbage")
     index = site / "docs" / "index.md"
     _write(index, _read(index).replace("Install the package:", "Install it:"))
     outcome = await run_site(languages=["ja"])
@@ -363,9 +364,13 @@ async def test_changed_code_sends_its_section_with_the_old_code_as_context(
     task = fake_openai.requests_to("/v1/responses")[seen].body["input"][0]["content"]
     context = task.split("<current_translation>\n")[1].split("</current_translation>")[0]
     assert "@@X" not in context
-    assert "<!-- section 0 -->" in context  # the neighbours, not the changed section
+    assert "<!-- section 0 -->" in context  # the neighbours
     assert "<!-- section 2 -->" in context
-    assert "<!-- section 1 -->" not in context
+    # Only the changed code block is sent; the rest of its section keeps its translation and
+    # is shown around the place where it goes.
+    source = task.split("<source>\n", 1)[1].split("</source>", 1)[0]
+    assert re.fullmatch(r"<!-- i18n:section 1 -->\n@@BLOCK_\d+@@\n", source)
+    assert PATCH_GAP in context.split("<!-- section 1 -->\n")[1]
     assert "pip install -U turnstore" in _read(site / "docs" / "ja" / "index.md")
 
 

@@ -3,21 +3,16 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+from docs_i18n.report import Reporter
+from docs_i18n.translator import RetryPolicy
+
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SCRIPT = REPO / "scripts" / "translate_docs.py"
-
-for _path in (str(REPO / "scripts"), str(Path(__file__).resolve().parent)):
-    if _path not in sys.path:
-        sys.path.insert(0, _path)
-
-from docs_i18n.report import Reporter  # noqa: E402
-from docs_i18n.translator import RetryPolicy  # noqa: E402
 
 FAST_RETRY = RetryPolicy(max_retries=3, base_delay=0.01, max_delay=0.05)
 

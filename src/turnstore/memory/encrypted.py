@@ -26,8 +26,8 @@ from ..exceptions import SessionDecryptionError, UserError
 from ..items import TResponseInputItem
 from .closing import AsyncCloseable, Release
 from .codec import WHOLE_HISTORY, check_limit
-from .session import Session, SessionABC, is_atomic_replacement_session
-from .settings import SessionSettings, resolve_session_limit
+from .session import Session, WrapperSessionABC, is_atomic_replacement_session
+from .settings import resolve_session_limit
 
 if TYPE_CHECKING:
     from cryptography.fernet import Fernet
@@ -116,7 +116,7 @@ async def _off_loop_if_large(work: Callable[[list[Any]], _T], batch: list[Any]) 
     return work(batch)
 
 
-class EncryptedSession(SessionABC, AsyncCloseable):
+class EncryptedSession(WrapperSessionABC, AsyncCloseable):
     """A wrapper that encrypts every item before the wrapped session stores it.
 
     Works on any session ([`SQLiteSession`][turnstore.SQLiteSession],
@@ -126,9 +126,10 @@ class EncryptedSession(SessionABC, AsyncCloseable):
     session's ciphertext cannot be moved into another.
 
     Reading: items older than `ttl` seconds are skipped. Writing: on a session with an atomic
-    replacement (`SQLiteSession`), `add_items` also deletes the expired items from storage, at
-    most once a minute per session object; elsewhere they stay stored until the wrapped
-    session's own expiry (a Redis `ttl`) or a retention job removes them. Stored items that
+    replacement (`SQLiteSession`, `SQLAlchemySession`, `RedisSession`), `add_items` also
+    deletes the expired items from storage, at most once a minute per session object;
+    elsewhere they stay stored until the wrapped session's own expiry (a Redis `ttl`) or a
+    retention job removes them. Stored items that
     are not envelopes (plaintext written around this wrapper) are skipped with a logged
     warning: they were never authenticated.
     An envelope that none of the keys authenticates raises
@@ -215,17 +216,6 @@ class EncryptedSession(SessionABC, AsyncCloseable):
         ):
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         return getattr(self.underlying_session, name)
-
-    # -- settings pass through ---------------------------------------------------------------
-
-    @property
-    def session_settings(self) -> SessionSettings | None:
-        """The wrapped session's settings (reading and setting both pass through)."""
-        return self.underlying_session.session_settings
-
-    @session_settings.setter
-    def session_settings(self, value: SessionSettings | None) -> None:
-        self.underlying_session.session_settings = value
 
     # -- envelopes -----------------------------------------------------------------------------
 
@@ -323,6 +313,9 @@ class EncryptedSession(SessionABC, AsyncCloseable):
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Encrypt the items and append them to the wrapped session, all or none.
 
+        When the items are stored the call succeeds: the pruning of expired items that may
+        follow (see the class) only logs a warning when it fails.
+
         Args:
             items: The items to append, in order.
 
@@ -335,7 +328,16 @@ class EncryptedSession(SessionABC, AsyncCloseable):
         sealed = await _off_loop_if_large(self._seal_all, items)
         await self.underlying_session.add_items(cast(list[TResponseInputItem], sealed))
         if self._prune_due():
-            await self.prune_expired()
+            # The items are stored: a failed clean-up must not read as a failed write (a caller
+            # retrying it would store the batch twice). The next due prune tries again.
+            try:
+                await self.prune_expired()
+            except Exception as exc:
+                logger.warning(
+                    "pruning expired items of encrypted session %r after a write failed: %s",
+                    self.session_id,
+                    exc,
+                )
 
     def _prune_due(self) -> bool:
         """Prune on a write at most once per `_PRUNE_EVERY` seconds, where it can be atomic."""

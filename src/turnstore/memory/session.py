@@ -123,6 +123,28 @@ class SessionABC(ABC):
         """Remove every item of this session, leaving other sessions untouched."""
 
 
+class WrapperSessionABC(SessionABC):
+    """Base of a session that wraps another (`EncryptedSession`, compaction).
+
+    `session_settings` is the wrapped session's: reading and setting both pass through, so a
+    wrapper and what it wraps never disagree on the settings of a run.
+
+    Attributes:
+        underlying_session: The wrapped session.
+    """
+
+    underlying_session: Session
+
+    @property
+    def session_settings(self) -> SessionSettings | None:
+        """The wrapped session's settings (reading and setting both pass through)."""
+        return self.underlying_session.session_settings
+
+    @session_settings.setter
+    def session_settings(self, value: SessionSettings | None) -> None:
+        self.underlying_session.session_settings = value
+
+
 class OpenAIResponsesCompactionArgs(TypedDict, total=False):
     """Arguments a runner passes to `run_compaction` after it saves a turn.
 
@@ -257,8 +279,11 @@ class HistorySnapshot:
             A snapshot of those items and rows.
 
         Raises:
+            TypeError: `count` is not an int (a bool is not one).
             ValueError: `count` is out of range, or the snapshot does not map items to rows.
         """
+        if isinstance(count, bool) or not isinstance(count, int):
+            raise TypeError(f"count must be an int, not {type(count).__name__}")
         if not 1 <= count <= len(self.items) or len(self.item_rows) != len(self.items):
             raise ValueError(f"cannot narrow a snapshot of {len(self.items)} items to {count}")
         rows = self.item_rows[count - 1] + 1

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..items import TResponseInputItem
 from .closing import AsyncCloseable
-from .codec import decode_item
+from .codec import MAX_LIMIT, decode_item
 from .session import Session
 
 __all__ = [
@@ -103,8 +103,8 @@ class SessionRecord:
         session_id = data.get("session_id")
         item = data.get("item")
         stamp = data.get("created_at")
-        if not isinstance(session_id, str) or not session_id:
-            raise ValueError(f"{where}: 'session_id' must be a non-empty string")
+        if not isinstance(session_id, str):  # "" is a valid session id, as in the sessions
+            raise ValueError(f"{where}: 'session_id' must be a string")
         if not isinstance(item, dict):
             raise ValueError(f"{where}: 'item' must be a JSON object")
         created_at: datetime | None = None
@@ -281,11 +281,19 @@ def _records(
     return records
 
 
-def _check_page(offset: int, limit: int) -> None:
+_MAX_PAGE = MAX_LIMIT // 2
+"""The largest offset or page size passed to a storage: more sessions than any holds, and small
+enough that offset + page size still fits the signed 64-bit integers SQLite, PostgreSQL and
+Redis take (a larger value means the same as this one)."""
+
+
+def _check_page(offset: int, limit: int) -> tuple[int, int]:
+    """Check a page of `list_sessions` and return it capped at `_MAX_PAGE`."""
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         raise ValueError(f"offset must be an int >= 0, got {offset!r}")
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ValueError(f"limit must be an int >= 1, got {limit!r}")
+    return min(offset, _MAX_PAGE), min(limit, _MAX_PAGE)
 
 
 def _check_prefix(prefix: str) -> None:
@@ -300,7 +308,12 @@ def _idle_cutoff(older_than: timedelta | float) -> datetime:
     elif isinstance(older_than, int | float) and not isinstance(older_than, bool):
         if older_than != older_than:  # NaN
             raise ValueError("older_than must be a number of seconds, got NaN")
-        age = timedelta(seconds=older_than)
+        if older_than < 0:
+            raise ValueError(f"older_than must not be negative, got {older_than!r}")
+        try:
+            age = timedelta(seconds=older_than)
+        except OverflowError:  # more than timedelta holds (`inf` included): nothing is so idle
+            return datetime.min.replace(tzinfo=UTC)
     else:
         raise TypeError(
             f"older_than must be a timedelta or seconds, not {type(older_than).__name__}"

@@ -44,37 +44,12 @@ import pytest_asyncio
 from ..exceptions import SessionClosedError
 from ..memory.session import Session, is_atomic_replacement_session
 from ..memory.settings import SessionSettings
+from .sample_items import TOO_DEEP, deeply_nested, msg, texts_of
 
 __all__ = ["SessionConformanceTests", "SessionFactory"]
 
 SessionFactory = Callable[..., Awaitable[Any]]
 """`await factory(session_id=None)` returns a new session; a random id is used when omitted."""
-
-
-def _msg(text: str, role: str = "user") -> Any:
-    return {"role": role, "content": text}
-
-
-def _texts(items: list[Any]) -> list[Any]:
-    # A message's text, whether stored as a string or (as an API returns it) as content parts.
-    texts = []
-    for item in items:
-        content = item.get("content")
-        if isinstance(content, list) and all(isinstance(p, dict) for p in content):
-            content = "".join(str(part.get("text", "")) for part in content)
-        texts.append(content)
-    return texts
-
-
-def _deeply_nested(depth: int) -> dict[str, Any]:
-    item: dict[str, Any] = {"role": "user", "content": "deep"}
-    for _ in range(depth):
-        item = {"type": "message", "nested": item}
-    return item
-
-
-_TOO_DEEP = 100_000
-"""A nesting depth that no JSON encoder walks without exhausting the recursion limit."""
 
 
 class SessionConformanceTests:
@@ -192,11 +167,11 @@ class SessionConformanceTests:
     async def test_order_is_kept_across_batches(self, new_session: SessionFactory) -> None:
         """Items come back in the order they were added, across batches."""
         session = await new_session()
-        await session.add_items([_msg("a"), _msg("b", "assistant")])
+        await session.add_items([msg("a"), msg("b", "assistant")])
         await session.add_items([])
-        await session.add_items([_msg("c")])
-        await session.add_items([_msg(str(i)) for i in range(20)])
-        assert _texts(await session.get_items()) == ["a", "b", "c", *map(str, range(20))]
+        await session.add_items([msg("c")])
+        await session.add_items([msg(str(i)) for i in range(20)])
+        assert texts_of(await session.get_items()) == ["a", "b", "c", *map(str, range(20))]
 
     async def test_items_round_trip_exactly(self, new_session: SessionFactory) -> None:
         """An item comes back equal to what was stored, nested values included."""
@@ -213,9 +188,9 @@ class SessionConformanceTests:
     async def test_limit_semantics(self, new_session: SessionFactory) -> None:
         """`limit=N` gives the latest N oldest first; 0 gives `[]`; negative raises."""
         session = await new_session()
-        await session.add_items([_msg(str(i)) for i in range(10)])
-        assert _texts(await session.get_items(3)) == ["7", "8", "9"]
-        assert _texts(await session.get_items(1)) == ["9"]
+        await session.add_items([msg(str(i)) for i in range(10)])
+        assert texts_of(await session.get_items(3)) == ["7", "8", "9"]
+        assert texts_of(await session.get_items(1)) == ["9"]
         assert len(await session.get_items(10)) == 10
         assert len(await session.get_items(1000)) == 10
         assert await session.get_items(0) == []
@@ -228,48 +203,48 @@ class SessionConformanceTests:
     ) -> None:
         """`session_settings.limit` applies to `get_items()`; an explicit limit wins."""
         session = await new_session()
-        await session.add_items([_msg(str(i)) for i in range(5)])
+        await session.add_items([msg(str(i)) for i in range(5)])
         session.session_settings = SessionSettings(limit=2)
-        assert _texts(await session.get_items()) == ["3", "4"]
-        assert _texts(await session.get_items(4)) == ["1", "2", "3", "4"]  # explicit wins
+        assert texts_of(await session.get_items()) == ["3", "4"]
+        assert texts_of(await session.get_items(4)) == ["1", "2", "3", "4"]  # explicit wins
         session.session_settings = SessionSettings(limit=0)
         assert await session.get_items() == []
 
     async def test_sessions_are_isolated(self, new_session: SessionFactory) -> None:
         """Two session ids never see, pop or clear each other's items."""
         first, second = await new_session(), await new_session()
-        await first.add_items([_msg("first")])
-        await second.add_items([_msg("second")])
-        assert _texts(await first.get_items()) == ["first"]
-        assert _texts(await second.get_items()) == ["second"]
-        assert _texts([await second.pop_item()]) == ["second"]
-        assert _texts(await first.get_items()) == ["first"]
+        await first.add_items([msg("first")])
+        await second.add_items([msg("second")])
+        assert texts_of(await first.get_items()) == ["first"]
+        assert texts_of(await second.get_items()) == ["second"]
+        assert texts_of([await second.pop_item()]) == ["second"]
+        assert texts_of(await first.get_items()) == ["first"]
         await first.clear_session()
-        await second.add_items([_msg("still here")])
+        await second.add_items([msg("still here")])
         assert await first.get_items() == []
-        assert _texts(await second.get_items()) == ["still here"]
+        assert texts_of(await second.get_items()) == ["still here"]
 
     async def test_pop_returns_newest_first(self, new_session: SessionFactory) -> None:
         """`pop_item()` removes and returns the newest item, then `None` when empty."""
         session = await new_session()
-        await session.add_items([_msg("a"), _msg("b"), _msg("c")])
-        assert _texts([await session.pop_item()]) == ["c"]
-        assert _texts(await session.get_items()) == ["a", "b"]
-        await session.add_items([_msg("d")])
+        await session.add_items([msg("a"), msg("b"), msg("c")])
+        assert texts_of([await session.pop_item()]) == ["c"]
+        assert texts_of(await session.get_items()) == ["a", "b"]
+        await session.add_items([msg("d")])
         popped = [await session.pop_item() for _ in range(4)]
         assert popped[3] is None
-        assert _texts(popped[:3]) == ["d", "b", "a"]
+        assert texts_of(popped[:3]) == ["d", "b", "a"]
         assert await session.get_items() == []
 
     async def test_clear_then_reuse(self, new_session: SessionFactory) -> None:
         """`clear_session()` empties the session, which stays usable."""
         session = await new_session()
-        await session.add_items([_msg("a"), _msg("b")])
+        await session.add_items([msg("a"), msg("b")])
         await session.clear_session()
         assert await session.get_items() == []
         assert await session.pop_item() is None
-        await session.add_items([_msg("c")])
-        assert _texts(await session.get_items()) == ["c"]
+        await session.add_items([msg("c")])
+        assert texts_of(await session.get_items()) == ["c"]
 
     async def test_unicode_and_emoji(self, new_session: SessionFactory) -> None:
         """Non-ASCII text, emoji sequences, quotes and control characters survive."""
@@ -282,17 +257,17 @@ class SessionConformanceTests:
             "quotes ' \" ` and backslash \\ and newline\n\ttab",
             "astral 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 and combining e\u0301",
         ]
-        await session.add_items([_msg(text) for text in texts])
-        assert _texts(await session.get_items()) == texts
+        await session.add_items([msg(text) for text in texts])
+        assert texts_of(await session.get_items()) == texts
 
     async def test_large_item(self, new_session: SessionFactory) -> None:
         """An item of about 1 MB is stored and read back whole."""
         session = await new_session()
         big = ("x" * 999 + "é") * (self.large_item_bytes // 1000)
-        await session.add_items([_msg("before"), _msg(big), _msg("after")])
+        await session.add_items([msg("before"), msg(big), msg("after")])
         items = await session.get_items()
-        assert _texts(items) == ["before", big, "after"]
-        assert _texts(await session.get_items(2)) == [big, "after"]
+        assert texts_of(items) == ["before", big, "after"]
+        assert texts_of(await session.get_items(2)) == [big, "after"]
 
     @pytest.mark.parametrize(
         "hostile",
@@ -311,13 +286,13 @@ class SessionConformanceTests:
         suffix = uuid.uuid4().hex
         hostile_session = await new_session(hostile + suffix if hostile else "")
         bystander = await new_session()
-        await bystander.add_items([_msg("bystander")])
+        await bystander.add_items([msg("bystander")])
         await hostile_session.clear_session()
-        await hostile_session.add_items([_msg("hostile")])
-        assert _texts(await hostile_session.get_items()) == ["hostile"]
-        assert _texts(await bystander.get_items()) == ["bystander"]
+        await hostile_session.add_items([msg("hostile")])
+        assert texts_of(await hostile_session.get_items()) == ["hostile"]
+        assert texts_of(await bystander.get_items()) == ["bystander"]
         await hostile_session.clear_session()
-        assert _texts(await bystander.get_items()) == ["bystander"]
+        assert texts_of(await bystander.get_items()) == ["bystander"]
 
     async def test_fifty_concurrent_writers(self, new_session: SessionFactory) -> None:
         """50 concurrent writers lose nothing and keep each writer's order."""
@@ -327,11 +302,11 @@ class SessionConformanceTests:
         async def writer(n: int) -> None:
             session = sessions[n % len(sessions)]
             for seq in range(writes_each):
-                await session.add_items([_msg(f"{n}:{seq}"), _msg(f"{n}:{seq}:b")])
+                await session.add_items([msg(f"{n}:{seq}"), msg(f"{n}:{seq}:b")])
 
         await asyncio.gather(*(writer(n) for n in range(50)))
         for index, session in enumerate(sessions):
-            texts = _texts(await session.get_items())
+            texts = texts_of(await session.get_items())
             writers = [n for n in range(50) if n % len(sessions) == index]
             assert len(texts) == len(writers) * writes_each * 2
             assert len(set(texts)) == len(texts)
@@ -347,10 +322,10 @@ class SessionConformanceTests:
     ) -> None:
         """Concurrent pops return each item at most once."""
         session = await new_session()
-        await session.add_items([_msg(str(i)) for i in range(20)])
+        await session.add_items([msg(str(i)) for i in range(20)])
         popped = await asyncio.gather(*(session.pop_item() for _ in range(30)))
         got = [item for item in popped if item is not None]
-        assert sorted(_texts(got), key=int) == [str(i) for i in range(20)]
+        assert sorted(texts_of(got), key=int) == [str(i) for i in range(20)]
         assert popped.count(None) == 10
         assert await session.get_items() == []
 
@@ -360,24 +335,24 @@ class SessionConformanceTests:
             pytest.skip("this backend keeps one history per object (shared_storage = False)")
         sid = f"conformance-shared-{uuid.uuid4().hex}"
         first, second = await new_session(sid), await new_session(sid)
-        await first.add_items([_msg("from first")])
-        await second.add_items([_msg("from second")])
-        assert _texts(await first.get_items()) == ["from first", "from second"]
-        await first.add_items([_msg(str(i)) for i in range(10)])
+        await first.add_items([msg("from first")])
+        await second.add_items([msg("from second")])
+        assert texts_of(await first.get_items()) == ["from first", "from second"]
+        await first.add_items([msg(str(i)) for i in range(10)])
         popped = await asyncio.gather(
             *(s.pop_item() for s in (first, second) * 8)  # 16 pops for 12 items
         )
-        got = _texts([item for item in popped if item is not None])
+        got = texts_of([item for item in popped if item is not None])
         assert len(got) == 12
         assert len(set(got)) == 12
         assert await second.get_items() == []
 
     async def test_cancelled_add_is_whole_or_absent(self, new_session: SessionFactory) -> None:
         """A cancelled `add_items` stores its batch whole or not at all, never twice."""
-        batch = [_msg(f"item {i}") for i in range(50)]
+        batch = [msg(f"item {i}") for i in range(50)]
         for yields in range(6):
             session = await new_session()
-            await session.add_items([_msg("before")])
+            await session.add_items([msg("before")])
             task = asyncio.ensure_future(session.add_items(batch))
             for _ in range(yields):
                 await asyncio.sleep(0)
@@ -385,26 +360,26 @@ class SessionConformanceTests:
             task.cancel()  # a second request must not break the write either
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-            texts = _texts(await session.get_items())
-            assert texts in (["before"], ["before", *_texts(batch)]), (
+            texts = texts_of(await session.get_items())
+            assert texts in (["before"], ["before", *texts_of(batch)]), (
                 f"cancelled after {yields} yields: the batch is partial or duplicated"
             )
-            await session.add_items([_msg("after")])
-            assert _texts(await session.get_items())[-1] == "after"
+            await session.add_items([msg("after")])
+            assert texts_of(await session.get_items())[-1] == "after"
 
     async def test_corrupt_row_is_skipped(self, new_session: SessionFactory) -> None:
         """An undecodable row is skipped, and `limit` counts valid items only."""
         session = await new_session()
-        await session.add_items([_msg("a"), _msg("b")])
+        await session.add_items([msg("a"), msg("b")])
         try:
             await self.corrupt_latest_row(session)
         except NotImplementedError:
             pytest.skip("corrupt_latest_row() is not provided for this backend")
-        await session.add_items([_msg("c"), _msg("d")])
-        assert _texts(await session.get_items()) == ["a", "c", "d"]
-        assert _texts(await session.get_items(3)) == ["a", "c", "d"]  # limit counts valid items
-        assert _texts(await session.get_items(2)) == ["c", "d"]
-        assert _texts([await session.pop_item()]) == ["d"]
+        await session.add_items([msg("c"), msg("d")])
+        assert texts_of(await session.get_items()) == ["a", "c", "d"]
+        assert texts_of(await session.get_items(3)) == ["a", "c", "d"]  # limit counts valid items
+        assert texts_of(await session.get_items(2)) == ["c", "d"]
+        assert texts_of([await session.pop_item()]) == ["d"]
 
     @pytest.mark.parametrize(
         ("bad", "index"),
@@ -413,7 +388,7 @@ class SessionConformanceTests:
             ([{"role": "user", "content": "ok"}, "not a mapping"], 1),
             ([42], 0),
             ([{"role": "user", "content": "ok"}, {"x": "y"}, {"role": {1, 2}}], 2),
-            ([{"role": "user", "content": "ok"}, _deeply_nested(_TOO_DEEP)], 1),
+            ([{"role": "user", "content": "ok"}, deeply_nested(TOO_DEEP)], 1),
             ([{"role": "user", "content": "ok"}, {"role": "user", "n": float("nan")}], 1),
             ([{"role": "user", "content": "ok"}] * 3 + [{"n": float("inf")}], 3),
         ],
@@ -424,10 +399,10 @@ class SessionConformanceTests:
     ) -> None:
         """A batch with a bad item raises `TypeError` naming its index; nothing is stored."""
         session = await new_session()
-        await session.add_items([_msg("before")])
+        await session.add_items([msg("before")])
         with pytest.raises(TypeError, match=rf"\b{index}\b"):
             await session.add_items(bad)
-        assert _texts(await session.get_items()) == ["before"]
+        assert texts_of(await session.get_items()) == ["before"]
 
     # --- atomic replacement (sessions that implement AtomicReplacementSession) ---------------
 
@@ -443,26 +418,26 @@ class SessionConformanceTests:
         """The snapshot's items are replaced; items added after the snapshot stay, after them."""
         session = await self._atomic_session(new_session)
         other = await new_session()
-        await other.add_items([_msg("other")])
-        await session.add_items([_msg("a"), _msg("b"), _msg("c")])
+        await other.add_items([msg("other")])
+        await session.add_items([msg("a"), msg("b"), msg("c")])
         snapshot = await session.snapshot_history()
-        assert _texts(snapshot.items) == ["a", "b", "c"]
-        await session.add_items([_msg("late")])
-        assert await session.replace_history(snapshot, [_msg("summary"), _msg("s2")])
-        assert _texts(await session.get_items()) == ["summary", "s2", "late"]
-        assert _texts(await session.get_items(1)) == ["late"]
-        assert _texts(await other.get_items()) == ["other"]
-        assert _texts([await session.pop_item()]) == ["late"]
+        assert texts_of(snapshot.items) == ["a", "b", "c"]
+        await session.add_items([msg("late")])
+        assert await session.replace_history(snapshot, [msg("summary"), msg("s2")])
+        assert texts_of(await session.get_items()) == ["summary", "s2", "late"]
+        assert texts_of(await session.get_items(1)) == ["late"]
+        assert texts_of(await other.get_items()) == ["other"]
+        assert texts_of([await session.pop_item()]) == ["late"]
 
     async def test_replace_history_of_a_prefix_keeps_the_rest(
         self, new_session: SessionFactory
     ) -> None:
         """`snapshot.prefix(n)` replaces only the first `n` items."""
         session = await self._atomic_session(new_session)
-        await session.add_items([_msg("a"), _msg("b"), _msg("c")])
+        await session.add_items([msg("a"), msg("b"), msg("c")])
         snapshot = (await session.snapshot_history()).prefix(2)
-        assert await session.replace_history(snapshot, [_msg("ab")])
-        assert _texts(await session.get_items()) == ["ab", "c"]
+        assert await session.replace_history(snapshot, [msg("ab")])
+        assert texts_of(await session.get_items()) == ["ab", "c"]
         with pytest.raises(ValueError, match="cannot narrow"):
             snapshot.prefix(3)
 
@@ -471,41 +446,41 @@ class SessionConformanceTests:
     ) -> None:
         """A snapshot whose rows were popped or cleared replaces nothing and returns False."""
         session = await self._atomic_session(new_session)
-        await session.add_items([_msg("a"), _msg("b")])
+        await session.add_items([msg("a"), msg("b")])
         snapshot = await session.snapshot_history()
         await session.pop_item()
-        await session.add_items([_msg("c")])
-        assert not await session.replace_history(snapshot, [_msg("summary")])
-        assert _texts(await session.get_items()) == ["a", "c"]
+        await session.add_items([msg("c")])
+        assert not await session.replace_history(snapshot, [msg("summary")])
+        assert texts_of(await session.get_items()) == ["a", "c"]
         snapshot = await session.snapshot_history()
         await session.clear_session()
-        assert not await session.replace_history(snapshot, [_msg("summary")])
+        assert not await session.replace_history(snapshot, [msg("summary")])
         assert await session.get_items() == []
 
     async def test_replace_history_checks_items_first(self, new_session: SessionFactory) -> None:
         """A bad replacement item raises `TypeError` naming its index; nothing changes."""
         session = await self._atomic_session(new_session)
-        await session.add_items([_msg("a")])
+        await session.add_items([msg("a")])
         snapshot = await session.snapshot_history()
         with pytest.raises(TypeError, match=r"\b1\b"):
-            await session.replace_history(snapshot, [_msg("ok"), _deeply_nested(_TOO_DEEP)])
-        assert _texts(await session.get_items()) == ["a"]
-        assert await session.replace_history(snapshot, [_msg("b")])
-        assert _texts(await session.get_items()) == ["b"]
+            await session.replace_history(snapshot, [msg("ok"), deeply_nested(TOO_DEEP)])
+        assert texts_of(await session.get_items()) == ["a"]
+        assert await session.replace_history(snapshot, [msg("b")])
+        assert texts_of(await session.get_items()) == ["b"]
 
     async def test_pop_skips_a_corrupt_row_and_leaves_it_in_place(
         self, new_session: SessionFactory
     ) -> None:
         """`pop_item` pops the newest valid item; a corrupt row is never deleted, only skipped."""
         session = await new_session()
-        await session.add_items([_msg("a"), _msg("b"), _msg("c")])
+        await session.add_items([msg("a"), msg("b"), msg("c")])
         try:
             await self.corrupt_latest_row(session)
         except NotImplementedError:
             pytest.skip("corrupt_latest_row() is not provided for this backend")
-        assert _texts([await session.pop_item()]) == ["b"]
-        assert _texts(await session.get_items()) == ["a"]
-        assert _texts([await session.pop_item()]) == ["a"]
+        assert texts_of([await session.pop_item()]) == ["b"]
+        assert texts_of(await session.get_items()) == ["a"]
+        assert texts_of([await session.pop_item()]) == ["a"]
         assert await session.pop_item() is None
         assert await session.get_items() == []
         try:
@@ -524,7 +499,7 @@ class SessionConformanceTests:
         session = await new_session()
         if not callable(getattr(session, "close", None)):
             pytest.skip("this session has no close() (the Session protocol does not require one)")
-        await session.add_items([_msg("a")])
+        await session.add_items([msg("a")])
         for _ in range(2):
             result = session.close()
             if inspect.isawaitable(result):
@@ -532,7 +507,7 @@ class SessionConformanceTests:
         calls: list[Callable[[], Awaitable[Any]]] = [
             lambda: session.get_items(),
             lambda: session.get_items(1),
-            lambda: session.add_items([_msg("b")]),
+            lambda: session.add_items([msg("b")]),
             lambda: session.pop_item(),
             lambda: session.clear_session(),
         ]
@@ -541,4 +516,4 @@ class SessionConformanceTests:
                 await call()
         reopened = await new_session(session.session_id) if self.shared_storage else None
         if reopened is not None and session.session_id:
-            assert _texts(await reopened.get_items()) == ["a"]  # closing lost nothing
+            assert texts_of(await reopened.get_items()) == ["a"]  # closing lost nothing

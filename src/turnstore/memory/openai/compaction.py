@@ -21,10 +21,10 @@ from ..session import (
     HistorySnapshot,
     OpenAIResponsesCompactionArgs,
     Session,
-    SessionABC,
+    WrapperSessionABC,
     is_atomic_replacement_session,
 )
-from ..settings import SessionSettings, resolve_session_limit
+from ..settings import resolve_session_limit
 from .client import OwnedOpenAIClient
 from .compaction_args import (
     DEFAULT_COMPACTION_THRESHOLD,
@@ -53,7 +53,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-class OpenAIResponsesCompactionSession(ReplaceAndRestore, SessionABC, AsyncCloseable):
+class OpenAIResponsesCompactionSession(ReplaceAndRestore, WrapperSessionABC, AsyncCloseable):
     """A session that compacts its history with the Responses API once it grows long.
 
     It wraps any other session, which keeps doing the storing: reads and writes pass through.
@@ -173,15 +173,6 @@ class OpenAIResponsesCompactionSession(ReplaceAndRestore, SessionABC, AsyncClose
         self._known: list[TResponseInputItem] | None = None
 
     # -- delegation ------------------------------------------------------------------------
-
-    @property
-    def session_settings(self) -> SessionSettings | None:
-        """The wrapped session's settings (reading and setting both pass through)."""
-        return self.underlying_session.session_settings
-
-    @session_settings.setter
-    def session_settings(self, value: SessionSettings | None) -> None:
-        self.underlying_session.session_settings = value
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """Return the wrapped session's items, oldest first.

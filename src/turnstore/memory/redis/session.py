@@ -191,7 +191,8 @@ class RedisSession(PooledSession):
 
         Raises:
             ValueError: The URL is not a Redis URL.
-            TypeError: `redis_kwargs` is not a dict, or repeats a keyword given directly.
+            TypeError: `redis_kwargs` is not a dict, repeats a keyword given directly, or holds
+                an option the client does not take.
         """
         # An invalid argument raises before any connection exists: nothing to close then.
         return cls._owning(
@@ -413,6 +414,7 @@ def create_client_for_url(url: str, **redis_kwargs: Any) -> Redis | RedisCluster
 
     Raises:
         ValueError: The URL is not a Redis URL.
+        TypeError: An option is not one the client (or its connections) takes.
     """
     if not isinstance(url, str) or not url.startswith(SCHEMES):
         raise ValueError(
@@ -426,6 +428,14 @@ def create_client_for_url(url: str, **redis_kwargs: Any) -> Redis | RedisCluster
             return RedisCluster.from_url(
                 f"{scheme.removesuffix('+cluster')}://{rest}", **redis_kwargs
             )
-        return Redis.from_url(url, **redis_kwargs)
+        client = Redis.from_url(url, **redis_kwargs)
     except (ValueError, *CLIENT_ERRORS) as exc:
         raise ValueError(f"not a usable Redis URL: {url!r} ({exc})") from exc
+    # The pool makes its connections on first use: build one now (no socket is opened) so that
+    # an option no connection takes fails here, as it does for a cluster, not in the first call.
+    pool = client.connection_pool
+    try:
+        pool.connection_class(**pool.connection_kwargs)
+    except TypeError as exc:
+        raise TypeError(f"an option of the Redis client is not valid: {exc}") from exc
+    return client

@@ -127,7 +127,7 @@ class RedisStore(SessionStore):
         Without a prefix a page is one range read of the index (of every index, merged, on a
         cluster); with one, the indexes are read in order until the page is full.
         """
-        _check_page(offset, limit)
+        offset, limit = _check_page(offset, limit)
         _check_prefix(prefix)
 
         async def work() -> list[SessionInfo]:

@@ -37,10 +37,11 @@ from sqlalchemy.dialects import mysql as _mysql
 from sqlalchemy.dialects.mysql import insert as mysql_insert
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 __all__ = [
+    "CREATE_ATTEMPTS",
     "MAX_SESSION_ID_LENGTH",
     "create_missing_tables",
     "lock_session_row",
@@ -111,16 +112,36 @@ def session_tables(sessions_table: str, messages_table: str) -> tuple[MetaData, 
     return metadata, sessions, messages
 
 
+CREATE_ATTEMPTS = 3
+"""How often creating the tables is tried when another process creates them at the same time."""
+
+
 async def create_missing_tables(
     engine: AsyncEngine, sessions_table: str, messages_table: str
 ) -> None:
     """Create the two tables and their index, if missing, in one transaction.
+
+    Another process creating them at the same moment is not an error: the creation is tried
+    again (up to `CREATE_ATTEMPTS` times) and then finds them.
 
     Args:
         engine: The engine to create them with.
         sessions_table: The table with one row per session.
         messages_table: The table with one row per item.
     """
+    for attempt in range(CREATE_ATTEMPTS):
+        try:
+            await _create_tables(engine, sessions_table, messages_table)
+            return
+        except DBAPIError as exc:
+            # Another process created them between our check and our CREATE: check again.
+            text_ = str(exc.orig).lower()
+            last = attempt == CREATE_ATTEMPTS - 1
+            if last or ("already exists" not in text_ and "duplicate" not in text_):
+                raise
+
+
+async def _create_tables(engine: AsyncEngine, sessions_table: str, messages_table: str) -> None:
     metadata, _, _ = session_tables(sessions_table, messages_table)
     async with engine.begin() as conn:
         if conn.dialect.name == "postgresql":

@@ -20,7 +20,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from sqlalchemy import delete, func, insert, select, update
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from ...exceptions import SessionStorageError, UserError
@@ -29,7 +29,13 @@ from ..codec import decode_item, decode_rows, decode_snapshot, validate_table_na
 from ..pooled import PooledSession
 from ..session import HistorySnapshot
 from ..settings import SessionSettingsLike, merge_kwargs
-from .engine import create_engine_for_url, retry_deadlocks, storage_error
+from .engine import (
+    DEFAULT_COMMAND_TIMEOUT,
+    check_command_timeout,
+    create_engine_for_url,
+    retry_deadlocks,
+    storage_error,
+)
 from .schema import (
     MAX_SESSION_ID_LENGTH,
     create_missing_tables,
@@ -38,22 +44,6 @@ from .schema import (
 )
 
 __all__ = ["SQLAlchemySession", "create_engine_for_url"]
-
-_CREATE_ATTEMPTS = 3
-"""How often creating the tables is tried when another process creates them at the same time."""
-
-DEFAULT_COMMAND_TIMEOUT = 60.0
-"""Seconds one `SQLAlchemySession` operation may spend in the database, unless set otherwise."""
-
-
-def _check_command_timeout(value: float | None) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"command_timeout must be seconds or None, not {type(value).__name__}")
-    if not (0 < value < float("inf")):
-        raise ValueError(f"command_timeout must be a positive number of seconds, got {value!r}")
-    return float(value)
 
 
 class SQLAlchemySession(PooledSession):
@@ -137,7 +127,7 @@ class SQLAlchemySession(PooledSession):
                 f"session_id must be at most {MAX_SESSION_ID_LENGTH} characters, "
                 f"got {len(session_id)}"
             )
-        self._command_timeout = _check_command_timeout(command_timeout)
+        self._command_timeout = check_command_timeout(command_timeout)
         validate_table_names(sessions_table, messages_table)
         self._engine = engine
         self._create_tables = create_tables
@@ -347,16 +337,7 @@ class SQLAlchemySession(PooledSession):
         async with self._init_lock:
             if key in ready:
                 return
-            for attempt in range(_CREATE_ATTEMPTS):
-                try:
-                    await create_missing_tables(self._engine, *key)
-                    break
-                except DBAPIError as exc:
-                    # Another process created them between our check and our CREATE: check again.
-                    text_ = str(exc.orig).lower()
-                    last = attempt == _CREATE_ATTEMPTS - 1
-                    if last or ("already exists" not in text_ and "duplicate" not in text_):
-                        raise
+            await create_missing_tables(self._engine, *key)
             ready.add(key)
 
     async def _read(self, count: int | None) -> list[TResponseInputItem]:

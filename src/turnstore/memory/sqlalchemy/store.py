@@ -71,7 +71,7 @@ class SQLAlchemyStore(SessionStore):
         self, *, offset: int = 0, limit: int = 50, prefix: str = ""
     ) -> list[SessionInfo]:
         """Return sessions, the most recently active first."""
-        _check_page(offset, limit)
+        offset, limit = _check_page(offset, limit)
         _check_prefix(prefix)
         query = (
             self._info_query()

@@ -23,7 +23,6 @@ and awaits asyncio futures, which the threads resolve with `loop.call_soon_threa
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import itertools
 import logging
@@ -33,21 +32,24 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from collections.abc import Hashable
 from typing import Any
 
 from ...exceptions import SessionClosedError, SessionStorageError
+from .jobs import Job, JobFailed, Stop, Wake, Work, claim, dropped, post, post_all
 
 __all__ = [
     "Job",
     "SQLiteDatabase",
+    "Work",
     "acquire_database",
     "release_database",
     "release_later",
 ]
 
 logger = logging.getLogger(__name__)
+
+_thread_ids = itertools.count()
 
 BUSY_TIMEOUT_MS = 5_000
 """How long one statement waits for another connection's lock before SQLite reports busy."""
@@ -67,101 +69,6 @@ MAX_GROUP = 512
 
 READER_THREADS = 2
 """Read connections (and threads) per file database."""
-
-Work = Callable[[sqlite3.Connection], Any]
-"""A unit of work: runs on a database thread with that thread's connection.
-
-A work object may also have a `batch_key` attribute and a `run_batch(conn, works)` method: the
-writer then runs consecutive jobs with equal keys as one batch (their results are all `None`);
-if the batch fails, each job is redone alone by calling it.
-"""
-
-Prepare = Callable[[sqlite3.Connection], None]
-"""Creates or checks the schema of one table pair, inside the writer's transaction."""
-
-
-@dataclass(eq=False, slots=True)
-class Job:
-    """One caller's work and where its result goes."""
-
-    work: Work
-    loop: asyncio.AbstractEventLoop
-    future: asyncio.Future[Any]
-    write: bool
-    schema_key: Hashable | None = None
-    prepare: Prepare | None = None
-    abandoned: bool = False
-    taken: bool = False
-    dropped: bool = False
-    database: SQLiteDatabase | None = None
-
-    def abandon(self) -> None:
-        """The caller was cancelled: drop the job if it cannot take effect soon.
-
-        Runs on the caller's event loop. While the writer retries a busy database, a job it has
-        not taken yet is dropped here and now, so its caller does not wait for that earlier
-        group; a job inside the busy group is dropped by the writer at its next retry. Otherwise
-        the job runs as usual (a started write finishes).
-        """
-        with _claim_lock:
-            self.abandoned = True
-            database = self.database
-            if self.taken or database is None or not database.busy:
-                return
-            self.dropped = True
-        if not self.future.done():
-            self.future.set_exception(_dropped("the database was busy"))
-
-
-@dataclass(eq=False, slots=True)
-class _Stop:
-    """Tells a thread to close its connection and exit."""
-
-    done: threading.Event = field(default_factory=threading.Event)
-
-
-class _Wake:
-    """Tells the writer to carry out the releases that finalizers left (see `release_later`)."""
-
-
-_thread_ids = itertools.count()
-
-
-def _resolve(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
-    # Runs on the event loop thread.
-    if future.done():
-        return
-    if ok:
-        future.set_result(value)
-    else:
-        future.set_exception(value)
-
-
-_claim_lock = threading.Lock()
-"""Makes "the writer takes a job" and "its caller abandons it" exclusive (held for a flag flip)."""
-
-
-def _claim(job: Job) -> bool:
-    """Runs on the writer thread: take `job` unless its cancelled caller already dropped it."""
-    with _claim_lock:
-        if job.dropped:
-            return False
-        job.taken = True
-        return True
-
-
-def _dropped(why: str) -> SessionStorageError:
-    return SessionStorageError(
-        f"a write to the SQLite database was dropped, not written: its caller was cancelled "
-        f"and {why}"
-    )
-
-
-def _post(job: Job, ok: bool, value: Any) -> None:
-    # Runs on a database thread.
-    # A RuntimeError means the caller's event loop is closed: nobody is waiting any more.
-    with contextlib.suppress(RuntimeError):
-        job.loop.call_soon_threadsafe(_resolve, job.future, ok, value)
 
 
 def is_busy(exc: BaseException) -> bool:
@@ -209,8 +116,8 @@ class SQLiteDatabase:
         # delete the parent's WAL file.
         _inherited_connections.extend(getattr(self, "_connections", ()))
         self._connections = []
-        self._writes: queue.SimpleQueue[Job | _Stop | _Wake] = queue.SimpleQueue()
-        self._reads: queue.SimpleQueue[Job | _Stop] = queue.SimpleQueue()
+        self._writes: queue.SimpleQueue[Job | Stop | Wake] = queue.SimpleQueue()
+        self._reads: queue.SimpleQueue[Job | Stop] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._writer_thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
@@ -247,7 +154,7 @@ class SQLiteDatabase:
     def wake(self) -> None:
         """Ask the writer to carry out pending releases; lock-free, safe in a finalizer."""
         if self._writer_thread is not None:
-            self._writes.put(_Wake())  # SimpleQueue.put is reentrant: no lock is taken
+            self._writes.put(Wake())  # SimpleQueue.put is reentrant: no lock is taken
 
     def stop(self) -> list[threading.Thread]:
         """Ask every thread to finish its queued jobs, close its connection and exit.
@@ -258,7 +165,7 @@ class SQLiteDatabase:
         with self._start_lock:
             self._stopped = True
             for thread in self._threads:
-                stop = _Stop()
+                stop = Stop()
                 if thread is self._writer_thread:
                     self._writes.put(stop)
                 else:
@@ -328,14 +235,14 @@ class SQLiteDatabase:
 
     def _writer(self) -> None:
         conn: sqlite3.Connection | None = None
-        stop: _Stop | None = None
+        stop: Stop | None = None
         try:
             while stop is None:
                 first = self._writes.get()
-                if isinstance(first, _Stop):
+                if isinstance(first, Stop):
                     stop = first
                     break
-                if isinstance(first, _Wake):
+                if isinstance(first, Wake):
                     _release_orphans()
                     continue
                 writes: list[Job] = []
@@ -344,7 +251,7 @@ class SQLiteDatabase:
                 while True:
                     if not item.write:
                         reads.append(item)
-                    elif _claim(item):
+                    elif claim(item):
                         writes.append(item)
                     if len(writes) >= MAX_GROUP:
                         break
@@ -352,10 +259,10 @@ class SQLiteDatabase:
                         nxt = self._writes.get_nowait()
                     except queue.Empty:
                         break
-                    if isinstance(nxt, _Stop):
+                    if isinstance(nxt, Stop):
                         stop = nxt
                         break
-                    if isinstance(nxt, _Wake):
+                    if isinstance(nxt, Wake):
                         _release_orphans()
                         break
                     item = nxt
@@ -364,7 +271,7 @@ class SQLiteDatabase:
                         conn = self._connect(writer=True)
                     except Exception as exc:
                         for job in writes + reads:
-                            _post(job, False, _map_error(exc, self.path))
+                            post(job, False, _map_error(exc, self.path))
                         continue
                 if writes:
                     self._run_group(conn, writes)
@@ -384,11 +291,11 @@ class SQLiteDatabase:
 
     def _reader(self) -> None:
         conn: sqlite3.Connection | None = None
-        stop: _Stop | None = None
+        stop: Stop | None = None
         try:
             while True:
                 job = self._reads.get()
-                if isinstance(job, _Stop):
+                if isinstance(job, Stop):
                     stop = job
                     break
                 if job.future.done():
@@ -397,7 +304,7 @@ class SQLiteDatabase:
                     try:
                         conn = self._connect(writer=False)
                     except Exception as exc:
-                        _post(job, False, _map_error(exc, self.path))
+                        post(job, False, _map_error(exc, self.path))
                         continue
                 self._run_read(conn, job)
         finally:
@@ -420,16 +327,16 @@ class SQLiteDatabase:
                 if is_busy(exc) and time.monotonic() < deadline:
                     time.sleep(0.005)
                     continue
-                _post(job, False, _map_error(exc, self.path))
+                post(job, False, _map_error(exc, self.path))
                 return
-            _post(job, True, result)
+            post(job, True, result)
             return
 
     def _run_group(self, conn: sqlite3.Connection, jobs: list[Job]) -> None:
         outcomes: list[tuple[bool, Any]]
         try:
             outcomes = self._retrying(conn, jobs)
-        except _JobFailed as failed:
+        except JobFailed as failed:
             if len(jobs) == 1:
                 outcomes = [(False, failed.error)]
             else:
@@ -439,14 +346,14 @@ class SQLiteDatabase:
                 for job in jobs:
                     try:
                         outcomes += self._retrying(conn, [job])
-                    except _JobFailed as alone:
+                    except JobFailed as alone:
                         outcomes.append((False, alone.error))
                     except Exception as exc:
                         outcomes.append((False, _map_error(exc, self.path)))
         except Exception as exc:
             error = _map_error(exc, self.path)
             outcomes = [(False, error)] * len(jobs)
-        _post_all(jobs, outcomes)
+        post_all(jobs, outcomes)
 
     def _retrying(self, conn: sqlite3.Connection, jobs: list[Job]) -> list[tuple[bool, Any]]:
         deadline = time.monotonic() + BUSY_RETRY_SECONDS
@@ -473,8 +380,8 @@ class SQLiteDatabase:
         if len(pending) == len(jobs):
             return done
         outcomes = dict(zip(pending, done, strict=True))
-        dropped = _dropped(f"{self.path!r} was busy")
-        return [outcomes.get(job, (False, dropped)) for job in jobs]
+        gave_up = dropped(f"{self.path!r} was busy")
+        return [outcomes.get(job, (False, gave_up)) for job in jobs]
 
     def _transaction(self, conn: sqlite3.Connection, jobs: list[Job]) -> list[tuple[bool, Any]]:
         conn.execute("BEGIN IMMEDIATE")
@@ -508,35 +415,12 @@ class SQLiteDatabase:
             except Exception as exc:
                 if is_busy(exc):
                     raise
-                raise _JobFailed(_map_error(exc, self.path)) from exc
+                raise JobFailed(_map_error(exc, self.path)) from exc
             index = end
         conn.execute("COMMIT")
         self.commits += 1
         self.prepared.update(prepared)
         return outcomes
-
-
-class _JobFailed(Exception):
-    """One job of a group raised: the group is rolled back and its jobs run one by one."""
-
-    def __init__(self, error: BaseException) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-def _post_all(jobs: list[Job], outcomes: list[tuple[bool, Any]]) -> None:
-    # One wake-up per event loop for the whole group, not one per caller.
-    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], bool, Any]]] = {}
-    for job, (ok, value) in zip(jobs, outcomes, strict=True):
-        by_loop.setdefault(job.loop, []).append((job.future, ok, value))
-    for loop, results in by_loop.items():
-        with contextlib.suppress(RuntimeError):  # that event loop is closed: nobody waits
-            loop.call_soon_threadsafe(_resolve_all, results)
-
-
-def _resolve_all(results: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
-    for future, ok, value in results:
-        _resolve(future, ok, value)
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
@@ -556,7 +440,7 @@ def _fail_left_behind(jobs: queue.SimpleQueue[Any], path: str) -> None:
         except queue.Empty:
             return
         if isinstance(job, Job):
-            _post(job, False, SessionClosedError(f"the SQLite database {path!r} was closed"))
+            post(job, False, SessionClosedError(f"the SQLite database {path!r} was closed"))
 
 
 _registry: dict[str, SQLiteDatabase] = {}

@@ -100,7 +100,7 @@ class SQLiteStore(SessionStore):
         self, *, offset: int = 0, limit: int = 50, prefix: str = ""
     ) -> list[SessionInfo]:
         """Return sessions, the most recently active first."""
-        _check_page(offset, limit)
+        offset, limit = _check_page(offset, limit)
         _check_prefix(prefix)
 
         def work(conn: sqlite3.Connection) -> list[SessionInfo]:

@@ -18,7 +18,7 @@ literal quotes). Review faults can be queued too (`bogus_quotes`, `minor`, `malf
 
 Run it as a server for local simulations of the CI job:
 
-    python tests/translation/echo_translator.py [--latency 0]
+    python scripts/echo_translator.py [--latency 0]
 
 It prints `OPENAI_BASE_URL=http://127.0.0.1:PORT/v1` (a free port); point the script at it with
 that variable and any OPENAI_API_KEY.
@@ -30,17 +30,12 @@ import argparse
 import difflib
 import json
 import re
-import sys
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 from turnstore.testing import FakeOpenAIServer, FakeReply, RecordedRequest, text_response
 

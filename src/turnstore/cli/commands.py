@@ -1,20 +1,8 @@
-"""The `turnstore` command: list, show, export, import, clear, prune and count stored sessions.
+"""The `turnstore` command's sub-commands: what each does with a `SessionStore`.
 
-Works on a SQLite file, a PostgreSQL (or other SQLAlchemy) URL or a Redis URL, given with `--db`
-or the `TURNSTORE_DB` environment variable:
-
-```bash
-turnstore --db conversations.db list
-turnstore --db postgresql://postgres@localhost/app show user-123 --limit 5
-turnstore --db redis://localhost:6379/0 export --all -o backup.jsonl
-turnstore --db postgresql://postgres@localhost/app import backup.jsonl
-turnstore --db conversations.db list --prefix user-123/
-turnstore --db redis://localhost:6379/0 prune --idle 30d
-```
-
-An export is JSON Lines, one item per line:
-`{"session_id": "...", "created_at": "2026-11-29T10:00:00.123000+00:00", "item": {...}}`.
-Importing it into any backend gives back the same sessions, items, order and `created_at`.
+`turnstore.cli` parses the arguments, opens the store and maps errors to exit codes; each function
+here carries out one command (`list`, `show`, `export`, `import`, `clear`, `prune`, `stats`) and
+raises `CommandError` with the message the user sees.
 """
 
 from __future__ import annotations
@@ -27,233 +15,22 @@ import os
 import sys
 import tempfile
 import unicodedata
-from collections.abc import Iterable, Sequence
-from datetime import datetime, timedelta
+from collections.abc import Awaitable, Callable, Iterable
+from datetime import datetime
 from typing import IO, Any
 
-from . import __version__
-from .exceptions import TurnstoreError
-from .memory.codec import encode_items
-from .memory.open_store import open_session_store
-from .memory.store import SessionInfo, SessionRecord, SessionStore
+from ..exceptions import TurnstoreError
+from ..memory.codec import encode_items
+from ..memory.store import SessionInfo, SessionRecord, SessionStore
 
-__all__ = ["build_parser", "main"]
+__all__ = ["COMMANDS", "UNITS", "CommandError", "load_export", "run"]
 
-_ENV_TARGET = "TURNSTORE_DB"
+UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+"""Seconds per unit of a duration on the command line (`prune --idle 30d`)."""
 
 
 class CommandError(Exception):
     """A command could not be carried out; the message is shown to the user."""
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """Return the argument parser of the `turnstore` command.
-
-    Returns:
-        The parser, with one sub-command per action.
-    """
-    parser = argparse.ArgumentParser(
-        prog="turnstore",
-        description="Inspect and move the sessions stored in SQLite, PostgreSQL or Redis.",
-        epilog=f"The storage can also be given in the {_ENV_TARGET} environment variable. "
-        "The storage options may come before or after the command.",
-    )
-    parser.add_argument("--version", action="version", version=f"turnstore {__version__}")
-    _add_storage_options(parser, defaults=True)
-    # The same options after the command: SUPPRESS leaves the value given before it in place.
-    storage = argparse.ArgumentParser(add_help=False)
-    _add_storage_options(storage, defaults=False)
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    listing = commands.add_parser(
-        "list", parents=[storage], help="list sessions, most recently active first"
-    )
-    listing.add_argument("--page", type=_positive, default=1, help="page number (from 1)")
-    listing.add_argument("--page-size", type=_positive, default=50, help="sessions per page")
-    listing.add_argument("--prefix", default="", help="only sessions whose id starts with this")
-    listing.add_argument("--json", action="store_true", help="print JSON Lines")
-
-    show = commands.add_parser(
-        "show", parents=[storage], help="print a session's items, one JSON object a line"
-    )
-    show.add_argument("session_id", metavar="ID")
-    show.add_argument("--limit", type=_non_negative, help="only the latest N items")
-
-    export = commands.add_parser("export", parents=[storage], help="write sessions as JSON Lines")
-    which = export.add_mutually_exclusive_group(required=True)
-    which.add_argument("session_ids", metavar="ID", nargs="*", default=[])
-    which.add_argument("--all", action="store_true", help="every session")
-    export.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
-
-    imports = commands.add_parser(
-        "import",
-        parents=[storage],
-        help="write the sessions of a JSON Lines export (refuses sessions that hold items, "
-        "unless --append or --replace)",
-    )
-    imports.add_argument("file", metavar="FILE", help="the export to read ('-' for stdin)")
-    mode = imports.add_mutually_exclusive_group()
-    mode.add_argument(
-        "--append", action="store_true", help="add to sessions that already hold items"
-    )
-    mode.add_argument(
-        "--replace",
-        action="store_true",
-        help="replace the items of each imported session (in the same transaction)",
-    )
-
-    clear = commands.add_parser("clear", parents=[storage], help="remove every item of a session")
-    clear.add_argument("session_id", metavar="ID")
-
-    prune = commands.add_parser(
-        "prune",
-        parents=[storage],
-        help="delete the sessions with no activity for longer than a given time",
-    )
-    prune.add_argument(
-        "--idle",
-        metavar="AGE",
-        type=_duration,
-        required=True,
-        help="idle time: a number with a unit, s, m, h or d (for example 30d, 12h)",
-    )
-
-    stats = commands.add_parser("stats", parents=[storage], help="count sessions and items")
-    stats.add_argument("--json", action="store_true", help="print JSON")
-    return parser
-
-
-def _add_storage_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
-    def default(value: str | None) -> str | None:
-        return value if defaults else argparse.SUPPRESS
-
-    parser.add_argument(
-        "--db",
-        metavar="TARGET",
-        default=default(os.environ.get(_ENV_TARGET)),
-        help="a SQLite file, a SQLAlchemy URL (postgresql://user@host/db) or a Redis URL "
-        "(redis://host:6379/0)",
-    )
-    parser.add_argument(
-        "--sessions-table", default=default("agent_sessions"), help="SQL sessions table"
-    )
-    parser.add_argument(
-        "--messages-table", default=default("agent_messages"), help="SQL messages table"
-    )
-    parser.add_argument("--key-prefix", default=default("agent_sessions"), help="Redis key prefix")
-
-
-def _positive(text: str) -> int:
-    value = _non_negative(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
-    return value
-
-
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def _duration(text: str) -> timedelta:
-    number, unit = text[:-1], text[-1:].lower()
-    if unit not in _UNITS or not number.isdigit():
-        raise argparse.ArgumentTypeError(
-            f"not a duration: {text!r} (a whole number and a unit: 90s, 30m, 12h, 30d)"
-        )
-    try:
-        return timedelta(seconds=int(number) * _UNITS[unit])
-    except OverflowError:
-        raise argparse.ArgumentTypeError(f"duration too large: {text!r}") from None
-
-
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, got {text}")
-    return value
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line.
-
-    Args:
-        argv: The arguments (default: `sys.argv[1:]`).
-
-    Returns:
-        The exit status: 0 on success (also when the reader of the output stops early, as
-        `head` does), 1 when the command failed (a missing session, a storage error), 2 for a
-        usage error (a bad option or storage target).
-    """
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not args.db:
-        parser.error(f"no storage given: pass --db TARGET or set {_ENV_TARGET}")
-    try:
-        return _main(args)
-    except BrokenPipeError:
-        # The reader went away (`turnstore list --json | head -1`): what it wanted was written.
-        # Point stdout at /dev/null so the interpreter's final flush does not fail again.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-        return 0
-
-
-def _main(args: argparse.Namespace) -> int:
-    if args.command == "import":
-        try:
-            args.records = _load_export(args.file)
-        except (CommandError, OSError, UnicodeDecodeError) as exc:
-            print(f"turnstore: error: {exc}", file=sys.stderr)
-            return 1
-    try:
-        store = open_session_store(
-            args.db,
-            sessions_table=args.sessions_table,
-            messages_table=args.messages_table,
-            key_prefix=args.key_prefix,
-            create=args.command == "import",
-        )
-    except (ValueError, TypeError, OSError, ImportError) as exc:
-        print(f"turnstore: error: {exc}", file=sys.stderr)
-        return 2
-    try:
-        asyncio.run(_run(store, args))
-        sys.stdout.flush()
-    except BrokenPipeError:
-        raise  # main() treats a reader that went away as success
-    except CommandError as exc:
-        print(f"turnstore: error: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    except Exception as exc:
-        # Any other failure is an error of this storage, never an empty result: name it (the
-        # target shows no password).
-        text = str(exc) or type(exc).__name__
-        if store.target not in text:
-            text = f"{store.target}: {text}"
-        print(f"turnstore: error: {text}", file=sys.stderr)
-        return 1
-    return 0
-
-
-async def _run(store: SessionStore, args: argparse.Namespace) -> None:
-    try:
-        handler = {
-            "list": _list,
-            "show": _show,
-            "export": _export,
-            "import": _import,
-            "clear": _clear,
-            "stats": _stats,
-            "prune": _prune,
-        }[args.command]
-        await handler(store, args)
-    finally:
-        await store.close()
 
 
 def _time(value: datetime | None) -> str:
@@ -434,7 +211,8 @@ def _read_export(lines: Iterable[bytes], source: str) -> _Entries:
     return by_session
 
 
-def _load_export(path: str) -> _Entries:
+def load_export(path: str) -> _Entries:
+    """Read an export file (`-` for stdin), every line checked, before anything is opened."""
     if path == "-":
         return _read_export(sys.stdin.buffer, "stdin")
     with open(path, "rb") as source:
@@ -507,8 +285,8 @@ async def _clear(store: SessionStore, args: argparse.Namespace) -> None:
 async def _prune(store: SessionStore, args: argparse.Namespace) -> None:
     deleted = await store.delete_idle_sessions(args.idle)
     seconds = int(args.idle.total_seconds())
-    unit = next(u for u in "dhms" if seconds % _UNITS[u] == 0)
-    age = f"{seconds // _UNITS[unit]}{unit}"
+    unit = next(u for u in "dhms" if seconds % UNITS[u] == 0)
+    age = f"{seconds // UNITS[unit]}{unit}"
     print(f"deleted {deleted} session{'' if deleted == 1 else 's'} idle for more than {age}")
 
 
@@ -534,5 +312,28 @@ async def _stats(store: SessionStore, args: argparse.Namespace) -> None:
     print(f"last activity: {last}{' UTC' if stats.last_activity else ''}")
 
 
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+Handler = Callable[[SessionStore, argparse.Namespace], Awaitable[None]]
+
+COMMANDS: dict[str, Handler] = {
+    "list": _list,
+    "show": _show,
+    "export": _export,
+    "import": _import,
+    "clear": _clear,
+    "stats": _stats,
+    "prune": _prune,
+}
+"""Each sub-command's function."""
+
+
+async def run(store: SessionStore, args: argparse.Namespace) -> None:
+    """Carry out `args.command` on `store`, then close the store.
+
+    Args:
+        store: The opened storage.
+        args: The parsed command line (`args.records` holds an import's file, read already).
+    """
+    try:
+        await COMMANDS[args.command](store, args)
+    finally:
+        await store.close()

@@ -1,0 +1,243 @@
+"""What a one-section edit sends: the changed part, its surroundings, the glossary it uses.
+
+The requests are read as the fake server received them from the real openai client, so these
+tests prove what the model gets, not what the code meant to send.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from translation_support import REPO, RunSite
+
+from docs_i18n.pages import EnglishPage
+from docs_i18n.prompt import LANGUAGES, PATCH_GAP, PromptSet, mentions
+from echo_translator import EchoTranslator
+from turnstore.testing import FakeOpenAIServer
+
+LANGS = ["ja", "ko", "zh"]
+PAGE = "guide/backends.md"
+
+_ADMONITION_RULE = "Keep admonition, details and tab markers"
+_PLACEHOLDER_RULE = "Keep every placeholder such as"
+_MERMAID_RULE = "A diagram's labels come as a numbered list"
+_WHOLE_WORKFLOW = "Repeat the review and refinement"
+_EDIT_WORKFLOW = "Translate faithfully and naturally, as a native technical writer"
+
+
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def _listed(instructions: str, heading: str) -> list[str]:
+    """The `- ` lines under `# heading` of the instructions (empty when it is left out)."""
+    found = re.search(rf"(?m)^# {heading}\n\n(.*?)(?:\n\n# |\Z)", instructions, re.S)
+    return re.findall(r"(?m)^- (.+)$", found[1]) if found else []
+
+
+def _expected_glossary(prompts: PromptSet, lang: str, english: str) -> tuple[list[str], list[str]]:
+    glossary = prompts.glossary
+    words = [w for w in glossary.do_not_translate if w.lower() in english.lower()]
+    forbid = glossary.forbid.get(lang, {})
+    terms = [
+        f"{en} -> {tr}" + (f" (never {', '.join(forbid[en])})" if en in forbid else "")
+        for en, tr in glossary.terms.get(lang, {}).items()
+        if mentions(english, en)
+    ]
+    return words, terms
+
+
+async def _edit_run(
+    site: Path,
+    run_site: RunSite,
+    fake_openai: FakeOpenAIServer,
+    old: str,
+    new: str,
+    before: dict[str, str] | None = None,
+) -> tuple[EnglishPage, list[dict[str, Any]], list[dict[str, Any]]]:
+    """Translate the site, make one edit in `PAGE`, translate again; return its requests.
+
+    `before` receives each language's translation of `PAGE` as it was before the edit.
+    """
+    before = {} if before is None else before
+    assert (await run_site()).code == 0
+    for lang in LANGS:
+        before[lang] = _read(site / "docs" / lang / PAGE)
+    path = site / "docs" / PAGE
+    text = _read(path)
+    assert old in text
+    path.write_text(text.replace(old, new), encoding="utf-8")
+    first_new = len(fake_openai.requests_to("/v1/responses"))
+    outcome = await run_site()
+    assert outcome.code == 0, outcome.output
+    bodies = [r.body for r in fake_openai.requests_to("/v1/responses")[first_new:]]
+    page = EnglishPage.parse(PAGE, _read(path))
+    drafts = [b for b in bodies if "text" not in b]
+    reviews = [b for b in bodies if "text" in b]
+    return page, drafts, reviews
+
+
+async def test_a_paragraph_edit_sends_the_paragraph_its_section_and_neighbours_in_context(
+    site: Path, echo: EchoTranslator, run_site: RunSite, fake_openai: FakeOpenAIServer
+) -> None:
+    new = "Install the redis extra and point the Runner's session at your server:"
+    before: dict[str, str] = {}
+    page, drafts, reviews = await _edit_run(
+        site,
+        run_site,
+        fake_openai,
+        "Install the extra and point the session at your server:",
+        new,
+        before,
+    )
+    for lang in LANGS:
+        # The page keeps every other block of its translation byte for byte.
+        old_blocks = re.split(r"\n\s*\n", before[lang])
+        new_blocks = re.split(r"\n\s*\n", _read(site / "docs" / lang / PAGE))
+        assert len(old_blocks) == len(new_blocks)
+        differ = [i for i, (a, b) in enumerate(zip(old_blocks, new_blocks, strict=True)) if a != b]
+        assert len(differ) == 1
+        assert re.fullmatch(r"Install\S+ \S+ redis\S+ extra\S+ .*:", new_blocks[differ[0]])
+    prompts = PromptSet.load(site / "i18n", LANGS)
+    changed = 3  # ## Redis
+    assert len(drafts) == len(reviews) == len(LANGS)
+    for body in drafts:
+        instructions = body["instructions"]
+        (lang,) = [c for c, name in LANGUAGES.items() if f"into\n{name}" in instructions]
+        (message,) = body["input"]
+        task = message["content"]
+        source = task.split("<source>\n", 1)[1].split("</source>", 1)[0]
+        # Only the changed paragraph of the changed section is translated.
+        assert source == f"<!-- i18n:section {changed} -->\n{new}\n"
+        # Context: the rest of its section as translated, with the place the paragraph goes,
+        # and the neighbouring sections; nothing else of the page.
+        context = task.split("<current_translation>\n")[1].split("</current_translation>")[0]
+        assert re.findall(r"(?m)^<!-- section (\d+) -->$", context) == ["2", "3", "4"]
+        own = context.split("<!-- section 3 -->\n")[1].split("<!-- section 4 -->")[0]
+        assert re.match(r"## Redis \S+ \{#redis\}\n\n" + re.escape(PATCH_GAP) + "\n\n@@BLOCK", own)
+        assert "{#sqlite}" in context
+        assert "{#example}" in context
+        translated = _read(site / "docs" / lang / PAGE)
+        assert re.search(r"Install\S+ \S+ redis\S+ extra\S+", translated)
+        for far in ("{#how-it-works}", "{#example_1}", "{#history-limits"):
+            assert far in translated
+            assert far not in task
+        for section in page.sections:
+            assert section.strip() not in task  # no English section is sent whole
+        # Exactly the glossary entries the sent English uses, with their forbidden renderings.
+        words, terms = _expected_glossary(prompts, lang, new)
+        assert "Runner" in words
+        assert "SQLiteSession" not in words  # not in the sent text
+        assert _listed(instructions, "Do not translate") == words
+        assert _listed(instructions, "Terms") == terms
+        # The rules its content needs, not the others, and the short workflow.
+        for rule in (_PLACEHOLDER_RULE, _ADMONITION_RULE, _MERMAID_RULE, _WHOLE_WORKFLOW):
+            assert rule not in instructions
+        assert _EDIT_WORKFLOW in instructions
+        assert prompts.per_language[lang].strip() in instructions
+    for body in reviews:
+        instructions = body["instructions"]
+        (lang,) = [c for c, name in LANGUAGES.items() if f"into {name}" in instructions]
+        (message,) = body["input"]
+        review = message["content"]
+        # Only the changed paragraph: its English and its draft.
+        assert re.findall(r'<section n="(\d+)">', review) == [str(changed)]
+        assert f"<english>\n{new}\n</english>" in review
+        assert "{#redis}" not in review
+        words, terms = _expected_glossary(prompts, lang, new)
+        assert _listed(instructions, "Do not translate") == words
+        assert _listed(instructions, "Terms") == terms
+
+
+async def test_a_section_whose_every_block_changed_is_sent_whole_with_its_neighbours(
+    site: Path, echo: EchoTranslator, run_site: RunSite, fake_openai: FakeOpenAIServer
+) -> None:
+    page, drafts, reviews = await _edit_run(
+        site,
+        run_site,
+        fake_openai,
+        "## Example\n\nThe first example.",
+        "## Examples\n\nThe first example, shorter than the second.",
+    )
+    changed = 4  # the first ## Example
+    english = page.sections[changed]
+    assert english.startswith("## Examples\n\nThe first example, shorter")
+    prompts = PromptSet.load(site / "i18n", LANGS)
+    for body in drafts:
+        instructions = body["instructions"]
+        task = body["input"][0]["content"]
+        source = task.split("<source>\n", 1)[1].split("</source>", 1)[0]
+        assert source == f"<!-- i18n:section {changed} -->\n{english}"
+        context = task.split("<current_translation>\n")[1].split("</current_translation>")[0]
+        assert re.findall(r"(?m)^<!-- section (\d+) -->$", context) == ["3", "5"]
+        assert PATCH_GAP not in task
+        for n, section in enumerate(page.sections):
+            if n != changed:
+                assert section.strip() not in task
+        for rule in (_PLACEHOLDER_RULE, _ADMONITION_RULE, _MERMAID_RULE, _WHOLE_WORKFLOW):
+            assert rule not in instructions
+        # The rules every request needs are always there.
+        assert "Return only Markdown" in instructions
+        assert "Keep the structure verbatim" in instructions
+        assert "Never translate code, URLs" in instructions
+        assert "Do not add or drop content" in instructions
+        lang = next(c for c, name in LANGUAGES.items() if f"into\n{name}" in instructions)
+        words, terms = _expected_glossary(prompts, lang, english)
+        assert _listed(instructions, "Do not translate") == words
+        assert _listed(instructions, "Terms") == terms
+        if not words:
+            assert "# Do not translate" not in instructions
+    for body in reviews:
+        review = body["input"][0]["content"]
+        assert f"<english>\n{english}</english>" in review
+        assert "Placeholders such as" not in body["instructions"]
+
+
+def test_a_whole_page_gets_every_rule_and_the_full_workflow() -> None:
+    prompts = PromptSet.load(REPO / "i18n", LANGS)
+    full = prompts.instructions("ja")
+    for rule in (_PLACEHOLDER_RULE, _ADMONITION_RULE, _MERMAID_RULE, _WHOLE_WORKFLOW):
+        assert rule in full
+    assert _EDIT_WORKFLOW not in full
+    text = "## Flow\n\n@@BLOCK_1@@\n<!-- i18n:mermaid 1\n1: Start\n-->\n"
+    page = prompts.instructions("ja", text)
+    assert _MERMAID_RULE in page
+    assert _PLACEHOLDER_RULE in page
+    assert _ADMONITION_RULE not in page
+    assert _WHOLE_WORKFLOW in page
+    edit = prompts.instructions("ja", text, edit=True)
+    assert _EDIT_WORKFLOW in edit
+    assert _WHOLE_WORKFLOW not in edit
+    assert len(edit) < len(page) < len(full)
+
+
+async def test_a_translation_whose_blocks_do_not_line_up_gets_the_whole_section(
+    site: Path, echo: EchoTranslator, run_site: RunSite, fake_openai: FakeOpenAIServer
+) -> None:
+    assert (await run_site(languages=["ja", "ko"])).code == 0
+    ja = site / "docs" / "ja" / PAGE
+    text = _read(ja)
+    heading = re.search(r"(?m)^## Redis .*\{#redis\}\n\n", text)
+    assert heading is not None
+    # A hand edit joined the Redis heading and its first paragraph: one block fewer.
+    ja.write_text(text[: heading.end() - 1] + text[heading.end() :], encoding="utf-8")
+    path = site / "docs" / PAGE
+    path.write_text(
+        _read(path).replace("Install the extra and point", "Install the redis extra and point"),
+        encoding="utf-8",
+    )
+    first_new = len(fake_openai.requests_to("/v1/responses"))
+    assert (await run_site(languages=["ja", "ko"])).code == 0
+    page = EnglishPage.parse(PAGE, _read(path))
+    sources = {}
+    for request in fake_openai.requests_to("/v1/responses")[first_new:]:
+        if "text" not in request.body:
+            task = request.body["input"][0]["content"]
+            lang = "ja" if "into Japanese" in task else "ko"
+            sources[lang] = task.split("<source>\n", 1)[1].split("</source>", 1)[0]
+    assert sources["ja"] == f"<!-- i18n:section 3 -->\n{page.sections[3]}"
+    assert sources["ko"].startswith("<!-- i18n:section 3 -->\nInstall the redis extra")
+    assert "## Redis" not in sources["ko"]
+    assert re.search(r"(?m)^## Redis \S+ \{#redis\}\n\nInstall\S+ ", _read(ja))
