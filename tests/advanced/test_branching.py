@@ -284,3 +284,47 @@ class _Usage:
         self.input_tokens = input_tokens
         self.output_tokens = output_tokens
         self.total_tokens = input_tokens + output_tokens
+
+
+async def test_retention_and_import_replace_remove_branches_and_usage(db: Path) -> None:
+    """Deleting a session through the store (retention, `import --replace`) leaves no rows of it
+    in the branch and usage tables; another session on the file keeps its own."""
+    from turnstore import Usage, open_session_store
+
+    for sid in ("old", "kept"):
+        async with AdvancedSQLiteSession(session_id=sid, db_path=db) as session:
+            await session.add_items(THREE_TURNS)
+            await session.create_branch_from_turn(2, "retry")
+            await session.add_items([user("q2 again")])
+            await session.record_turn_usage(Usage(requests=1, input_tokens=3, output_tokens=2))
+    side = ("agent_messages_branches", "agent_messages_branch_items", "agent_messages_turn_usage")
+
+    def rows_of(sid: str) -> dict[str, int]:
+        conn = sqlite3.connect(db)
+        try:
+            return {
+                table: conn.execute(
+                    f"SELECT count(*) FROM {table} WHERE session_id = ?", (sid,)
+                ).fetchone()[0]
+                for table in ("agent_messages", *side)
+            }
+        finally:
+            conn.close()
+
+    assert all(rows_of("old").values()), rows_of("old")
+    conn = sqlite3.connect(db)
+    conn.execute(
+        "UPDATE agent_sessions SET updated_at = '2000-01-01 00:00:00' WHERE session_id = 'old'"
+    )
+    conn.commit()
+    conn.close()
+    store = open_session_store(str(db))
+    try:
+        assert await store.delete_idle_sessions(3600) == 1
+        assert not any(rows_of("old").values()), rows_of("old")
+        assert all(rows_of("kept").values()), rows_of("kept")
+        records = await store.read_records("kept")
+        await store.write_records("kept", records[:2], replace=True)
+        assert rows_of("kept") == dict.fromkeys(("agent_messages",), 2) | dict.fromkeys(side, 0)
+    finally:
+        await store.close()

@@ -23,6 +23,7 @@ from ..store import (
     _records,
     _utc,
 )
+from .advanced_schema import AdvancedSQLiteSchema
 from .schema import SQLiteSchema, quote_identifier
 
 
@@ -48,6 +49,15 @@ class SQLiteStore(SessionStore):
         self.target = path
         self._path = path
         self._schema = SQLiteSchema(sessions_table, messages_table)
+        advanced = AdvancedSQLiteSchema(sessions_table, messages_table)
+        self._side_tables = (
+            advanced.archive_table,
+            advanced.branches_table,
+            advanced.items_table,
+            advanced.usage_table,
+        )
+        """Tables beside the messages table that hold a session's rows, when the file has them:
+        the compaction archive, and `AdvancedSQLiteSession`'s branches, branch rows and usage."""
         self._s = quote_identifier(sessions_table)
         self._m = quote_identifier(messages_table)
         self._sessions_table = sessions_table
@@ -116,10 +126,19 @@ class SQLiteStore(SessionStore):
         result: list[SessionInfo] = await self._call(work)
         return result
 
+    def _existing_side_tables(self, conn: sqlite3.Connection) -> list[str]:
+        """The side tables (see `_side_tables`) that exist in the file."""
+        marks = ", ".join("?" * len(self._side_tables))
+        rows = conn.execute(
+            f"SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ({marks})",
+            self._side_tables,
+        ).fetchall()
+        present = {row[0] for row in rows}
+        return [table for table in self._side_tables if table in present]
+
     async def delete_idle_sessions(self, older_than: timedelta | float) -> int:
         """Delete every session idle for longer than `older_than`, in one transaction."""
         cutoff = _sqlite_time(_idle_cutoff(older_than))
-        archive = quote_identifier(f"{self._messages_table}_archive")
 
         def work(conn: sqlite3.Connection) -> int:
             if not self._has_tables(conn):
@@ -127,12 +146,8 @@ class SQLiteStore(SessionStore):
             conn.execute("BEGIN IMMEDIATE")
             try:
                 idle = f"(SELECT session_id FROM {self._s} WHERE updated_at < ?)"
-                conn.execute(f"DELETE FROM {self._m} WHERE session_id IN {idle}", (cutoff,))
-                if conn.execute(
-                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
-                    (f"{self._messages_table}_archive",),
-                ).fetchone():
-                    conn.execute(f"DELETE FROM {archive} WHERE session_id IN {idle}", (cutoff,))
+                for table in (self._m, *map(quote_identifier, self._existing_side_tables(conn))):
+                    conn.execute(f"DELETE FROM {table} WHERE session_id IN {idle}", (cutoff,))
                 deleted = conn.execute(
                     f"DELETE FROM {self._s} WHERE updated_at < ?", (cutoff,)
                 ).rowcount
@@ -205,7 +220,8 @@ class SQLiteStore(SessionStore):
             try:
                 self._schema.create(conn)
                 if replace:
-                    for table in (self._schema.messages_table, self._schema.archive_table):
+                    tables = (self._schema.messages_table, *self._existing_side_tables(conn))
+                    for table in tables:
                         conn.execute(
                             f"DELETE FROM {quote_identifier(table)} WHERE session_id = ?",
                             (session_id,),
