@@ -16,7 +16,7 @@ from typing import Any
 
 from ..items import TResponseInputItem
 from .closing import AsyncCloseable
-from .codec import MAX_LIMIT, decode_item
+from .codec import MAX_LIMIT, decode_item, encode_items
 from .session import Session
 
 __all__ = [
@@ -136,6 +136,22 @@ def _to_ms(value: datetime) -> int:
     return round(_utc(value).timestamp() * 1000)
 
 
+@dataclass(frozen=True, slots=True)
+class EncodedWrite:
+    """What `SessionStore.write_records` hands its backend, encoded and timed."""
+
+    session_id: str
+    """The session to write to (created if missing)."""
+    encoded: list[str]
+    """The encoded items, oldest first."""
+    created: list[datetime]
+    """When each item was added."""
+    now: datetime
+    """The time of this write: the session's latest activity."""
+    replace: bool
+    """Remove the session's items (and archive) first, in the same transaction."""
+
+
 class SessionStore(AsyncCloseable):
     """Every session in one storage, for listing, export, import and clean-up.
 
@@ -226,7 +242,6 @@ class SessionStore(AsyncCloseable):
             session_id: The session's id.
         """
 
-    @abstractmethod
     async def write_records(
         self, session_id: str, records: list[SessionRecord], *, replace: bool = False
     ) -> None:
@@ -247,6 +262,16 @@ class SessionStore(AsyncCloseable):
             TypeError: An item is not a JSON-serialisable mapping; nothing was written.
             SessionStorageError: The storage failed; nothing was written.
         """
+        encoded = encode_items([record.item for record in records])
+        if not encoded and not replace:
+            return
+        now = datetime.now(UTC)
+        created = [record.created_at or now for record in records]
+        await self._write_encoded(EncodedWrite(session_id, encoded, created, now, replace))
+
+    @abstractmethod
+    async def _write_encoded(self, write: EncodedWrite) -> None:
+        """Write what `write_records` encoded, atomically (one transaction or script)."""
 
     @abstractmethod
     def session(self, session_id: str) -> Session:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ...exceptions import SessionStorageError
 from ..closing import Release
-from ..codec import encode_items
 from ..session import Session
 from ..store import (
+    EncodedWrite,
     SessionInfo,
     SessionRecord,
     SessionStats,
@@ -239,20 +239,16 @@ class RedisStore(SessionStore):
         result: list[SessionRecord] = await self._call(work)
         return result
 
-    async def write_records(
-        self, session_id: str, records: list[SessionRecord], *, replace: bool = False
-    ) -> None:
-        """Write records to a session in one Lua script (atomic), keeping their `created_at`."""
-        encoded = encode_items([record.item for record in records])
-        if not encoded and not replace:
-            return
-        now = _to_ms(datetime.now(UTC))
-        stamps = [now if r.created_at is None else _to_ms(r.created_at) for r in records]
-        elements = [encode_element(s, data) for s, data in zip(stamps, encoded, strict=True)]
+    async def _write_encoded(self, write: EncodedWrite) -> None:
+        session_id = write.session_id
+        # One Lua script: atomic.
+        stamps = [_to_ms(at) for at in write.created]
+        elements = [encode_element(s, data) for s, data in zip(stamps, write.encoded, strict=True)]
         keys = [self._layout.items_key(session_id), self._layout.index_key(session_id)]
+        args = [session_id, "1" if write.replace else "0", _to_ms(write.now), *elements]
 
         async def work() -> None:
-            await self._write(keys=keys, args=[session_id, "1" if replace else "0", now, *elements])
+            await self._write(keys=keys, args=args)
 
         await self._call(work)
 

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import sqlite3
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ...exceptions import SessionStorageError
 from ..closing import Release
-from ..codec import encode_items, validate_table_names
+from ..codec import validate_table_names
 from ..session import Session
 from ..store import (
+    EncodedWrite,
     SessionInfo,
     SessionRecord,
     SessionStats,
@@ -154,27 +155,21 @@ class SQLAlchemyStore(SessionStore):
 
         return list(await self._call(work) or [])
 
-    async def write_records(
-        self, session_id: str, records: list[SessionRecord], *, replace: bool = False
-    ) -> None:
-        """Write records to a session in one transaction, keeping their `created_at`."""
+    async def _write_encoded(self, write: EncodedWrite) -> None:
+        session_id = write.session_id
         from sqlalchemy import delete, insert
         from sqlalchemy.exc import SQLAlchemyError
 
-        encoded = encode_items([record.item for record in records])
-        if not encoded and not replace:
-            return
-        now = datetime.now(UTC)
         rows = [
-            {"session_id": session_id, "message_data": data, "created_at": record.created_at or now}
-            for data, record in zip(encoded, records, strict=True)
+            {"session_id": session_id, "message_data": data, "created_at": at}
+            for data, at in zip(write.encoded, write.created, strict=True)
         ]
         session = self.session(session_id)
         try:
             await session._ensure_tables()  # type: ignore[attr-defined]
             async with self._engine.begin() as conn:
                 await session._lock_session_row(conn, create=True)  # type: ignore[attr-defined]
-                if replace:
+                if write.replace:
                     await conn.execute(delete(self._m).where(self._m.c.session_id == session_id))
                 if rows:
                     await conn.execute(insert(self._m), rows)

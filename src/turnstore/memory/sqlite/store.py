@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from ...exceptions import SessionStorageError
-from ..codec import encode_items, validate_table_names
+from ..codec import validate_table_names
 from ..session import Session
 from ..store import (
+    EncodedWrite,
     SessionInfo,
     SessionRecord,
     SessionStats,
@@ -190,21 +191,15 @@ class SQLiteStore(SessionStore):
         result: list[SessionRecord] = await self._call(work)
         return result
 
-    async def write_records(
-        self, session_id: str, records: list[SessionRecord], *, replace: bool = False
-    ) -> None:
-        """Write records to a session in one transaction, keeping their `created_at`."""
-        encoded = encode_items([record.item for record in records])
-        if not encoded and not replace:
-            return
-        now = datetime.now(UTC)
-        stamps = [_sqlite_time(record.created_at or now) for record in records]
+    async def _write_encoded(self, write: EncodedWrite) -> None:
+        session_id = write.session_id
+        stamps = [_sqlite_time(at) for at in write.created]
 
         def work(conn: sqlite3.Connection) -> None:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 self._schema.create(conn)
-                if replace:
+                if write.replace:
                     for table in (self._schema.messages_table, self._schema.archive_table):
                         conn.execute(
                             f"DELETE FROM {quote_identifier(table)} WHERE session_id = ?",
@@ -215,7 +210,7 @@ class SQLiteStore(SessionStore):
                     self._schema.insert_with_time,
                     [
                         (session_id, data, stamp)
-                        for data, stamp in zip(encoded, stamps, strict=True)
+                        for data, stamp in zip(write.encoded, stamps, strict=True)
                     ],
                 )
                 conn.execute("COMMIT")
