@@ -166,7 +166,6 @@ class SessionStore(AsyncCloseable):
     target: str
     backend: str
 
-    @abstractmethod
     async def list_sessions(
         self, *, offset: int = 0, limit: int = 50, prefix: str = ""
     ) -> list[SessionInfo]:
@@ -190,8 +189,14 @@ class SessionStore(AsyncCloseable):
             page_2 = await store.list_sessions(prefix="user-42/", offset=20, limit=20)
             ```
         """
+        offset, limit = _check_page(offset, limit)
+        _check_prefix(prefix)
+        return await self._list_sessions(offset, limit, prefix)
 
     @abstractmethod
+    async def _list_sessions(self, offset: int, limit: int, prefix: str) -> list[SessionInfo]:
+        """One page of sessions, most recently active first (`list_sessions` checked the page)."""
+
     async def delete_idle_sessions(self, older_than: timedelta | float) -> int:
         """Delete every session whose last activity is older than `older_than`, in one call.
 
@@ -219,6 +224,11 @@ class SessionStore(AsyncCloseable):
             deleted = await store.delete_idle_sessions(timedelta(days=30))
             ```
         """
+        return await self._delete_idle_before(_idle_cutoff(older_than))
+
+    @abstractmethod
+    async def _delete_idle_before(self, cutoff: datetime) -> int:
+        """Delete the sessions last active before `cutoff`; return how many."""
 
     @abstractmethod
     async def get_info(self, session_id: str) -> SessionInfo | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ...exceptions import SessionStorageError
@@ -14,11 +14,8 @@ from ..store import (
     SessionRecord,
     SessionStats,
     SessionStore,
-    _check_page,
-    _check_prefix,
     _from_ms,
     _hide_password,
-    _idle_cutoff,
     _to_ms,
 )
 from .keys import decode_element, encode_element, layout_for, split_stamp
@@ -119,16 +116,12 @@ class RedisStore(SessionStore):
         merged.sort(key=lambda entry: (entry[1], entry[0]), reverse=True)
         return merged[offset : offset + count]
 
-    async def list_sessions(
-        self, *, offset: int = 0, limit: int = 50, prefix: str = ""
-    ) -> list[SessionInfo]:
+    async def _list_sessions(self, offset: int, limit: int, prefix: str) -> list[SessionInfo]:
         """Return sessions, the most recently active first; expired ones are dropped.
 
         Without a prefix a page is one range read of the index (of every index, merged, on a
         cluster); with one, the indexes are read in order until the page is full.
         """
-        offset, limit = _check_page(offset, limit)
-        _check_prefix(prefix)
 
         async def work() -> list[SessionInfo]:
             if not prefix:
@@ -157,9 +150,9 @@ class RedisStore(SessionStore):
         result: list[SessionInfo] = await self._call(work)
         return result
 
-    async def delete_idle_sessions(self, older_than: timedelta | float) -> int:
+    async def _delete_idle_before(self, cutoff: datetime) -> int:
         """Delete every session idle for longer than `older_than`, 500 per atomic script."""
-        cutoff = _to_ms(_idle_cutoff(older_than))
+        cutoff_ms = _to_ms(cutoff)
 
         async def work() -> int:
             deleted = 0
@@ -167,12 +160,14 @@ class RedisStore(SessionStore):
             # sessions it lists, which share its slot.
             for index in await self._layout.index_keys(self._redis):
                 while True:
-                    raw = await self._redis.zrangebyscore(index, "-inf", cutoff, start=0, num=_PAGE)
+                    raw = await self._redis.zrangebyscore(
+                        index, "-inf", cutoff_ms, start=0, num=_PAGE
+                    )
                     ids = [_text(member) for member in raw if isinstance(member, bytes | str)]
                     if not ids:
                         break
                     keys = [*(self._layout.items_key(sid) for sid in ids), index]
-                    deleted += int(await self._delete_idle(keys=keys, args=[cutoff, *ids]))
+                    deleted += int(await self._delete_idle(keys=keys, args=[cutoff_ms, *ids]))
                     if len(ids) < _PAGE:
                         break
             return deleted

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ...exceptions import SessionStorageError
@@ -16,9 +16,6 @@ from ..store import (
     SessionRecord,
     SessionStats,
     SessionStore,
-    _check_page,
-    _check_prefix,
-    _idle_cutoff,
     _parse_sqlite_time,
     _records,
     _utc,
@@ -68,12 +65,8 @@ class SQLAlchemyStore(SessionStore):
     def _info(row: Any) -> SessionInfo:
         return SessionInfo(row[0], int(row[3]), _maybe_utc(row[1]), _maybe_utc(row[2]))
 
-    async def list_sessions(
-        self, *, offset: int = 0, limit: int = 50, prefix: str = ""
-    ) -> list[SessionInfo]:
+    async def _list_sessions(self, offset: int, limit: int, prefix: str) -> list[SessionInfo]:
         """Return sessions, the most recently active first."""
-        offset, limit = _check_page(offset, limit)
-        _check_prefix(prefix)
         query = (
             self._info_query()
             .where(self._s.c.session_id.startswith(prefix, autoescape=True))
@@ -87,12 +80,11 @@ class SQLAlchemyStore(SessionStore):
 
         return list(await self._call(work) or [])
 
-    async def delete_idle_sessions(self, older_than: timedelta | float) -> int:
+    async def _delete_idle_before(self, cutoff: datetime) -> int:
         """Delete every session idle for longer than `older_than`, in one transaction."""
         from sqlalchemy import delete, select
         from sqlalchemy.exc import SQLAlchemyError
 
-        cutoff = _idle_cutoff(older_than)
         s, m = self._s, self._m
         idle = select(s.c.session_id).where(s.c.updated_at < cutoff)
         try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +17,6 @@ from ..store import (
     SessionRecord,
     SessionStats,
     SessionStore,
-    _check_page,
-    _check_prefix,
-    _idle_cutoff,
     _parse_sqlite_time,
     _records,
     _utc,
@@ -97,12 +94,8 @@ class SQLiteStore(SessionStore):
             row[0], int(row[3]), _parse_sqlite_time(row[1]), _parse_sqlite_time(row[2])
         )
 
-    async def list_sessions(
-        self, *, offset: int = 0, limit: int = 50, prefix: str = ""
-    ) -> list[SessionInfo]:
+    async def _list_sessions(self, offset: int, limit: int, prefix: str) -> list[SessionInfo]:
         """Return sessions, the most recently active first."""
-        offset, limit = _check_page(offset, limit)
-        _check_prefix(prefix)
 
         def work(conn: sqlite3.Connection) -> list[SessionInfo]:
             if not self._has_tables(conn):
@@ -117,9 +110,9 @@ class SQLiteStore(SessionStore):
         result: list[SessionInfo] = await self._call(work)
         return result
 
-    async def delete_idle_sessions(self, older_than: timedelta | float) -> int:
+    async def _delete_idle_before(self, cutoff: datetime) -> int:
         """Delete every session idle for longer than `older_than`, in one transaction."""
-        cutoff = _sqlite_time(_idle_cutoff(older_than))
+        cutoff_text = _sqlite_time(cutoff)
         archive = quote_identifier(f"{self._messages_table}_archive")
 
         def work(conn: sqlite3.Connection) -> int:
@@ -128,14 +121,16 @@ class SQLiteStore(SessionStore):
             conn.execute("BEGIN IMMEDIATE")
             try:
                 idle = f"(SELECT session_id FROM {self._s} WHERE updated_at < ?)"
-                conn.execute(f"DELETE FROM {self._m} WHERE session_id IN {idle}", (cutoff,))
+                conn.execute(f"DELETE FROM {self._m} WHERE session_id IN {idle}", (cutoff_text,))
                 if conn.execute(
                     "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
                     (f"{self._messages_table}_archive",),
                 ).fetchone():
-                    conn.execute(f"DELETE FROM {archive} WHERE session_id IN {idle}", (cutoff,))
+                    conn.execute(
+                        f"DELETE FROM {archive} WHERE session_id IN {idle}", (cutoff_text,)
+                    )
                 deleted = conn.execute(
-                    f"DELETE FROM {self._s} WHERE updated_at < ?", (cutoff,)
+                    f"DELETE FROM {self._s} WHERE updated_at < ?", (cutoff_text,)
                 ).rowcount
                 conn.execute("COMMIT")
             except BaseException:
