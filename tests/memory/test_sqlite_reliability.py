@@ -35,7 +35,7 @@ def db_path(tmp_path: Path) -> str:
 _GC_DEADLOCK = """
 import asyncio, gc, sys
 from turnstore import SQLiteSession
-from turnstore.memory.sqlite import database
+from turnstore.memory.sqlite import database, registry
 
 class Holder:
     pass
@@ -52,7 +52,7 @@ asyncio.run(forget(sys.argv[1]))
 asyncio.run(forget(":memory:"))
 # What construction holds while it builds a database: the registry lock (acquire_database)
 # and a database's start lock (its threads starting). A collection can run inside either.
-with database._registry_lock:
+with registry._registry_lock:
     gc.collect()
 other = SQLiteSession("other", sys.argv[1])
 with other._db._start_lock:

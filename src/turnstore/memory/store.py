@@ -16,7 +16,7 @@ from typing import Any
 
 from ..items import TResponseInputItem
 from .closing import AsyncCloseable
-from .codec import MAX_LIMIT, decode_item
+from .codec import MAX_LIMIT, decode_item, encode_items
 from .session import Session
 
 __all__ = [
@@ -136,6 +136,22 @@ def _to_ms(value: datetime) -> int:
     return round(_utc(value).timestamp() * 1000)
 
 
+@dataclass(frozen=True, slots=True)
+class EncodedWrite:
+    """What `SessionStore.write_records` hands its backend, encoded and timed."""
+
+    session_id: str
+    """The session to write to (created if missing)."""
+    encoded: list[str]
+    """The encoded items, oldest first."""
+    created: list[datetime]
+    """When each item was added."""
+    now: datetime
+    """The time of this write: the session's latest activity."""
+    replace: bool
+    """Remove the session's items (and archive) first, in the same transaction."""
+
+
 class SessionStore(AsyncCloseable):
     """Every session in one storage, for listing, export, import and clean-up.
 
@@ -150,7 +166,6 @@ class SessionStore(AsyncCloseable):
     target: str
     backend: str
 
-    @abstractmethod
     async def list_sessions(
         self, *, offset: int = 0, limit: int = 50, prefix: str = ""
     ) -> list[SessionInfo]:
@@ -174,8 +189,14 @@ class SessionStore(AsyncCloseable):
             page_2 = await store.list_sessions(prefix="user-42/", offset=20, limit=20)
             ```
         """
+        offset, limit = _check_page(offset, limit)
+        _check_prefix(prefix)
+        return await self._list_sessions(offset, limit, prefix)
 
     @abstractmethod
+    async def _list_sessions(self, offset: int, limit: int, prefix: str) -> list[SessionInfo]:
+        """One page of sessions, most recently active first (`list_sessions` checked the page)."""
+
     async def delete_idle_sessions(self, older_than: timedelta | float) -> int:
         """Delete every session whose last activity is older than `older_than`, in one call.
 
@@ -203,6 +224,11 @@ class SessionStore(AsyncCloseable):
             deleted = await store.delete_idle_sessions(timedelta(days=30))
             ```
         """
+        return await self._delete_idle_before(_idle_cutoff(older_than))
+
+    @abstractmethod
+    async def _delete_idle_before(self, cutoff: datetime) -> int:
+        """Delete the sessions last active before `cutoff`; return how many."""
 
     @abstractmethod
     async def get_info(self, session_id: str) -> SessionInfo | None:
@@ -226,7 +252,6 @@ class SessionStore(AsyncCloseable):
             session_id: The session's id.
         """
 
-    @abstractmethod
     async def write_records(
         self, session_id: str, records: list[SessionRecord], *, replace: bool = False
     ) -> None:
@@ -247,6 +272,16 @@ class SessionStore(AsyncCloseable):
             TypeError: An item is not a JSON-serialisable mapping; nothing was written.
             SessionStorageError: The storage failed; nothing was written.
         """
+        encoded = encode_items([record.item for record in records])
+        if not encoded and not replace:
+            return
+        now = datetime.now(UTC)
+        created = [record.created_at or now for record in records]
+        await self._write_encoded(EncodedWrite(session_id, encoded, created, now, replace))
+
+    @abstractmethod
+    async def _write_encoded(self, write: EncodedWrite) -> None:
+        """Write what `write_records` encoded, atomically (one transaction or script)."""
 
     @abstractmethod
     def session(self, session_id: str) -> Session:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import openai
@@ -93,17 +93,12 @@ class OpenAIResponsesModel:
                 response (see `turnstore.models.response_check`).
         """
         args = self.request_args(request)
-        try:
+        with _call_errors(
+            f"the Responses API call for {self.model!r}",
+            f"the Responses API answer for {self.model!r}",
+        ):
             async with self._client() as client:
                 response: Any = await client.responses.create(**args)
-        except openai.OpenAIError as exc:
-            raise ModelCallError(
-                f"the Responses API call for {self.model!r} failed: {exc}"
-            ) from exc
-        except ValueError as exc:  # json.JSONDecodeError: a body that is not JSON
-            raise ModelCallError(
-                f"the Responses API answer for {self.model!r} is not valid JSON: {exc}"
-            ) from exc
         return check_response(response)
 
     async def stream_response(self, request: ModelRequest) -> AsyncIterator[ResponseStreamEvent]:
@@ -132,18 +127,13 @@ class OpenAIResponsesModel:
                 ) from exc
             while True:
                 try:
-                    event: Any = await events.__anext__()
+                    with _call_errors(
+                        f"the streamed Responses API call for {self.model!r}",
+                        f"an event of the streamed Responses API answer for {self.model!r}",
+                    ):
+                        event: Any = await events.__anext__()
                 except StopAsyncIteration:
                     break
-                except openai.OpenAIError as exc:
-                    raise ModelCallError(
-                        f"the streamed Responses API call for {self.model!r} failed: {exc}"
-                    ) from exc
-                except ValueError as exc:  # json.JSONDecodeError: an event that is not JSON
-                    raise ModelCallError(
-                        f"an event of the streamed Responses API answer for {self.model!r} is "
-                        f"not valid JSON: {exc}"
-                    ) from exc
                 kind = getattr(event, "type", None)
                 if not isinstance(kind, str):
                     raise ModelBehaviorError(
@@ -159,3 +149,14 @@ class OpenAIResponsesModel:
                 yield event
         if not finished:
             raise ModelBehaviorError("the response stream ended without a response.completed event")
+
+
+@contextlib.contextmanager
+def _call_errors(call: str, answer: str) -> Iterator[None]:
+    """Raise what the API call inside fails with as `ModelCallError`, naming `call` or `answer`."""
+    try:
+        yield
+    except openai.OpenAIError as exc:
+        raise ModelCallError(f"{call} failed: {exc}") from exc
+    except ValueError as exc:  # json.JSONDecodeError: a body or event that is not JSON
+        raise ModelCallError(f"{answer} is not valid JSON: {exc}") from exc

@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ...exceptions import SessionStorageError
 from ..closing import Release
-from ..codec import encode_items
 from ..session import Session
 from ..store import (
+    EncodedWrite,
     SessionInfo,
     SessionRecord,
     SessionStats,
     SessionStore,
-    _check_page,
-    _check_prefix,
     _from_ms,
     _hide_password,
-    _idle_cutoff,
     _to_ms,
 )
 from .keys import decode_element, encode_element, layout_for, split_stamp
@@ -119,16 +116,12 @@ class RedisStore(SessionStore):
         merged.sort(key=lambda entry: (entry[1], entry[0]), reverse=True)
         return merged[offset : offset + count]
 
-    async def list_sessions(
-        self, *, offset: int = 0, limit: int = 50, prefix: str = ""
-    ) -> list[SessionInfo]:
+    async def _list_sessions(self, offset: int, limit: int, prefix: str) -> list[SessionInfo]:
         """Return sessions, the most recently active first; expired ones are dropped.
 
         Without a prefix a page is one range read of the index (of every index, merged, on a
         cluster); with one, the indexes are read in order until the page is full.
         """
-        offset, limit = _check_page(offset, limit)
-        _check_prefix(prefix)
 
         async def work() -> list[SessionInfo]:
             if not prefix:
@@ -157,9 +150,9 @@ class RedisStore(SessionStore):
         result: list[SessionInfo] = await self._call(work)
         return result
 
-    async def delete_idle_sessions(self, older_than: timedelta | float) -> int:
+    async def _delete_idle_before(self, cutoff: datetime) -> int:
         """Delete every session idle for longer than `older_than`, 500 per atomic script."""
-        cutoff = _to_ms(_idle_cutoff(older_than))
+        cutoff_ms = _to_ms(cutoff)
 
         async def work() -> int:
             deleted = 0
@@ -167,12 +160,14 @@ class RedisStore(SessionStore):
             # sessions it lists, which share its slot.
             for index in await self._layout.index_keys(self._redis):
                 while True:
-                    raw = await self._redis.zrangebyscore(index, "-inf", cutoff, start=0, num=_PAGE)
+                    raw = await self._redis.zrangebyscore(
+                        index, "-inf", cutoff_ms, start=0, num=_PAGE
+                    )
                     ids = [_text(member) for member in raw if isinstance(member, bytes | str)]
                     if not ids:
                         break
                     keys = [*(self._layout.items_key(sid) for sid in ids), index]
-                    deleted += int(await self._delete_idle(keys=keys, args=[cutoff, *ids]))
+                    deleted += int(await self._delete_idle(keys=keys, args=[cutoff_ms, *ids]))
                     if len(ids) < _PAGE:
                         break
             return deleted
@@ -239,20 +234,16 @@ class RedisStore(SessionStore):
         result: list[SessionRecord] = await self._call(work)
         return result
 
-    async def write_records(
-        self, session_id: str, records: list[SessionRecord], *, replace: bool = False
-    ) -> None:
-        """Write records to a session in one Lua script (atomic), keeping their `created_at`."""
-        encoded = encode_items([record.item for record in records])
-        if not encoded and not replace:
-            return
-        now = _to_ms(datetime.now(UTC))
-        stamps = [now if r.created_at is None else _to_ms(r.created_at) for r in records]
-        elements = [encode_element(s, data) for s, data in zip(stamps, encoded, strict=True)]
+    async def _write_encoded(self, write: EncodedWrite) -> None:
+        session_id = write.session_id
+        # One Lua script: atomic.
+        stamps = [_to_ms(at) for at in write.created]
+        elements = [encode_element(s, data) for s, data in zip(stamps, write.encoded, strict=True)]
         keys = [self._layout.items_key(session_id), self._layout.index_key(session_id)]
+        args = [session_id, "1" if write.replace else "0", _to_ms(write.now), *elements]
 
         async def work() -> None:
-            await self._write(keys=keys, args=[session_id, "1" if replace else "0", now, *elements])
+            await self._write(keys=keys, args=args)
 
         await self._call(work)
 

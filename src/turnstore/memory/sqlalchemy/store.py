@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 import sqlite3
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ...exceptions import SessionStorageError
 from ..closing import Release
-from ..codec import encode_items, validate_table_names
+from ..codec import validate_table_names
 from ..session import Session
 from ..store import (
+    EncodedWrite,
     SessionInfo,
     SessionRecord,
     SessionStats,
     SessionStore,
-    _check_page,
-    _check_prefix,
-    _idle_cutoff,
     _parse_sqlite_time,
     _records,
     _utc,
@@ -67,12 +65,8 @@ class SQLAlchemyStore(SessionStore):
     def _info(row: Any) -> SessionInfo:
         return SessionInfo(row[0], int(row[3]), _maybe_utc(row[1]), _maybe_utc(row[2]))
 
-    async def list_sessions(
-        self, *, offset: int = 0, limit: int = 50, prefix: str = ""
-    ) -> list[SessionInfo]:
+    async def _list_sessions(self, offset: int, limit: int, prefix: str) -> list[SessionInfo]:
         """Return sessions, the most recently active first."""
-        offset, limit = _check_page(offset, limit)
-        _check_prefix(prefix)
         query = (
             self._info_query()
             .where(self._s.c.session_id.startswith(prefix, autoescape=True))
@@ -86,12 +80,11 @@ class SQLAlchemyStore(SessionStore):
 
         return list(await self._call(work) or [])
 
-    async def delete_idle_sessions(self, older_than: timedelta | float) -> int:
+    async def _delete_idle_before(self, cutoff: datetime) -> int:
         """Delete every session idle for longer than `older_than`, in one transaction."""
         from sqlalchemy import delete, select
         from sqlalchemy.exc import SQLAlchemyError
 
-        cutoff = _idle_cutoff(older_than)
         s, m = self._s, self._m
         idle = select(s.c.session_id).where(s.c.updated_at < cutoff)
         try:
@@ -154,27 +147,21 @@ class SQLAlchemyStore(SessionStore):
 
         return list(await self._call(work) or [])
 
-    async def write_records(
-        self, session_id: str, records: list[SessionRecord], *, replace: bool = False
-    ) -> None:
-        """Write records to a session in one transaction, keeping their `created_at`."""
+    async def _write_encoded(self, write: EncodedWrite) -> None:
+        session_id = write.session_id
         from sqlalchemy import delete, insert
         from sqlalchemy.exc import SQLAlchemyError
 
-        encoded = encode_items([record.item for record in records])
-        if not encoded and not replace:
-            return
-        now = datetime.now(UTC)
         rows = [
-            {"session_id": session_id, "message_data": data, "created_at": record.created_at or now}
-            for data, record in zip(encoded, records, strict=True)
+            {"session_id": session_id, "message_data": data, "created_at": at}
+            for data, at in zip(write.encoded, write.created, strict=True)
         ]
         session = self.session(session_id)
         try:
             await session._ensure_tables()  # type: ignore[attr-defined]
             async with self._engine.begin() as conn:
                 await session._lock_session_row(conn, create=True)  # type: ignore[attr-defined]
-                if replace:
+                if write.replace:
                     await conn.execute(delete(self._m).where(self._m.c.session_id == session_id))
                 if rows:
                     await conn.execute(insert(self._m), rows)

@@ -5,7 +5,7 @@ and awaits asyncio futures, which the threads resolve with `loop.call_soon_threa
 `future.done()` first, so a cancelled caller cannot break a thread).
 
 - One `SQLiteDatabase` per file in the process, shared by every session object on that file
-  (a registry keyed by the absolute path; `:memory:` gets one database per session object).
+  (`registry.py`: keyed by the absolute path; `:memory:` gets one database per session object).
 - The writer thread owns the only write connection. It drains its queue and runs every pending
   write job in ONE `BEGIN IMMEDIATE` transaction (group commit): with many concurrent callers one
   commit serves them all; each caller's future is resolved only after the commit. When one job
@@ -26,26 +26,17 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
-import os
 import queue
 import sqlite3
 import threading
 import time
-import weakref
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from ...exceptions import SessionClosedError, SessionStorageError
 from .jobs import Job, JobFailed, Stop, Wake, Work, claim, dropped, post, post_all
 
-__all__ = [
-    "Job",
-    "SQLiteDatabase",
-    "Work",
-    "acquire_database",
-    "release_database",
-    "release_later",
-]
+__all__ = ["Job", "SQLiteDatabase", "Work"]
 
 logger = logging.getLogger(__name__)
 
@@ -90,10 +81,21 @@ def _map_error(exc: BaseException, path: str) -> BaseException:
     return exc
 
 
+_inherited_connections: list[sqlite3.Connection] = []
+"""In a forked child: the parent's connections, kept alive so that they are never closed here."""
+
+
 class SQLiteDatabase:
     """The threads and connections for one SQLite database (a file, or one `:memory:`)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, on_wake: Callable[[], None]) -> None:
+        """Set up the queues; the threads start with the first job.
+
+        Args:
+            path: The database file (or `:memory:`).
+            on_wake: Run on the writer thread when `wake` is called (the registry's pending
+                releases).
+        """
         self.path = path
         self.memory = path == ":memory:"
         self.refs = 0
@@ -105,10 +107,11 @@ class SQLiteDatabase:
         self._connections: list[sqlite3.Connection] = []
         self.busy = False
         """True while the writer waits for another connection's lock (set on its thread)."""
-        self._reset_threads()
-        _all_databases.add(self)
+        self._on_wake = on_wake
+        self.reset_threads()
 
-    def _reset_threads(self) -> None:
+    def reset_threads(self) -> None:
+        """Forget the threads and connections (in a forked child, where they do not exist)."""
         # Also run in a forked child, where the parent's threads do not exist: the next job
         # starts new ones, which open new connections. The parent's connections are kept
         # referenced forever and never used or closed here: closing an inherited connection
@@ -243,7 +246,7 @@ class SQLiteDatabase:
                     stop = first
                     break
                 if isinstance(first, Wake):
-                    _release_orphans()
+                    self._on_wake()
                     continue
                 writes: list[Job] = []
                 reads: list[Job] = []
@@ -263,7 +266,7 @@ class SQLiteDatabase:
                         stop = nxt
                         break
                     if isinstance(nxt, Wake):
-                        _release_orphans()
+                        self._on_wake()
                         break
                     item = nxt
                 if conn is None:
@@ -441,81 +444,3 @@ def _fail_left_behind(jobs: queue.SimpleQueue[Any], path: str) -> None:
             return
         if isinstance(job, Job):
             post(job, False, SessionClosedError(f"the SQLite database {path!r} was closed"))
-
-
-_registry: dict[str, SQLiteDatabase] = {}
-_registry_lock = threading.Lock()
-_all_databases: weakref.WeakSet[SQLiteDatabase] = weakref.WeakSet()
-
-
-_inherited_connections: list[sqlite3.Connection] = []
-"""In a forked child: the parent's connections, kept alive so that they are never closed here."""
-
-_orphans: queue.SimpleQueue[SQLiteDatabase] = queue.SimpleQueue()
-"""Databases whose session was garbage-collected without `close()`, waiting for their release."""
-
-
-def _after_fork_in_child() -> None:
-    global _registry_lock
-    _registry_lock = threading.Lock()
-    for db in list(_all_databases):
-        db._reset_threads()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-def acquire_database(path: str) -> SQLiteDatabase:
-    """Return the database for `path`, shared with other sessions on the same file.
-
-    Pure bookkeeping: nothing touches the file system here. `:memory:` always gets a new one.
-    """
-    _release_orphans()
-    if path == ":memory:":
-        db = SQLiteDatabase(path)
-        db.refs = 1
-        return db
-    key = os.path.normpath(os.path.abspath(path))
-    with _registry_lock:
-        shared = _registry.get(key)
-        if shared is None:
-            shared = _registry[key] = SQLiteDatabase(key)
-        shared.refs += 1
-        return shared
-
-
-def release_later(db: SQLiteDatabase) -> None:
-    """Release `db` from a finalizer: take no lock, only queue the release.
-
-    A finalizer can run inside any allocation of any thread, including one that already holds
-    the registry lock or a database's start lock: taking a lock here could deadlock the process.
-    The release is carried out by the database's writer thread (woken with a lock-free put), or
-    by the next `acquire_database` / `release_database` call, whichever comes first.
-    """
-    _orphans.put(db)
-    db.wake()
-
-
-def _release_orphans() -> None:
-    while True:
-        try:
-            db = _orphans.get_nowait()
-        except queue.Empty:
-            return
-        release_database(db)
-
-
-def release_database(db: SQLiteDatabase) -> list[threading.Thread]:
-    """Drop one reference; the last one stops the threads.
-
-    Returns:
-        The threads, which exit once they have finished their queued jobs and closed their
-        connections (empty while other sessions still use the database).
-    """
-    with _registry_lock:
-        db.refs -= 1
-        if db.refs > 0:
-            return []
-        if _registry.get(db.path) is db:
-            del _registry[db.path]
-    return db.stop()

@@ -40,15 +40,9 @@ from ..settings import (
     default_session_settings,
     resolve_session_limit,
 )
-from .database import (
-    Job,
-    SQLiteDatabase,
-    Work,
-    acquire_database,
-    release_database,
-    release_later,
-)
+from .database import Job, SQLiteDatabase, Work
 from .reads import read_all, read_latest
+from .registry import acquire_database, release_database, release_later
 from .schema import SQLiteSchema
 
 __all__ = ["SQLiteSession"]

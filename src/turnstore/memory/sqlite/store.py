@@ -4,21 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ...exceptions import SessionStorageError
-from ..codec import encode_items, validate_table_names
+from ..codec import validate_table_names
 from ..session import Session
 from ..store import (
+    EncodedWrite,
     SessionInfo,
     SessionRecord,
     SessionStats,
     SessionStore,
-    _check_page,
-    _check_prefix,
-    _idle_cutoff,
     _parse_sqlite_time,
     _records,
     _utc,
@@ -106,12 +104,8 @@ class SQLiteStore(SessionStore):
             row[0], int(row[3]), _parse_sqlite_time(row[1]), _parse_sqlite_time(row[2])
         )
 
-    async def list_sessions(
-        self, *, offset: int = 0, limit: int = 50, prefix: str = ""
-    ) -> list[SessionInfo]:
+    async def _list_sessions(self, offset: int, limit: int, prefix: str) -> list[SessionInfo]:
         """Return sessions, the most recently active first."""
-        offset, limit = _check_page(offset, limit)
-        _check_prefix(prefix)
 
         def work(conn: sqlite3.Connection) -> list[SessionInfo]:
             if not self._has_tables(conn):
@@ -136,9 +130,9 @@ class SQLiteStore(SessionStore):
         present = {row[0] for row in rows}
         return [table for table in self._side_tables if table in present]
 
-    async def delete_idle_sessions(self, older_than: timedelta | float) -> int:
-        """Delete every session idle for longer than `older_than`, in one transaction."""
-        cutoff = _sqlite_time(_idle_cutoff(older_than))
+    async def _delete_idle_before(self, cutoff: datetime) -> int:
+        """Delete every session idle since before `cutoff`, in one transaction."""
+        cutoff_text = _sqlite_time(cutoff)
 
         def work(conn: sqlite3.Connection) -> int:
             if not self._has_tables(conn):
@@ -147,9 +141,9 @@ class SQLiteStore(SessionStore):
             try:
                 idle = f"(SELECT session_id FROM {self._s} WHERE updated_at < ?)"
                 for table in (self._m, *map(quote_identifier, self._existing_side_tables(conn))):
-                    conn.execute(f"DELETE FROM {table} WHERE session_id IN {idle}", (cutoff,))
+                    conn.execute(f"DELETE FROM {table} WHERE session_id IN {idle}", (cutoff_text,))
                 deleted = conn.execute(
-                    f"DELETE FROM {self._s} WHERE updated_at < ?", (cutoff,)
+                    f"DELETE FROM {self._s} WHERE updated_at < ?", (cutoff_text,)
                 ).rowcount
                 conn.execute("COMMIT")
             except BaseException:
@@ -205,21 +199,15 @@ class SQLiteStore(SessionStore):
         result: list[SessionRecord] = await self._call(work)
         return result
 
-    async def write_records(
-        self, session_id: str, records: list[SessionRecord], *, replace: bool = False
-    ) -> None:
-        """Write records to a session in one transaction, keeping their `created_at`."""
-        encoded = encode_items([record.item for record in records])
-        if not encoded and not replace:
-            return
-        now = datetime.now(UTC)
-        stamps = [_sqlite_time(record.created_at or now) for record in records]
+    async def _write_encoded(self, write: EncodedWrite) -> None:
+        session_id = write.session_id
+        stamps = [_sqlite_time(at) for at in write.created]
 
         def work(conn: sqlite3.Connection) -> None:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 self._schema.create(conn)
-                if replace:
+                if write.replace:
                     tables = (self._schema.messages_table, *self._existing_side_tables(conn))
                     for table in tables:
                         conn.execute(
@@ -231,7 +219,7 @@ class SQLiteStore(SessionStore):
                     self._schema.insert_with_time,
                     [
                         (session_id, data, stamp)
-                        for data, stamp in zip(encoded, stamps, strict=True)
+                        for data, stamp in zip(write.encoded, stamps, strict=True)
                     ],
                 )
                 conn.execute("COMMIT")
