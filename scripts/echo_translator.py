@@ -76,13 +76,20 @@ class Glossary:
     never: dict[str, list[str]] = field(default_factory=dict)
 
     @classmethod
-    def from_instructions(cls, instructions: str) -> Glossary:
+    def from_instructions(cls, instructions: str, lang: str | None = None) -> Glossary:
+        """The entries listed in `instructions`; in a request for several languages, where
+        each term line starts with its language code, those of `lang`."""
         glossary = cls()
         keep = re.search(r"# Do not translate\n\n(.*?)(?:\n\n#|\Z)", instructions, re.S)
         if keep:
             glossary.keep = re.findall(r"(?m)^- (.+)$", keep[1])
         terms = re.search(r"# Terms\n\n(.*?)(?:\n\n#|\Z)", instructions, re.S)
         for line in re.findall(r"(?m)^- (.+)$", terms[1] if terms else ""):
+            tagged = re.fullmatch(r"(ja|ko|zh): (.+)", line)
+            if tagged:
+                if tagged[1] != lang:
+                    continue
+                line = tagged[2]
             found = re.fullmatch(r"(.+?) -> (.+?)(?: \(never (.+)\))?", line)
             if found:
                 glossary.terms[found[1]] = found[2]
@@ -315,8 +322,11 @@ class EchoTranslator:
         latency: Seconds to wait before each answer.
 
     Attributes:
-        calls: The translation requests answered, as (language, page, section numbers).
-        reviews: The review requests answered, as (language, page, section numbers).
+        calls: The translations asked for, as (language, page, section numbers); a request
+            for several languages adds one per language.
+        reviews: The reviews asked for, as (language, page, section numbers), likewise.
+        batches: The requests for several languages, as (languages, page, section numbers).
+        review_batches: The reviews of several languages, likewise.
         max_in_flight: The most requests being answered at the same time.
     """
 
@@ -324,6 +334,8 @@ class EchoTranslator:
         self.latency = latency
         self.calls: list[tuple[str, str, list[int]]] = []
         self.reviews: list[tuple[str, str, list[int]]] = []
+        self.batches: list[tuple[list[str], str, list[int]]] = []
+        self.review_batches: list[tuple[list[str], str, list[int]]] = []
         self.in_flight = 0
         self.max_in_flight = 0
         self._faults: dict[tuple[str, str], list[str | FakeReply]] = defaultdict(list)
@@ -363,8 +375,17 @@ class EchoTranslator:
         body = request.body if isinstance(request.body, dict) else {}
         messages = body.get("input") or []
         first = messages[0]["content"] if messages and isinstance(messages[0], dict) else ""
-        glossary = Glossary.from_instructions(str(body.get("instructions") or ""))
-        if (body.get("text") or {}).get("format", {}).get("type") == "json_schema":
+        instructions = str(body.get("instructions") or "")
+        glossary = Glossary.from_instructions(instructions)
+        fmt = (body.get("text") or {}).get("format", {})
+        if fmt.get("name") == "translation_batch":
+            return self._translate_batch(first, instructions, list(fmt["schema"]["required"]))
+        if fmt.get("name") == "translation_review_batch":
+            langs = list(
+                fmt["schema"]["properties"]["findings"]["items"]["properties"]["language"]["enum"]
+            )
+            return self._review_batch(first, instructions, langs)
+        if fmt.get("type") == "json_schema":
             return self._review(first, glossary)
         found = re.search(r"<source>\n(.*)</source>", first, re.S)
         name = re.search(r"into (Japanese|Korean|Simplified Chinese)", first)
@@ -387,6 +408,80 @@ class EchoTranslator:
             text, input_tokens=len(first) // 4 + 1000, output_tokens=len(text) // 2 + 500
         )
 
+    def _translate_batch(
+        self, message: str, instructions: str, langs: list[str]
+    ) -> FakeReply | dict[str, Any]:
+        """One request for several languages: a JSON object with each language's sections."""
+        found = re.search(r"<source>\n(.*)</source>", message, re.S)
+        page = re.search(r"the page `([^`]+)`", message)
+        if not (found and page):
+            return FakeReply(status=400, body={"error": {"message": "not a translation request"}})
+        path, source = page[1], found[1]
+        numbers = [int(n) for n in re.findall(r"<!-- i18n:section (\d+) -->", source)]
+        with self._lock:
+            self.batches.append((list(langs), path, numbers))
+            self.calls += [(lang, path, numbers) for lang in langs]
+            faults = {}
+            for lang in langs:
+                queued = self._faults.get((lang, path))
+                faults[lang] = queued.pop(0) if queued else None
+        self._wait()
+        for fault in faults.values():
+            if isinstance(fault, FakeReply):
+                return fault
+        texts = {}
+        for lang in langs:
+            glossary = Glossary.from_instructions(instructions, lang)
+            text = echo_translate(source, lang, glossary)
+            fault = faults[lang]
+            if isinstance(fault, str):
+                text = {**FAULTS, **MEANING_FAULTS}[fault](text, source, glossary)
+            texts[lang] = text
+        reply = json.dumps(texts, ensure_ascii=False)
+        return text_response(
+            reply, input_tokens=len(message) // 4 + 1000, output_tokens=len(reply) // 2 + 500
+        )
+
+    def _review_batch(
+        self, message: str, instructions: str, langs: list[str]
+    ) -> FakeReply | dict[str, Any]:
+        """One review of several languages: each finding names its language."""
+        page = re.search(r"the page `([^`]+)`", message)
+        if not page:
+            return FakeReply(status=400, body={"error": {"message": "not a review request"}})
+        path = page[1]
+        pairs: dict[str, dict[int, tuple[str, str]]] = {lang: {} for lang in langs}
+        for section in re.finditer(
+            r'<section n="(\d+)">\n<english>\n(.*?)</english>\n(.*?)</section>', message, re.S
+        ):
+            for lang, draft in re.findall(
+                r'<translation lang="(\w+)">\n(.*?)</translation>\n', section[3], re.S
+            ):
+                pairs[lang][int(section[1])] = (section[2], draft)
+        with self._lock:
+            self.review_batches.append((list(langs), path, sorted(pairs[langs[0]])))
+            self.reviews += [(lang, path, sorted(pairs[lang])) for lang in langs]
+            faults = {}
+            for lang in langs:
+                queued = self._review_faults.get((lang, path))
+                faults[lang] = queued.pop(0) if queued else None
+        self._wait()
+        for fault in faults.values():
+            if isinstance(fault, FakeReply):
+                return fault
+        if "malformed" in faults.values():
+            return text_response('{"findings": [{"section": 1, "kind": "omis')
+        findings = []
+        for lang in langs:
+            glossary = Glossary.from_instructions(instructions, lang)
+            found = self._findings(lang, path, pairs[lang], glossary, faults[lang])
+            findings += [{"language": lang, **f} for f in found]
+        return text_response(
+            json.dumps({"findings": findings}, ensure_ascii=False),
+            input_tokens=len(message) // 4 + 800,
+            output_tokens=200,
+        )
+
     def _review(self, message: str, glossary: Glossary) -> FakeReply | dict[str, Any]:
         name = re.search(r"Review the (Japanese|Korean|Simplified Chinese) translation", message)
         page = re.search(r"the page `([^`]+)`", message)
@@ -403,6 +498,22 @@ class EchoTranslator:
             return fault
         if fault == "malformed":
             return text_response('{"findings": [{"section": 1, "kind": "omis')
+        findings = self._findings(lang, path, pairs, glossary, fault)
+        return text_response(
+            json.dumps({"findings": findings}, ensure_ascii=False),
+            input_tokens=len(message) // 4 + 800,
+            output_tokens=200,
+        )
+
+    def _findings(
+        self,
+        lang: str,
+        path: str,
+        pairs: dict[int, tuple[str, str]],
+        glossary: Glossary,
+        fault: str | None,
+    ) -> list[dict[str, Any]]:
+        """The fake reviewer's findings about one language's drafts, with `fault` played."""
         findings = [] if fault == "silent" else review_findings(pairs, lang, glossary)
         first, (english, draft) = next(iter(pairs.items()))
         if fault == "bogus_quotes":
@@ -430,11 +541,7 @@ class EchoTranslator:
             if fault == "stubborn":
                 with self._lock:
                     self._review_faults[(lang, path)].insert(0, "stubborn")
-        return text_response(
-            json.dumps({"findings": findings}, ensure_ascii=False),
-            input_tokens=len(message) // 4 + 800,
-            output_tokens=200,
-        )
+        return findings
 
 
 def serve(latency: float) -> None:

@@ -9,6 +9,7 @@ does not have.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,9 @@ __all__ = [
     "SECTION_MARKER_RE",
     "Glossary",
     "PromptSet",
+    "batch_format",
     "mentions",
+    "parse_batch_reply",
     "parse_reply",
     "section_marker",
 ]
@@ -44,7 +47,18 @@ def section_marker(n: int) -> str:
 _BLOCK_RE = re.compile(r"\{\{\?(\w+)\}\}(.*?)\{\{/\1\}\}", re.S)
 _ADMONITION_RE = re.compile(r"^[ \t]*(?:!!!|\?\?\?\+?|===\+?)[ \t]", re.M)
 
-FLAGS = ("whole", "edit", "placeholders", "admonitions", "mermaid", "glossary", "words", "terms")
+FLAGS = (
+    "whole",
+    "edit",
+    "single",
+    "batch",
+    "placeholders",
+    "admonitions",
+    "mermaid",
+    "glossary",
+    "words",
+    "terms",
+)
 """The conditions a prompt template's `{{?flag}}` blocks may test."""
 
 
@@ -156,6 +170,8 @@ class PromptSet:
     review: str
     review_task: str
     review_repair: str
+    task_batch: str
+    review_task_batch: str
     glossary: Glossary
 
     @classmethod
@@ -180,6 +196,8 @@ class PromptSet:
             review=_read("review.md"),
             review_task=_read("review_task.md"),
             review_repair=_read("review_repair.md"),
+            task_batch=_read("task_batch.md"),
+            review_task_batch=_read("review_task_batch.md"),
             glossary=Glossary.load(i18n_dir / "glossary.yml"),
         )
 
@@ -216,11 +234,13 @@ class PromptSet:
                 neighbours as context) rather than the whole page.
         """
         if text is None:
-            return dict.fromkeys(FLAGS, True) | {"whole": not edit, "edit": edit}
+            return dict.fromkeys(FLAGS, True) | {"whole": not edit, "edit": edit, "batch": False}
         words, terms = self.glossary_lists(lang, text)
         return {
             "whole": not edit,
             "edit": edit,
+            "single": True,
+            "batch": False,
             "placeholders": "@@" in text,
             "admonitions": _ADMONITION_RE.search(text) is not None,
             "mermaid": "<!-- i18n:mermaid" in text,
@@ -271,15 +291,9 @@ class PromptSet:
         body = "".join(
             f"{section_marker(n)}\n{_ensure_newline(text)}" for n, text in sections.items()
         )
-        shown: dict[int, str] = dict(neighbours or {})
-        for n, (before, after) in (patches or {}).items():
-            parts = [before, PATCH_GAP, after]
-            shown[n] = "\n\n".join(p for p in parts if p.strip()) + "\n"
+        text = _context_sections(neighbours, patches)
         context = ""
-        if shown:
-            text = "".join(
-                f"<!-- section {n} -->\n{_ensure_newline(t)}" for n, t in sorted(shown.items())
-            )
+        if text:
             context = _fill(
                 self.context,
                 {"patch": bool(patches)},
@@ -320,6 +334,170 @@ class PromptSet:
     def review_repair_message(self, findings: list[str]) -> str:
         """Return the message sending a reviewer's blocking findings back to the translator."""
         return _fill(self.review_repair, findings="\n".join(f"- {f}" for f in findings))
+
+    def _batch_glossary(self, langs: list[str], text: str) -> tuple[str, str]:
+        """The glossary lists of a request for several languages: each term line names its
+        language (`- ja: session -> ...`)."""
+        words, _ = self.glossary_lists(langs[0], text)
+        lines = []
+        for lang in langs:
+            _, terms = self.glossary_lists(lang, text)
+            if terms != "(none)":
+                lines += [f"- {lang}: {line[2:]}" for line in terms.splitlines()]
+        return words, "\n".join(lines) or "(none)"
+
+    def _batch_flags(self, langs: list[str], text: str, edit: bool) -> dict[str, bool]:
+        words, terms = self._batch_glossary(langs, text)
+        return self.flags(langs[0], text, edit=edit) | {
+            "single": False,
+            "batch": True,
+            "glossary": (words, terms) != ("(none)", "(none)"),
+            "words": words != "(none)",
+            "terms": terms != "(none)",
+        }
+
+    def batch_instructions(self, langs: list[str], text: str, *, edit: bool) -> str:
+        """The instructions of one request translating `text` into every language of `langs`.
+
+        The shared rules once; each language's rules under its name; each term entry with its
+        language code; only what `text` needs (`flags`).
+        """
+        words, terms = self._batch_glossary(langs, text)
+        rules = "\n\n".join(
+            f"## {LANGUAGES[lang]} (`{lang}`)\n\n{self.per_language[lang].strip()}"
+            for lang in langs
+        )
+        return _fill(
+            self.common,
+            self._batch_flags(langs, text, edit),
+            language=language_names(langs),
+            language_rules=rules,
+            do_not_translate=words,
+            terms=terms,
+        )
+
+    def batch_task_message(
+        self,
+        langs: list[str],
+        page: str,
+        sections: dict[int, str],
+        contexts: dict[str, tuple[dict[int, str] | None, dict[int, tuple[str, str]]]],
+    ) -> str:
+        """The user message asking for `sections` in every language of `langs` at once.
+
+        Args:
+            langs: The target language codes.
+            page: The page's path relative to docs/.
+            sections: The sections to translate, the same for every language.
+            contexts: Per language, its neighbours and patch context (see `task_message`).
+        """
+        body = "".join(
+            f"{section_marker(n)}\n{_ensure_newline(text)}" for n, text in sections.items()
+        )
+        translations = ""
+        patched = False
+        for lang in langs:
+            neighbours, patches = contexts.get(lang, (None, {}))
+            shown = _context_sections(neighbours, patches)
+            patched = patched or bool(patches)
+            if shown:
+                translations += (
+                    f'<current_translation lang="{lang}">\n{shown}</current_translation>\n\n'
+                )
+        return _fill(
+            self.task_batch,
+            {"context": bool(translations), "patch": patched},
+            languages=language_names(langs, codes=True),
+            page=page,
+            gap=PATCH_GAP,
+            translations=translations,
+            sections=body,
+        )
+
+    def batch_review_instructions(self, langs: list[str], text: str, *, edit: bool) -> str:
+        """The reviewer's instructions for drafts of `text` in every language of `langs`."""
+        words, terms = self._batch_glossary(langs, text)
+        return _fill(
+            self.review,
+            self._batch_flags(langs, text, edit),
+            language=language_names(langs),
+            do_not_translate=words,
+            terms=terms,
+        )
+
+    def batch_review_message(
+        self,
+        langs: list[str],
+        page: str,
+        english: dict[int, str],
+        drafts: dict[str, dict[int, str]],
+    ) -> str:
+        """The review request for several languages: each section's English once, then its
+        draft in each language."""
+        body = ""
+        for n, en in english.items():
+            body += f'<section n="{n}">\n<english>\n{_ensure_newline(en)}</english>\n'
+            for lang in langs:
+                body += (
+                    f'<translation lang="{lang}">\n{_ensure_newline(drafts[lang][n])}'
+                    "</translation>\n"
+                )
+            body += "</section>\n"
+        return _fill(
+            self.review_task_batch,
+            languages=language_names(langs, codes=True),
+            page=page,
+            sections=body,
+        )
+
+
+def language_names(langs: list[str], *, codes: bool = False) -> str:
+    """`Japanese, Korean and Simplified Chinese` (with `(ja)` after each name if `codes`)."""
+    names = [LANGUAGES[lang] + (f" (`{lang}`)" if codes else "") for lang in langs]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def batch_format(langs: list[str]) -> dict[str, Any]:
+    """The `text.format` of a request for several languages: one Markdown field per code."""
+    return {
+        "type": "json_schema",
+        "name": "translation_batch",
+        "strict": True,
+        "schema": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": list(langs),
+            "properties": {lang: {"type": "string"} for lang in langs},
+        },
+    }
+
+
+def parse_batch_reply(text: str, langs: list[str]) -> dict[str, str]:
+    """Read a reply for several languages: language code -> that language's Markdown.
+
+    Raises:
+        ValueError: The reply is not a JSON object with a string for every language.
+    """
+    try:
+        data: Any = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"the reply is not JSON ({exc}): {text[:80]!r}") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"the reply is not a JSON object: {text[:80]!r}")
+    missing = [lang for lang in langs if not isinstance(data.get(lang), str)]
+    if missing:
+        raise ValueError(f"the reply has no text for {', '.join(missing)}")
+    return {lang: data[lang] for lang in langs}
+
+
+def _context_sections(
+    neighbours: dict[int, str] | None, patches: dict[int, tuple[str, str]] | None
+) -> str:
+    shown: dict[int, str] = dict(neighbours or {})
+    for n, (before, after) in (patches or {}).items():
+        parts = [before, PATCH_GAP, after]
+        shown[n] = "\n\n".join(p for p in parts if p.strip()) + "\n"
+    return "".join(f"<!-- section {n} -->\n{_ensure_newline(t)}" for n, t in sorted(shown.items()))
 
 
 def _ensure_newline(text: str) -> str:

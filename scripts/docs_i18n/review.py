@@ -21,6 +21,7 @@ __all__ = [
     "Finding",
     "ReviewError",
     "parse_review",
+    "review_format",
     "verify_findings",
 ]
 
@@ -61,6 +62,22 @@ REVIEW_FORMAT: dict[str, Any] = {
 """The `text.format` of a review request (Structured Outputs)."""
 
 
+def review_format(langs: list[str]) -> dict[str, Any]:
+    """The `text.format` of a review of drafts in several languages: each finding also names
+    the `language` (one of `langs`) of the translation it quotes."""
+    item = REVIEW_SCHEMA["properties"]["findings"]["items"]
+    findings = {
+        **item,
+        "required": ["language", *item["required"]],
+        "properties": {"language": {"type": "string", "enum": list(langs)}, **item["properties"]},
+    }
+    schema = {
+        **REVIEW_SCHEMA,
+        "properties": {"findings": {"type": "array", "items": findings}},
+    }
+    return {**REVIEW_FORMAT, "name": "translation_review_batch", "schema": schema}
+
+
 class ReviewError(ValueError):
     """A review reply that does not match `REVIEW_SCHEMA`."""
 
@@ -76,6 +93,8 @@ class Finding:
         english: A literal quote from the English section.
         translation: A literal quote from the translated section.
         problem: What is wrong.
+        language: The language code of the quoted translation, in a review of several
+            languages; empty in a review of one.
     """
 
     section: int
@@ -84,6 +103,7 @@ class Finding:
     english: str
     translation: str
     problem: str
+    language: str = ""
 
     def describe(self) -> str:
         """One line for the repair message and the run's report."""
@@ -93,8 +113,8 @@ class Finding:
         )
 
 
-def parse_review(text: str) -> list[Finding]:
-    """Read a review reply.
+def parse_review(text: str, langs: list[str] | None = None) -> list[Finding]:
+    """Read a review reply; with `langs`, a review of several languages (`review_format`).
 
     Raises:
         ReviewError: The reply is not JSON of the review schema.
@@ -118,6 +138,7 @@ def parse_review(text: str) -> list[Finding]:
                 english=item["english"],
                 translation=item["translation"],
                 problem=item["problem"],
+                language=item["language"] if langs is not None else "",
             )
         except KeyError as exc:
             raise ReviewError(f"a review finding lacks {exc.args[0]!r}: {item!r}") from exc
@@ -125,6 +146,7 @@ def parse_review(text: str) -> list[Finding]:
             not isinstance(finding.section, int)
             or finding.kind not in KINDS
             or finding.severity not in ("blocker", "minor")
+            or (langs is not None and finding.language not in langs)
             or not all(
                 isinstance(v, str) for v in (finding.english, finding.translation, finding.problem)
             )

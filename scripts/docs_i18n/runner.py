@@ -18,6 +18,7 @@ import asyncio
 import json
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 import openai
 
@@ -29,9 +30,16 @@ from .manifest import Manifest, ManifestEntry, text_hash
 from .markdown_mask import unmask
 from .pages import translation_path
 from .planning import Job, Options, blocks, plan
-from .prompt import PromptSet, parse_reply
+from .prompt import PromptSet, batch_format, parse_batch_reply, parse_reply
 from .report import Reporter
-from .review import REVIEW_FORMAT, Finding, ReviewError, parse_review, verify_findings
+from .review import (
+    REVIEW_FORMAT,
+    Finding,
+    ReviewError,
+    parse_review,
+    review_format,
+    verify_findings,
+)
 from .translator import EndpointUnreachable, ModelCallError, ModelReply, call_model
 
 __all__ = ["render", "translate"]
@@ -154,11 +162,21 @@ class _Conversation:
     messages: list[dict[str, str]] = field(default_factory=list)
 
     async def _call(
-        self, model: str, instructions: str, messages: list[dict[str, str]], review: bool
+        self,
+        model: str,
+        instructions: str,
+        messages: list[dict[str, str]],
+        review: bool,
+        text_format: dict[str, Any] | None = None,
+        key: str | None = None,
     ) -> ModelReply:
         def _on_retry(reason: str, delay: float, number: int) -> None:
             what = "review: " if review else ""
-            self.reporter.note(f"{self.job.key}: {what}{reason}, retry {number} in {delay:.1f}s")
+            who = key or self.job.key
+            self.reporter.note(f"{who}: {what}{reason}, retry {number} in {delay:.1f}s")
+
+        if text_format is None and review:
+            text_format = REVIEW_FORMAT
 
         try:
             reply = await call_model(
@@ -170,7 +188,7 @@ class _Conversation:
                 policy=self.options.retry,
                 limiter=self.limiter,
                 on_retry=_on_retry,
-                text_format=REVIEW_FORMAT if review else None,
+                text_format=text_format,
             )
         except EndpointUnreachable:
             raise
@@ -192,18 +210,26 @@ class _Conversation:
             t.reply_chars += len(reply.text)
         return reply
 
-    async def draft(self, rounds: int) -> dict[int, str]:
-        """Ask for the sections until the code checks pass, with up to `rounds` repairs."""
+    async def draft(self, rounds: int, first: str | None = None) -> dict[int, str]:
+        """Ask for the sections until the code checks pass, with up to `rounds` repairs.
+
+        `first` is this language's part of a reply for several languages: it is checked as
+        the first draft, and a repair continues in this job's own conversation.
+        """
         findings: list[str] = []
         for attempt in range(rounds + 1):
-            reply = await self._call(
-                self.options.model, self.instructions, self.messages, review=False
-            )
-            self.messages.append({"role": "assistant", "content": reply.text})
-            sections, shape = parse_reply(reply.text)
+            if attempt == 0 and first is not None:
+                text, cut_off = first, None
+            else:
+                reply = await self._call(
+                    self.options.model, self.instructions, self.messages, review=False
+                )
+                text, cut_off = reply.text, reply.cut_off
+            self.messages.append({"role": "assistant", "content": text})
+            sections, shape = parse_reply(text)
             findings = _draft_findings(self.job, sections, shape, self.prompts)
-            if reply.cut_off and findings:
-                findings.insert(0, f"the reply was cut off ({reply.cut_off}): return all of it")
+            if cut_off and findings:
+                findings.insert(0, f"the reply was cut off ({cut_off}): return all of it")
             if not findings:
                 return {n: sections[n] for n in self.job.todo}
             if attempt < rounds:
@@ -218,10 +244,15 @@ class _Conversation:
             f"still failing after {rounds} repair(s), not written: {'; '.join(findings)}"
         )
 
+    def pairs(self, drafts: dict[int, str]) -> dict[int, tuple[str, str]]:
+        """Section number -> (English, draft) as the reviewer sees them."""
+        job = self.job
+        return {n: (job.source(n), _fit(drafts[n], job.source(n))) for n in drafts}
+
     async def review(self, drafts: dict[int, str]) -> list[Finding]:
         """Review the drafts; record minor and discarded findings; return the blockers."""
         job = self.job
-        pairs = {n: (job.source(n), _fit(drafts[n], job.source(n))) for n in drafts}
+        pairs = self.pairs(drafts)
         english = "".join(en for en, _ in pairs.values())
         message = self.prompts.review_message(job.lang, job.page.path, pairs)
         reply = await self._call(
@@ -234,6 +265,14 @@ class _Conversation:
             findings = parse_review(reply.text)
         except ReviewError as exc:
             raise _JobFailed(f"the review reply is malformed: {exc}") from exc
+        return self.sort_findings(findings, pairs)
+
+    def sort_findings(
+        self, findings: list[Finding], pairs: dict[int, tuple[str, str]]
+    ) -> list[Finding]:
+        """Verify the quotes of this job's findings; record minor and discarded ones; return
+        the blockers."""
+        job = self.job
         kept, discarded = verify_findings(findings, pairs)
         t = self.reporter.totals
         t.discarded += [(job.key, f.describe()) for f in discarded]
@@ -247,7 +286,8 @@ class _Conversation:
             )
         return blockers
 
-    async def run(self) -> dict[int, str]:
+    def start(self) -> None:
+        """Build this job's own instructions and task message."""
         job = self.job
         sections = {n: job.source(n) for n in job.todo}
         english = "".join(sections.values())
@@ -256,12 +296,20 @@ class _Conversation:
             job.lang, job.page.path, sections, job.context, job.patch_context()
         )
         self.messages = [{"role": "user", "content": task}]
+
+    async def run(self) -> dict[int, str]:
+        self.start()
         drafts = await self.draft(self.options.max_repairs)
         if not self.options.review:
             return drafts
         blockers = await self.review(drafts)
         if not blockers:
             return drafts
+        return await self.repair(blockers)
+
+    async def repair(self, blockers: list[Finding]) -> dict[int, str]:
+        """One repair round for the review's blockers, checked by code and reviewed again."""
+        job = self.job
         described = [f.describe() for f in blockers]
         self.reporter.note(
             f"{job.key}: review found {len(blockers)} blocker(s), asking for a repair: "
@@ -297,6 +345,10 @@ async def _run_job(
         except _JobFailed as exc:
             reporter.finished(job.key, "failed", str(exc))
             return
+    await _write_job(job, drafts, writer, reporter)
+
+
+async def _write_job(job: Job, drafts: dict[int, str], writer: _Writer, reporter: Reporter) -> None:
     text = render(job, drafts)
     await asyncio.to_thread(writer.write, job, text)
     if job.todo:
@@ -305,6 +357,150 @@ async def _run_job(
         )
     else:
         reporter.finished(job.key, "kept", "rewritten without the model (front matter or order)")
+
+
+def _batch_key(job: Job) -> tuple[str, tuple[tuple[int, str], ...]] | None:
+    """Jobs of one page with the same key send the same English: one request serves them all.
+
+    Only section edits are batched: a whole page in every language would be one very long
+    reply.
+    """
+    if not job.todo or not job.edit:
+        return None
+    return job.page.path, tuple((n, job.source(n)) for n in job.todo)
+
+
+def _groups(jobs: list[Job]) -> list[list[Job]]:
+    """The jobs in groups that share one translate and one review request (see `_batch_key`)."""
+    groups: dict[object, list[Job]] = {}
+    for index, job in enumerate(jobs):
+        groups.setdefault(_batch_key(job) or index, []).append(job)
+    return list(groups.values())
+
+
+async def _run_group(
+    jobs: list[Job],
+    options: Options,
+    prompts: PromptSet,
+    client: openai.AsyncOpenAI,
+    limiter: asyncio.Semaphore,
+    writer: _Writer,
+    reporter: Reporter,
+) -> None:
+    """One section edit in several languages: one translate request and one review request
+    for all of them; the code checks, the quote verification and any repair per language.
+
+    When the shared request fails or its reply is malformed, each language asks on its own.
+    """
+    langs = [job.lang for job in jobs]
+    head = jobs[0]
+    key = f"{'+'.join(langs)}/{head.page.path}"
+    talks = {
+        job.lang: _Conversation(job, options, prompts, client, limiter, reporter) for job in jobs
+    }
+    for talk in talks.values():
+        talk.start()
+    sections = {n: head.source(n) for n in head.todo}
+    english = "".join(sections.values())
+    contexts = {job.lang: (job.context, job.patch_context()) for job in jobs}
+    message = prompts.batch_task_message(langs, head.page.path, sections, contexts)
+    firsts: dict[str, str] = {}
+    try:
+        reply = await talks[head.lang]._call(
+            options.model,
+            prompts.batch_instructions(langs, english, edit=True),
+            [{"role": "user", "content": message}],
+            review=False,
+            text_format=batch_format(langs),
+            key=key,
+        )
+        if reply.cut_off:
+            raise ValueError(f"the reply was cut off ({reply.cut_off})")
+        firsts = parse_batch_reply(reply.text, langs)
+    except (_JobFailed, ValueError) as exc:
+        reporter.note(f"{key}: the request for all languages failed ({exc}); asking each alone")
+
+    async def _draft(job: Job) -> dict[int, str] | None:
+        try:
+            return await talks[job.lang].draft(options.max_repairs, firsts.get(job.lang))
+        except _JobFailed as exc:
+            reporter.finished(job.key, "failed", str(exc))
+            return None
+
+    drafted = await asyncio.gather(*(_draft(job) for job in jobs))
+    done = {job.lang: d for job, d in zip(jobs, drafted, strict=True) if d is not None}
+    if options.review and done:
+        blockers = await _review_group(jobs, done, talks, options, prompts, key)
+
+        async def _repair(job: Job) -> None:
+            try:
+                if blockers.get(job.lang):
+                    done[job.lang] = await talks[job.lang].repair(blockers[job.lang])
+            except _JobFailed as exc:
+                reporter.finished(job.key, "failed", str(exc))
+                del done[job.lang]
+
+        await asyncio.gather(*(_repair(job) for job in jobs if job.lang in done))
+    for job in jobs:
+        if job.lang in done:
+            await _write_job(job, done[job.lang], writer, reporter)
+
+
+async def _review_group(
+    jobs: list[Job],
+    done: dict[str, dict[int, str]],
+    talks: dict[str, _Conversation],
+    options: Options,
+    prompts: PromptSet,
+    key: str,
+) -> dict[str, list[Finding]]:
+    """Review the drafts of every language in `done` with one request; language -> blockers.
+
+    A language whose review cannot be read this way is reviewed on its own; a job whose own
+    review fails is dropped from `done`.
+    """
+    langs = [job.lang for job in jobs if job.lang in done]
+    pairs = {lang: talks[lang].pairs(done[lang]) for lang in langs}
+    found: dict[str, list[Finding]] | None = None
+    if len(langs) > 1:
+        head = talks[langs[0]].job
+        english = {n: en for n, (en, _) in pairs[langs[0]].items()}
+        drafts = {lang: {n: tr for n, (_, tr) in pairs[lang].items()} for lang in langs}
+        text = "".join(english.values())
+        try:
+            reply = await talks[langs[0]]._call(
+                options.review_model,
+                prompts.batch_review_instructions(langs, text, edit=head.edit),
+                [
+                    {
+                        "role": "user",
+                        "content": prompts.batch_review_message(
+                            langs, head.page.path, english, drafts
+                        ),
+                    }
+                ],
+                review=True,
+                text_format=review_format(langs),
+                key=key,
+            )
+            findings = parse_review(reply.text, langs)
+            found = {lang: [f for f in findings if f.language == lang] for lang in langs}
+        except (_JobFailed, ReviewError) as exc:
+            talks[langs[0]].reporter.note(
+                f"{key}: the review of all languages failed ({exc}); reviewing each alone"
+            )
+    blockers: dict[str, list[Finding]] = {}
+    for lang in langs:
+        talk = talks[lang]
+        try:
+            if found is not None:
+                blockers[lang] = talk.sort_findings(found[lang], pairs[lang])
+            else:
+                blockers[lang] = await talk.review(done[lang])
+        except _JobFailed as exc:
+            talk.reporter.finished(talk.job.key, "failed", str(exc))
+            del done[lang]
+    return blockers
 
 
 def _write_report(options: Options, reporter: Reporter) -> None:
@@ -342,10 +538,15 @@ async def translate(options: Options, client: openai.AsyncOpenAI, reporter: Repo
     limiter = asyncio.Semaphore(options.concurrency)
     try:
         async with asyncio.TaskGroup() as group:
-            for job in the_plan.jobs:
-                group.create_task(
-                    _run_job(job, options, prompts, client, limiter, writer, reporter)
-                )
+            for jobs in _groups(the_plan.jobs):
+                if len(jobs) > 1:
+                    group.create_task(
+                        _run_group(jobs, options, prompts, client, limiter, writer, reporter)
+                    )
+                else:
+                    group.create_task(
+                        _run_job(jobs[0], options, prompts, client, limiter, writer, reporter)
+                    )
     except ExceptionGroup as group:
         unreachable = group.subgroup(EndpointUnreachable)
         if unreachable is None:
