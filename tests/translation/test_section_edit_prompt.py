@@ -13,7 +13,7 @@ from typing import Any
 from translation_support import REPO, RunSite
 
 from docs_i18n.pages import EnglishPage
-from docs_i18n.prompt import LANGUAGES, PATCH_GAP, PromptSet, mentions
+from docs_i18n.prompt import PATCH_GAP, PromptSet, mentions
 from echo_translator import EchoTranslator
 from turnstore.testing import FakeOpenAIServer
 
@@ -74,9 +74,19 @@ async def _edit_run(
     assert outcome.code == 0, outcome.output
     bodies = [r.body for r in fake_openai.requests_to("/v1/responses")[first_new:]]
     page = EnglishPage.parse(PAGE, _read(path))
-    drafts = [b for b in bodies if "text" not in b]
-    reviews = [b for b in bodies if "text" in b]
+    drafts = [b for b in bodies if _format(b) in ("", "translation_batch")]
+    reviews = [b for b in bodies if _format(b).startswith("translation_review")]
+    assert len(drafts) + len(reviews) == len(bodies)
     return page, drafts, reviews
+
+
+def _format(body: dict[str, Any]) -> str:
+    return str((body.get("text") or {}).get("format", {}).get("name", ""))
+
+
+def _all_terms(prompts: PromptSet, english: str) -> list[str]:
+    """The term lines of a request for every language: each with its language code."""
+    return [f"{lang}: {t}" for lang in LANGS for t in _expected_glossary(prompts, lang, english)[1]]
 
 
 async def test_a_paragraph_edit_sends_the_paragraph_its_section_and_neighbours_in_context(
@@ -102,18 +112,23 @@ async def test_a_paragraph_edit_sends_the_paragraph_its_section_and_neighbours_i
         assert re.fullmatch(r"Install\S+ \S+ redis\S+ extra\S+ .*:", new_blocks[differ[0]])
     prompts = PromptSet.load(site / "i18n", LANGS)
     changed = 3  # ## Redis
-    assert len(drafts) == len(reviews) == len(LANGS)
-    for body in drafts:
-        instructions = body["instructions"]
-        (lang,) = [c for c, name in LANGUAGES.items() if f"into\n{name}" in instructions]
-        (message,) = body["input"]
-        task = message["content"]
-        source = task.split("<source>\n", 1)[1].split("</source>", 1)[0]
-        # Only the changed paragraph of the changed section is translated.
-        assert source == f"<!-- i18n:section {changed} -->\n{new}\n"
-        # Context: the rest of its section as translated, with the place the paragraph goes,
-        # and the neighbouring sections; nothing else of the page.
-        context = task.split("<current_translation>\n")[1].split("</current_translation>")[0]
+    # One request translates the edit into all three languages, one reviews all three.
+    assert len(drafts) == len(reviews) == 1
+    (body,) = drafts
+    assert _format(body) == "translation_batch"
+    assert body["text"]["format"]["schema"]["required"] == LANGS
+    instructions = body["instructions"]
+    (message,) = body["input"]
+    task = message["content"]
+    source = task.split("<source>\n", 1)[1].split("</source>", 1)[0]
+    # Only the changed paragraph of the changed section is translated, sent once.
+    assert source == f"<!-- i18n:section {changed} -->\n{new}\n"
+    assert task.count(new) == 1
+    for lang in LANGS:
+        # Context per language: the rest of its section as translated, with the place the
+        # paragraph goes, and the neighbouring sections; nothing else of the page.
+        opening = f'<current_translation lang="{lang}">\n'
+        context = task.split(opening)[1].split("</current_translation>")[0]
         assert re.findall(r"(?m)^<!-- section (\d+) -->$", context) == ["2", "3", "4"]
         own = context.split("<!-- section 3 -->\n")[1].split("<!-- section 4 -->")[0]
         assert re.match(r"## Redis \S+ \{#redis\}\n\n" + re.escape(PATCH_GAP) + "\n\n@@BLOCK", own)
@@ -124,31 +139,33 @@ async def test_a_paragraph_edit_sends_the_paragraph_its_section_and_neighbours_i
         for far in ("{#how-it-works}", "{#example_1}", "{#history-limits"):
             assert far in translated
             assert far not in task
-        for section in page.sections:
-            assert section.strip() not in task  # no English section is sent whole
-        # Exactly the glossary entries the sent English uses, with their forbidden renderings.
-        words, terms = _expected_glossary(prompts, lang, new)
-        assert "Runner" in words
-        assert "SQLiteSession" not in words  # not in the sent text
-        assert _listed(instructions, "Do not translate") == words
-        assert _listed(instructions, "Terms") == terms
-        # The rules its content needs, not the others, and the short workflow.
-        for rule in (_PLACEHOLDER_RULE, _ADMONITION_RULE, _MERMAID_RULE, _WHOLE_WORKFLOW):
-            assert rule not in instructions
-        assert _EDIT_WORKFLOW in instructions
-        assert prompts.per_language[lang].strip() in instructions
-    for body in reviews:
-        instructions = body["instructions"]
-        (lang,) = [c for c, name in LANGUAGES.items() if f"into {name}" in instructions]
-        (message,) = body["input"]
-        review = message["content"]
-        # Only the changed paragraph: its English and its draft.
-        assert re.findall(r'<section n="(\d+)">', review) == [str(changed)]
-        assert f"<english>\n{new}\n</english>" in review
-        assert "{#redis}" not in review
-        words, terms = _expected_glossary(prompts, lang, new)
-        assert _listed(instructions, "Do not translate") == words
-        assert _listed(instructions, "Terms") == terms
+        # Each language's own rules, once.
+        assert instructions.count(prompts.per_language[lang].strip()) == 1
+    for section in page.sections:
+        assert section.strip() not in task  # no English section is sent whole
+    # Exactly the glossary entries the sent English uses, each term with its language.
+    words, _ = _expected_glossary(prompts, "ja", new)
+    assert "Runner" in words
+    assert "SQLiteSession" not in words  # not in the sent text
+    assert _listed(instructions, "Do not translate") == words
+    assert _listed(instructions, "Terms") == _all_terms(prompts, new)
+    # The rules its content needs, not the others, once, and the short workflow.
+    for rule in (_PLACEHOLDER_RULE, _ADMONITION_RULE, _MERMAID_RULE, _WHOLE_WORKFLOW):
+        assert rule not in instructions
+    assert instructions.count(_EDIT_WORKFLOW) == 1
+    assert instructions.count("Never translate code, URLs") == 1
+    (body,) = reviews
+    assert _format(body) == "translation_review_batch"
+    instructions = body["instructions"]
+    (message,) = body["input"]
+    review = message["content"]
+    # Only the changed paragraph: its English once and its draft in each language.
+    assert re.findall(r'<section n="(\d+)">', review) == [str(changed)]
+    assert review.count(f"<english>\n{new}\n</english>") == 1
+    assert re.findall(r'<translation lang="(\w+)">', review) == LANGS
+    assert "{#redis}" not in review
+    assert _listed(instructions, "Do not translate") == words
+    assert _listed(instructions, "Terms") == _all_terms(prompts, new)
 
 
 async def test_a_section_whose_every_block_changed_is_sent_whole_with_its_neighbours(
@@ -165,34 +182,36 @@ async def test_a_section_whose_every_block_changed_is_sent_whole_with_its_neighb
     english = page.sections[changed]
     assert english.startswith("## Examples\n\nThe first example, shorter")
     prompts = PromptSet.load(site / "i18n", LANGS)
-    for body in drafts:
-        instructions = body["instructions"]
-        task = body["input"][0]["content"]
-        source = task.split("<source>\n", 1)[1].split("</source>", 1)[0]
-        assert source == f"<!-- i18n:section {changed} -->\n{english}"
-        context = task.split("<current_translation>\n")[1].split("</current_translation>")[0]
+    (body,) = drafts
+    instructions = body["instructions"]
+    task = body["input"][0]["content"]
+    source = task.split("<source>\n", 1)[1].split("</source>", 1)[0]
+    assert source == f"<!-- i18n:section {changed} -->\n{english}"
+    for lang in LANGS:
+        opening = f'<current_translation lang="{lang}">\n'
+        context = task.split(opening)[1].split("</current_translation>")[0]
         assert re.findall(r"(?m)^<!-- section (\d+) -->$", context) == ["3", "5"]
-        assert PATCH_GAP not in task
-        for n, section in enumerate(page.sections):
-            if n != changed:
-                assert section.strip() not in task
-        for rule in (_PLACEHOLDER_RULE, _ADMONITION_RULE, _MERMAID_RULE, _WHOLE_WORKFLOW):
-            assert rule not in instructions
-        # The rules every request needs are always there.
-        assert "Return only Markdown" in instructions
-        assert "Keep the structure verbatim" in instructions
-        assert "Never translate code, URLs" in instructions
-        assert "Do not add or drop content" in instructions
-        lang = next(c for c, name in LANGUAGES.items() if f"into\n{name}" in instructions)
-        words, terms = _expected_glossary(prompts, lang, english)
-        assert _listed(instructions, "Do not translate") == words
-        assert _listed(instructions, "Terms") == terms
-        if not words:
-            assert "# Do not translate" not in instructions
-    for body in reviews:
-        review = body["input"][0]["content"]
-        assert f"<english>\n{english}</english>" in review
-        assert "Placeholders such as" not in body["instructions"]
+    assert PATCH_GAP not in task
+    for n, section in enumerate(page.sections):
+        if n != changed:
+            assert section.strip() not in task
+    for rule in (_PLACEHOLDER_RULE, _ADMONITION_RULE, _MERMAID_RULE, _WHOLE_WORKFLOW):
+        assert rule not in instructions
+    # The rules every request needs are always there.
+    assert "Return a JSON object with one field per language code" in instructions
+    assert "Return only Markdown" not in instructions
+    assert "Keep the structure verbatim" in instructions
+    assert "Never translate code, URLs" in instructions
+    assert "Do not add or drop content" in instructions
+    words, _ = _expected_glossary(prompts, "ja", english)
+    assert _listed(instructions, "Do not translate") == words
+    assert _listed(instructions, "Terms") == _all_terms(prompts, english)
+    if not words:
+        assert "# Do not translate" not in instructions
+    (body,) = reviews
+    review = body["input"][0]["content"]
+    assert review.count(f"<english>\n{english}</english>") == 1
+    assert "Placeholders such as" not in body["instructions"]
 
 
 def test_a_whole_page_gets_every_rule_and_the_full_workflow() -> None:
