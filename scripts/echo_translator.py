@@ -379,7 +379,8 @@ class EchoTranslator:
         glossary = Glossary.from_instructions(instructions)
         fmt = (body.get("text") or {}).get("format", {})
         if fmt.get("name") == "translation_batch":
-            return self._translate_batch(first, instructions, list(fmt["schema"]["required"]))
+            langs = sorted({name.split(".")[0] for name in fmt["schema"]["required"]})
+            return self._translate_batch(first, instructions, langs)
         if fmt.get("name") == "translation_review_batch":
             langs = list(
                 fmt["schema"]["properties"]["findings"]["items"]["properties"]["language"]["enum"]
@@ -413,7 +414,7 @@ class EchoTranslator:
     ) -> FakeReply | dict[str, Any]:
         """One request for several languages: a JSON object with each language's sections."""
         found = re.search(r"<source>\n(.*)</source>", message, re.S)
-        page = re.search(r"the page `([^`]+)`", message)
+        page = re.search(r"sections of `([^`]+)`", message)
         if not (found and page):
             return FakeReply(status=400, body={"error": {"message": "not a translation request"}})
         path, source = page[1], found[1]
@@ -437,7 +438,12 @@ class EchoTranslator:
             if isinstance(fault, str):
                 text = {**FAULTS, **MEANING_FAULTS}[fault](text, source, glossary)
             texts[lang] = text
-        reply = json.dumps(texts, ensure_ascii=False)
+        fields = {}
+        for lang, text in texts.items():
+            parts = re.split(r"(?m)^<!-- i18n:section (\d+) -->\n", text)
+            for n, part in zip(parts[1::2], parts[2::2], strict=True):
+                fields[f"{lang}.{n}"] = part.removesuffix("\n")
+        reply = json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
         return text_response(
             reply, input_tokens=len(message) // 4 + 1000, output_tokens=len(reply) // 2 + 500
         )
@@ -454,9 +460,7 @@ class EchoTranslator:
         for section in re.finditer(
             r'<section n="(\d+)">\n<english>\n(.*?)</english>\n(.*?)</section>', message, re.S
         ):
-            for lang, draft in re.findall(
-                r'<translation lang="(\w+)">\n(.*?)</translation>\n', section[3], re.S
-            ):
+            for lang, draft in re.findall(r"<(ja|ko|zh)>\n(.*?)</\1>\n", section[3], re.S):
                 pairs[lang][int(section[1])] = (section[2], draft)
         with self._lock:
             self.review_batches.append((list(langs), path, sorted(pairs[langs[0]])))

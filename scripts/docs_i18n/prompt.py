@@ -35,7 +35,7 @@ LANGUAGES: dict[str, str] = {"ja": "Japanese", "ko": "Korean", "zh": "Simplified
 SECTION_MARKER_RE = re.compile(r"^<!-- i18n:section (?P<n>\d+) -->[ \t]*$", re.M)
 
 
-PATCH_GAP = "(the changed paragraphs go here)"
+PATCH_GAP = "(changed paragraphs)"
 """Where the translation of a patched section's changed blocks goes, in the context."""
 
 
@@ -364,8 +364,7 @@ class PromptSet:
         """
         words, terms = self._batch_glossary(langs, text)
         rules = "\n\n".join(
-            f"## {LANGUAGES[lang]} (`{lang}`)\n\n{self.per_language[lang].strip()}"
-            for lang in langs
+            f"## {LANGUAGES[lang]} ({lang})\n\n{self.per_language[lang].strip()}" for lang in langs
         )
         return _fill(
             self.common,
@@ -401,13 +400,11 @@ class PromptSet:
             shown = _context_sections(neighbours, patches)
             patched = patched or bool(patches)
             if shown:
-                translations += (
-                    f'<current_translation lang="{lang}">\n{shown}</current_translation>\n\n'
-                )
+                translations += f"<{lang}>\n{shown}</{lang}>\n\n"
         return _fill(
             self.task_batch,
             {"context": bool(translations), "patch": patched},
-            languages=language_names(langs, codes=True),
+            languages=language_names(langs),
             page=page,
             gap=PATCH_GAP,
             translations=translations,
@@ -438,27 +435,26 @@ class PromptSet:
         for n, en in english.items():
             body += f'<section n="{n}">\n<english>\n{_ensure_newline(en)}</english>\n'
             for lang in langs:
-                body += (
-                    f'<translation lang="{lang}">\n{_ensure_newline(drafts[lang][n])}'
-                    "</translation>\n"
-                )
+                body += f"<{lang}>\n{_ensure_newline(drafts[lang][n])}</{lang}>\n"
             body += "</section>\n"
         return _fill(
             self.review_task_batch,
-            languages=language_names(langs, codes=True),
+            languages=language_names(langs),
             page=page,
             sections=body,
         )
 
 
-def language_names(langs: list[str], *, codes: bool = False) -> str:
-    """`Japanese, Korean and Simplified Chinese` (with `(ja)` after each name if `codes`)."""
-    names = [LANGUAGES[lang] + (f" (`{lang}`)" if codes else "") for lang in langs]
+def language_names(langs: list[str]) -> str:
+    """`Japanese, Korean and Simplified Chinese` for `["ja", "ko", "zh"]`."""
+    names = [LANGUAGES[lang] for lang in langs]
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def batch_format(langs: list[str]) -> dict[str, Any]:
-    """The `text.format` of a request for several languages: one Markdown field per code."""
+def batch_format(langs: list[str], sections: list[int]) -> dict[str, Any]:
+    """The `text.format` of a request for several languages: one Markdown field per language
+    and section, named `<code>.<N>` (the field names stand for the section markers)."""
+    names = [f"{lang}.{n}" for lang in langs for n in sections]
     return {
         "type": "json_schema",
         "name": "translation_batch",
@@ -466,17 +462,18 @@ def batch_format(langs: list[str]) -> dict[str, Any]:
         "schema": {
             "type": "object",
             "additionalProperties": False,
-            "required": list(langs),
-            "properties": {lang: {"type": "string"} for lang in langs},
+            "required": names,
+            "properties": {name: {"type": "string"} for name in names},
         },
     }
 
 
-def parse_batch_reply(text: str, langs: list[str]) -> dict[str, str]:
-    """Read a reply for several languages: language code -> that language's Markdown.
+def parse_batch_reply(text: str, langs: list[str], sections: list[int]) -> dict[str, str]:
+    """Read a reply for several languages (`batch_format`): language code -> that language's
+    sections, each after its marker, as `parse_reply` reads a reply for one language.
 
     Raises:
-        ValueError: The reply is not a JSON object with a string for every language.
+        ValueError: The reply is not a JSON object with a string for every field.
     """
     try:
         data: Any = json.loads(text)
@@ -484,10 +481,16 @@ def parse_batch_reply(text: str, langs: list[str]) -> dict[str, str]:
         raise ValueError(f"the reply is not JSON ({exc}): {text[:80]!r}") from exc
     if not isinstance(data, dict):
         raise ValueError(f"the reply is not a JSON object: {text[:80]!r}")
-    missing = [lang for lang in langs if not isinstance(data.get(lang), str)]
+    names = [f"{lang}.{n}" for lang in langs for n in sections]
+    missing = [name for name in names if not isinstance(data.get(name), str)]
     if missing:
         raise ValueError(f"the reply has no text for {', '.join(missing)}")
-    return {lang: data[lang] for lang in langs}
+    return {
+        lang: "".join(
+            f"{section_marker(n)}\n{_ensure_newline(data[f'{lang}.{n}'])}" for n in sections
+        )
+        for lang in langs
+    }
 
 
 def _context_sections(

@@ -45,7 +45,7 @@ REVIEW_SCHEMA: dict[str, Any] = {
                     "severity": {"type": "string", "enum": ["blocker", "minor"]},
                     "english": {"type": "string"},
                     "translation": {"type": "string"},
-                    "problem": {"type": "string", "description": "what is wrong, in English"},
+                    "problem": {"type": "string"},
                 },
             },
         }

@@ -411,12 +411,12 @@ async def _run_group(
             prompts.batch_instructions(langs, english, edit=True),
             [{"role": "user", "content": message}],
             review=False,
-            text_format=batch_format(langs),
+            text_format=batch_format(langs, head.todo),
             key=key,
         )
         if reply.cut_off:
             raise ValueError(f"the reply was cut off ({reply.cut_off})")
-        firsts = parse_batch_reply(reply.text, langs)
+        firsts = parse_batch_reply(reply.text, langs, head.todo)
     except (_JobFailed, ValueError) as exc:
         reporter.note(f"{key}: the request for all languages failed ({exc}); asking each alone")
 

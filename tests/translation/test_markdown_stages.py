@@ -146,7 +146,7 @@ def test_prompt_has_every_required_part() -> None:
     prompts = PromptSet.load(REPO / "i18n", sorted(LANGUAGES))
     for lang, must in {"ja": "です/ます", "ko": "합니다체", "zh": "Simplified Chinese"}.items():
         text = prompts.instructions(lang)
-        assert "professional technical translator" in text
+        assert "You translate turnstore's docs" in text
         assert "Return only Markdown" in text
         assert "placeholder" in text
         assert "indentation" in text

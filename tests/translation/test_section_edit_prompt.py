@@ -24,7 +24,7 @@ _ADMONITION_RULE = "Keep admonition, details and tab markers"
 _PLACEHOLDER_RULE = "Keep every placeholder such as"
 _MERMAID_RULE = "A diagram's labels come as a numbered list"
 _WHOLE_WORKFLOW = "Repeat the review and refinement"
-_EDIT_WORKFLOW = "Translate faithfully and naturally, as a native technical writer"
+_EDIT_WORKFLOW = "Translate faithfully and naturally, like a native technical writer"
 
 
 def _read(path: Path) -> str:
@@ -116,7 +116,7 @@ async def test_a_paragraph_edit_sends_the_paragraph_its_section_and_neighbours_i
     assert len(drafts) == len(reviews) == 1
     (body,) = drafts
     assert _format(body) == "translation_batch"
-    assert body["text"]["format"]["schema"]["required"] == LANGS
+    assert body["text"]["format"]["schema"]["required"] == [f"{lang}.{changed}" for lang in LANGS]
     instructions = body["instructions"]
     (message,) = body["input"]
     task = message["content"]
@@ -127,8 +127,8 @@ async def test_a_paragraph_edit_sends_the_paragraph_its_section_and_neighbours_i
     for lang in LANGS:
         # Context per language: the rest of its section as translated, with the place the
         # paragraph goes, and the neighbouring sections; nothing else of the page.
-        opening = f'<current_translation lang="{lang}">\n'
-        context = task.split(opening)[1].split("</current_translation>")[0]
+        opening = f"<{lang}>\n"
+        context = task.split(opening)[1].split(f"</{lang}>")[0]
         assert re.findall(r"(?m)^<!-- section (\d+) -->$", context) == ["2", "3", "4"]
         own = context.split("<!-- section 3 -->\n")[1].split("<!-- section 4 -->")[0]
         assert re.match(r"## Redis \S+ \{#redis\}\n\n" + re.escape(PATCH_GAP) + "\n\n@@BLOCK", own)
@@ -162,7 +162,7 @@ async def test_a_paragraph_edit_sends_the_paragraph_its_section_and_neighbours_i
     # Only the changed paragraph: its English once and its draft in each language.
     assert re.findall(r'<section n="(\d+)">', review) == [str(changed)]
     assert review.count(f"<english>\n{new}\n</english>") == 1
-    assert re.findall(r'<translation lang="(\w+)">', review) == LANGS
+    assert re.findall(r"(?m)^<(ja|ko|zh)>$", review) == LANGS
     assert "{#redis}" not in review
     assert _listed(instructions, "Do not translate") == words
     assert _listed(instructions, "Terms") == _all_terms(prompts, new)
@@ -188,8 +188,8 @@ async def test_a_section_whose_every_block_changed_is_sent_whole_with_its_neighb
     source = task.split("<source>\n", 1)[1].split("</source>", 1)[0]
     assert source == f"<!-- i18n:section {changed} -->\n{english}"
     for lang in LANGS:
-        opening = f'<current_translation lang="{lang}">\n'
-        context = task.split(opening)[1].split("</current_translation>")[0]
+        opening = f"<{lang}>\n"
+        context = task.split(opening)[1].split(f"</{lang}>")[0]
         assert re.findall(r"(?m)^<!-- section (\d+) -->$", context) == ["3", "5"]
     assert PATCH_GAP not in task
     for n, section in enumerate(page.sections):
@@ -198,7 +198,7 @@ async def test_a_section_whose_every_block_changed_is_sent_whole_with_its_neighb
     for rule in (_PLACEHOLDER_RULE, _ADMONITION_RULE, _MERMAID_RULE, _WHOLE_WORKFLOW):
         assert rule not in instructions
     # The rules every request needs are always there.
-    assert "Return a JSON object with one field per language code" in instructions
+    assert "Return JSON: field `<code>.<N>` holds section N" in instructions
     assert "Return only Markdown" not in instructions
     assert "Keep the structure verbatim" in instructions
     assert "Never translate code, URLs" in instructions
