@@ -307,3 +307,57 @@ def test_numbers_ignore_code_links_and_list_markers() -> None:
     assert untranslated_runs("see [a very long link text that is English](x.md)", []) == [
         "a very long link text that is English"
     ]
+
+
+@pytest.mark.parametrize("fault", ["change_number", "flip_negation"])
+async def test_a_section_edit_in_three_languages_is_one_request_and_one_review(
+    fault: str,
+    fault_site: Path,
+    echo: EchoTranslator,
+    run_site: RunSite,
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    """A one-section edit in ja, ko and zh is one translate request and one review request
+    for all three; a fault in the Korean draft is caught (by the code checks or the review)
+    and repaired in Korean alone, by Korean requests."""
+    langs = ["ja", "ko", "zh"]
+    assert (await run_site(languages=langs, files=[PAGE])).code == 0
+    before = {lang: (fault_site / "docs" / lang / PAGE).read_text("utf-8") for lang in langs}
+    path = fault_site / "docs" / PAGE
+    old = "Each retry waits longer than the one before."
+    path.write_text(
+        path.read_text("utf-8").replace(old, old + " It never waits more than 60 seconds."),
+        encoding="utf-8",
+    )
+    echo.calls.clear()
+    echo.reviews.clear()
+    first_new = len(fake_openai.requests_to("/v1/responses"))
+    echo.fault("ko", PAGE, fault)
+    outcome = await run_site(languages=langs, files=[PAGE])
+    assert outcome.code == 0, outcome.output
+    bodies = [r.body for r in fake_openai.requests_to("/v1/responses")[first_new:]]
+    names = [(b.get("text") or {}).get("format", {}).get("name") for b in bodies]
+    assert names.count("translation_batch") == 1
+    assert names.count("translation_review_batch") == 1
+    assert echo.batches == [(langs, PAGE, [1])]
+    assert echo.review_batches == [(langs, PAGE, [1])]
+    # The repair is Korean only: its own instructions and conversation.
+    single = [b for b, name in zip(bodies, names, strict=True) if not name or "batch" not in name]
+    assert single
+    for body in single:
+        assert "into Korean" in body["instructions"]
+        assert "Japanese" not in body["instructions"]
+    repairs = [c[0] for c in echo.calls[len(langs) :]]
+    assert repairs == ["ko"]
+    reviewed_alone = [r[0] for r in echo.reviews[len(langs) :]]
+    assert reviewed_alone == (["ko"] if fault == "flip_negation" else [])
+    if fault == "flip_negation":
+        assert any("review found 1 blocker" in n for n in outcome.output.splitlines())
+    for lang in langs:
+        written = (fault_site / "docs" / lang / PAGE).read_text("utf-8")
+        assert written != before[lang]
+        assert "60" in written
+        assert written.count(_NEVER[lang]) == before[lang].count(_NEVER[lang]) + 1
+
+
+_NEVER = {"ja": "決して", "ko": "절대", "zh": "从不"}
