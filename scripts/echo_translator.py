@@ -16,6 +16,10 @@ draft; a missing sentence is an omission, a different one a meaning shift (block
 literal quotes). Review faults can be queued too (`bogus_quotes`, `minor`, `malformed`,
 `stubborn`).
 
+A request for several languages (`text.format` named `translation_batch`, or
+`translation_review_batch` for its review) is answered per language the same way, each
+language's queued fault applied to that language only, as one JSON object.
+
 Run it as a server for local simulations of the CI job:
 
     python scripts/echo_translator.py [--latency 0]

@@ -10,6 +10,12 @@ Requests run concurrently up to `Options.concurrency`; each page and language is
 4. write, two-phase with the manifest, so that a run killed anywhere can be resumed.
 
 A job whose draft still fails, or whose blocker survives the repair, writes nothing.
+
+The jobs of one page that send the same English (a section edit in several languages) share
+steps 1 and 2: one request translates it into all their languages (`batch_format`: one field per
+language and section) and one request reviews all the drafts (each finding names its language).
+Each language's draft is then checked, its findings verified against its own draft, and
+repaired in its own conversation. A shared request that fails falls back to one per language.
 """
 
 from __future__ import annotations
