@@ -30,6 +30,7 @@ __all__ = [
     "Plan",
     "blocks",
     "excerpt",
+    "groups",
     "plan",
     "read_text",
     "select_pages",
@@ -384,3 +385,22 @@ def excerpt(section: str, *, tail: bool) -> str:
     kept = body[-CONTEXT_BLOCKS:] if tail else body[:CONTEXT_BLOCKS]
     parts = [*heading, "...", *kept] if tail else [*heading, *kept, "..."]
     return "\n\n".join(parts) + "\n"
+
+
+def _batch_key(job: Job) -> tuple[str, tuple[tuple[int, str], ...]] | None:
+    """Jobs of one page with the same key send the same English: one request serves them all.
+
+    Only section edits are batched: a whole page in every language would be one very long
+    reply.
+    """
+    if not job.todo or not job.edit:
+        return None
+    return job.page.path, tuple((n, job.source(n)) for n in job.todo)
+
+
+def groups(jobs: list[Job]) -> list[list[Job]]:
+    """The jobs in groups that share one translate and one review request (see `_batch_key`)."""
+    groups: dict[object, list[Job]] = {}
+    for index, job in enumerate(jobs):
+        groups.setdefault(_batch_key(job) or index, []).append(job)
+    return list(groups.values())

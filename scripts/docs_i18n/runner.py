@@ -35,7 +35,7 @@ from .headings import pin_heading_ids
 from .manifest import Manifest, ManifestEntry, text_hash
 from .markdown_mask import unmask
 from .pages import translation_path
-from .planning import Job, Options, blocks, plan
+from .planning import Job, Options, blocks, groups, plan
 from .prompt import PromptSet, batch_format, parse_batch_reply, parse_reply
 from .report import Reporter
 from .review import (
@@ -365,25 +365,6 @@ async def _write_job(job: Job, drafts: dict[int, str], writer: _Writer, reporter
         reporter.finished(job.key, "kept", "rewritten without the model (front matter or order)")
 
 
-def _batch_key(job: Job) -> tuple[str, tuple[tuple[int, str], ...]] | None:
-    """Jobs of one page with the same key send the same English: one request serves them all.
-
-    Only section edits are batched: a whole page in every language would be one very long
-    reply.
-    """
-    if not job.todo or not job.edit:
-        return None
-    return job.page.path, tuple((n, job.source(n)) for n in job.todo)
-
-
-def _groups(jobs: list[Job]) -> list[list[Job]]:
-    """The jobs in groups that share one translate and one review request (see `_batch_key`)."""
-    groups: dict[object, list[Job]] = {}
-    for index, job in enumerate(jobs):
-        groups.setdefault(_batch_key(job) or index, []).append(job)
-    return list(groups.values())
-
-
 async def _run_group(
     jobs: list[Job],
     options: Options,
@@ -544,7 +525,7 @@ async def translate(options: Options, client: openai.AsyncOpenAI, reporter: Repo
     limiter = asyncio.Semaphore(options.concurrency)
     try:
         async with asyncio.TaskGroup() as group:
-            for jobs in _groups(the_plan.jobs):
+            for jobs in groups(the_plan.jobs):
                 if len(jobs) > 1:
                     group.create_task(
                         _run_group(jobs, options, prompts, client, limiter, writer, reporter)

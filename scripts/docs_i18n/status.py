@@ -8,7 +8,7 @@ from .checks import verify_page
 from .manifest import Manifest, ManifestEntry, text_hash
 from .markdown_mask import unmask
 from .pages import EnglishPage, translated_pages, translation_path
-from .planning import Options, plan, read_text, select_pages
+from .planning import Options, groups, plan, read_text, select_pages
 from .prompt import PromptSet
 from .tokens import estimate_cost, estimate_output_tokens, estimate_tokens
 
@@ -241,39 +241,54 @@ def adopt(options: Options, named: list[str] | None = None) -> tuple[int, list[s
 def dry_run(options: Options, *, verbose: bool = False) -> list[str]:
     """Describe what a run would send, with estimated tokens and cost; no API call.
 
-    The review pass (unless `options.review` is off) is estimated as one call per job that
-    sends sections: the English and the draft in, a short list of findings out.
+    The review pass (unless `options.review` is off) is estimated as one call per request that
+    sends sections: the English and the drafts in, a short list of findings out. A section
+    edit in several languages is one request and one review (`planning.groups`).
     """
     manifest = _load(options)
     the_plan = plan(options, manifest)
     prompts = PromptSet.load(options.root / "i18n", options.languages)
     lines: list[str] = []
     total_in = total_out = review_in = review_out = 0
-    for job in the_plan.jobs:
+    calls = 0
+    for jobs in groups(the_plan.jobs):
+        job = jobs[0]
+        langs = [j.lang for j in jobs]
         sections = {n: job.source(n) for n in job.todo}
         english = "".join(sections.values())
-        instructions = prompts.instructions(job.lang, english, edit=job.edit)
-        task = prompts.task_message(
-            job.lang, job.page.path, sections, job.context, job.patch_context()
-        )
+        if len(jobs) > 1:
+            contexts = {j.lang: (j.context, j.patch_context()) for j in jobs}
+            instructions = prompts.batch_instructions(langs, english, edit=True)
+            task = prompts.batch_task_message(langs, job.page.path, sections, contexts)
+            review = prompts.batch_review_instructions(langs, english, edit=True)
+        else:
+            instructions = prompts.instructions(job.lang, english, edit=job.edit)
+            task = prompts.task_message(
+                job.lang, job.page.path, sections, job.context, job.patch_context()
+            )
+            review = prompts.review_instructions(job.lang, english, edit=job.edit)
         tokens_in = estimate_tokens(instructions) + estimate_tokens(task) if job.todo else 0
         source = sum(estimate_tokens(s) for s in sections.values())
-        tokens_out = estimate_output_tokens(source, options.effort or "medium") if job.todo else 0
+        tokens_out = len(jobs) * estimate_output_tokens(source, options.effort or "medium")
+        tokens_out = tokens_out if job.todo else 0
         total_in += tokens_in
         total_out += tokens_out
+        calls += 1 if job.todo else 0
         if job.todo and options.review:
-            review_in += estimate_tokens(
-                prompts.review_instructions(job.lang, english, edit=job.edit)
-            )
+            review_in += estimate_tokens(review)
             review_in += source + tokens_out // 3
-            review_out += estimate_output_tokens(source // 4, options.effort or "medium")
+            review_out += estimate_output_tokens(
+                len(jobs) * source // 4, options.effort or "medium"
+            )
         what = (
             f"sections {', '.join(map(str, job.todo))} of {len(job.page.sections)}"
             if job.todo
             else "no call (rewrite only)"
         )
+        key = f"{'+'.join(langs)}/{job.page.path}" if len(jobs) > 1 else job.key
+        shared = " (one request for all these languages)" if len(jobs) > 1 else ""
         lines.append(
-            f"would translate {job.key}: {what}, ~{tokens_in} tokens in, ~{tokens_out} out"
+            f"would translate {key}: {what}{shared}, ~{tokens_in} tokens in, ~{tokens_out} out"
         )
         if verbose and job.todo:
             lines += ["--- instructions ---", instructions, "--- input ---", task, "---"]
@@ -282,7 +297,6 @@ def dry_run(options: Options, *, verbose: bool = False) -> list[str]:
     lines += [f"would remove docs/{lang}/{rel}" for lang, rel in the_plan.orphans]
     cost = estimate_cost(options.model, total_in, total_out)
     cost_text = f"~${cost:.2f}" if cost is not None else f"unknown (no price for {options.model})"
-    calls = sum(1 for job in the_plan.jobs if job.todo)
     lines.append(
         f"{calls} call(s), ~{total_in} tokens in, ~{total_out} tokens out "
         f"(reasoning included, estimated), estimated cost {cost_text} with {options.model}"

@@ -351,6 +351,27 @@ def test_dry_run_lists_calls_tokens_and_cost(site: Path) -> None:
     assert any("<source>" in line for line in verbose)
 
 
+async def test_dry_run_counts_one_request_for_a_section_edit_in_three_languages(
+    site: Path, echo: EchoTranslator, run_site: RunSite
+) -> None:
+    assert (await run_site()).code == 0
+    page = site / "docs" / "guide" / "backends.md"
+    _write(
+        page, _read(page).replace("Install the extra and point", "Install the redis extra, point")
+    )
+    lines = dry_run(Options(root=site, languages=LANGS))
+    calls = [line for line in lines if line.startswith("would translate")]
+    assert len(calls) == 1
+    assert calls[0].startswith("would translate ja+ko+zh/guide/backends.md: sections 3 of ")
+    assert "one request for all these languages" in calls[0]
+    assert re.match(r"1 call\(s\), ", lines[-2])
+    assert re.match(r"review: 1 call\(s\) ", lines[-1])
+    alone = dry_run(Options(root=site, languages=["ja"]))
+    assert next(line for line in alone if line.startswith("would translate")).startswith(
+        "would translate ja/guide/backends.md: sections 3 of "
+    )
+
+
 async def test_changed_code_sends_its_section_with_the_old_code_as_context(
     site: Path, echo: EchoTranslator, run_site: RunSite, fake_openai: FakeOpenAIServer
 ) -> None:
