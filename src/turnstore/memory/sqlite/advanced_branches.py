@@ -13,8 +13,7 @@ from typing import Any
 
 from ..codec import MAX_LIMIT, decode_item
 from .advanced_schema import MAIN, AdvancedSQLiteSchema, Chain
-from .reads import _decode_checked as decode_checked
-from .reads import read_all, read_latest
+from .reads import decode_checked, read_all, read_latest
 from .schema import quote_identifier
 
 __all__ = ["SEGMENT_PREFIX", "Branches"]
