@@ -162,12 +162,26 @@ class AdvancedSQLiteSchema(SQLiteSchema):
         return " UNION ALL ".join(parts), params
 
     def count_users(self, view: str) -> str:
-        """How many user messages (turns) a view holds, among rows with id <= `?`."""
+        """How many valid rows of a view, with id <= `?`, are user messages (turns).
+
+        Rows SQLite finds invalid are not counted: see `invalid_rows`.
+        """
         return f"SELECT COUNT(*) FROM ({view}) WHERE id <= ? AND {_IS_USER}"
 
-    def nth_user(self, view: str) -> str:
-        """The id of the `?`-th (OFFSET `?`) user message of a view."""
-        return f"SELECT id FROM ({view}) WHERE {_IS_USER} ORDER BY id LIMIT 1 OFFSET ?"
+    def invalid_rows(self, view: str) -> str:
+        """(id, message_data) of the rows of a view, with id <= `?`, that SQLite finds invalid.
+
+        Python may still read one as an item (UTF-8 JSON stored as a BLOB, a `NaN`), so whether
+        it starts a turn is decided where the items are decoded.
+        """
+        return f"SELECT id, message_data FROM ({view}) WHERE id <= ? AND valid = 0 ORDER BY id"
+
+    def user_rows(self, view: str) -> str:
+        """(id, message_data, valid) of the user messages and invalid rows of a view, by id."""
+        return (
+            f"SELECT id, message_data, valid FROM ({view}) WHERE valid = 0 OR {_IS_USER} "
+            "ORDER BY id"
+        )
 
     @property
     def select_branches(self) -> str:
