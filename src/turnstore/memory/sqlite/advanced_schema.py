@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from ...exceptions import SessionSchemaError
 from .schema import SQLiteSchema, quote_identifier
 
-__all__ = ["MAIN", "AdvancedSQLiteSchema", "Chain"]
+__all__ = ["MAIN", "AdvancedSQLiteSchema", "Chain", "existing_tables"]
 
 MAIN = "main"
 """The branch every session starts on; it cannot be deleted."""
@@ -62,6 +62,25 @@ class AdvancedSQLiteSchema(SQLiteSchema):
     def usage_table(self) -> str:
         """The table of token usage per (branch, user turn)."""
         return f"{self.messages_table}_turn_usage"
+
+    @property
+    def side_tables(self) -> tuple[str, str, str, str]:
+        """The tables beside the messages table that hold a session's rows, when present.
+
+        The compaction archive, and the branches, branch rows and usage of this class.
+        """
+        return (self.archive_table, self.branches_table, self.items_table, self.usage_table)
+
+    def delete_side_rows(self, conn: sqlite3.Connection, session_id: str) -> None:
+        """Delete a session's rows from the side tables the file has, in the caller's transaction.
+
+        So a session cleared by any tool (a plain `SQLiteSession`, the command line) leaves no
+        branch or usage behind.
+        """
+        for table in existing_tables(conn, self.side_tables):
+            conn.execute(
+                f"DELETE FROM {quote_identifier(table)} WHERE session_id = ?", (session_id,)
+            )
 
     def create(self, conn: sqlite3.Connection) -> None:
         """Create the base tables, then the branch and usage tables, and check them.
@@ -195,3 +214,13 @@ class AdvancedSQLiteSchema(SQLiteSchema):
     def has_branch_items(self) -> str:
         """1 when some row of a session was written on a branch other than `main`."""
         return f"SELECT 1 FROM {quote_identifier(self.items_table)} WHERE session_id = ? LIMIT 1"
+
+
+def existing_tables(conn: sqlite3.Connection, tables: tuple[str, ...]) -> list[str]:
+    """The tables of `tables` that exist in the file, in the same order."""
+    marks = ", ".join("?" * len(tables))
+    rows = conn.execute(
+        f"SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ({marks})", tables
+    ).fetchall()
+    present = {row[0] for row in rows}
+    return [table for table in tables if table in present]
