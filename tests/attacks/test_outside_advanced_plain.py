@@ -12,6 +12,7 @@ import asyncio
 import json
 import sqlite3
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -118,3 +119,28 @@ def test_removing_a_branched_session_leaves_no_branch_or_usage_rows(
             session.close()
 
     asyncio.run(reopen())
+
+
+@pytest.mark.parametrize("suffix", ["_branches", "_branch_items", "_turn_usage"])
+async def test_clearing_leaves_another_pair_named_like_a_side_table_alone(
+    tmp_path: Path, suffix: str
+) -> None:
+    path = tmp_path / "pairs.db"
+    plain = SQLiteSession("s", path, sessions_table="a_sessions", messages_table="m")
+    other = SQLiteSession("s", path, sessions_table="b_sessions", messages_table=f"m{suffix}")
+    try:
+        await plain.add_items([user("mine")])
+        await other.add_items([user("theirs")])
+        await plain.clear_session()
+        assert await other.get_items() == [user("theirs")]
+        async with open_session_store(
+            str(path), sessions_table="a_sessions", messages_table="m"
+        ) as store:
+            await plain.add_items([user("mine")])
+            with sqlite3.connect(path) as conn:
+                conn.execute("UPDATE a_sessions SET updated_at = '2000-01-01 00:00:00'")
+            assert await store.delete_idle_sessions(timedelta(days=1)) == 1
+        assert await other.get_items() == [user("theirs")]
+    finally:
+        plain.close()
+        other.close()

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from ...exceptions import SessionSchemaError
 from .schema import SQLiteSchema, quote_identifier
 
-__all__ = ["MAIN", "AdvancedSQLiteSchema", "Chain", "existing_tables"]
+__all__ = ["MAIN", "AdvancedSQLiteSchema", "Chain"]
 
 MAIN = "main"
 """The branch every session starts on; it cannot be deleted."""
@@ -71,13 +71,44 @@ class AdvancedSQLiteSchema(SQLiteSchema):
         """
         return (self.archive_table, self.branches_table, self.items_table, self.usage_table)
 
+    def existing_side_tables(self, conn: sqlite3.Connection) -> list[str]:
+        """The side tables the file has, each checked by a column only it holds.
+
+        A table of another pair that happens to carry a side table's name (a messages table
+        named `<messages>_branches`) is left out, so deleting a session never touches it.
+        """
+        marks = ", ".join("?" * len(self.side_tables))
+        present = {
+            row[0]
+            for row in conn.execute(
+                f"SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ({marks})",
+                self.side_tables,
+            )
+        }
+        markers = {
+            self.branches_table: "fork_before",
+            self.items_table: "message_id",
+            self.usage_table: "user_turn_number",
+        }
+        found = []
+        for table in self.side_tables:
+            if table not in present:
+                continue
+            marker = markers.get(table)
+            columns = {
+                row[1] for row in conn.execute(f"PRAGMA table_info({quote_identifier(table)})")
+            }
+            if marker is None or marker in columns:
+                found.append(table)
+        return found
+
     def delete_side_rows(self, conn: sqlite3.Connection, session_id: str) -> None:
         """Delete a session's rows from the side tables the file has, in the caller's transaction.
 
         So a session cleared by any tool (a plain `SQLiteSession`, the command line) leaves no
         branch or usage behind.
         """
-        for table in existing_tables(conn, self.side_tables):
+        for table in self.existing_side_tables(conn):
             conn.execute(
                 f"DELETE FROM {quote_identifier(table)} WHERE session_id = ?", (session_id,)
             )
@@ -214,13 +245,3 @@ class AdvancedSQLiteSchema(SQLiteSchema):
     def has_branch_items(self) -> str:
         """1 when some row of a session was written on a branch other than `main`."""
         return f"SELECT 1 FROM {quote_identifier(self.items_table)} WHERE session_id = ? LIMIT 1"
-
-
-def existing_tables(conn: sqlite3.Connection, tables: tuple[str, ...]) -> list[str]:
-    """The tables of `tables` that exist in the file, in the same order."""
-    marks = ", ".join("?" * len(tables))
-    rows = conn.execute(
-        f"SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ({marks})", tables
-    ).fetchall()
-    present = {row[0] for row in rows}
-    return [table for table in tables if table in present]

@@ -21,7 +21,7 @@ from ..store import (
     _records,
     _utc,
 )
-from .advanced_schema import AdvancedSQLiteSchema, existing_tables
+from .advanced_schema import AdvancedSQLiteSchema
 from .schema import SQLiteSchema, quote_identifier
 
 
@@ -47,7 +47,7 @@ class SQLiteStore(SessionStore):
         self.target = path
         self._path = path
         self._schema = SQLiteSchema(sessions_table, messages_table)
-        self._side_tables = AdvancedSQLiteSchema(sessions_table, messages_table).side_tables
+        self._advanced = AdvancedSQLiteSchema(sessions_table, messages_table)
         self._s = quote_identifier(sessions_table)
         self._m = quote_identifier(messages_table)
         self._sessions_table = sessions_table
@@ -114,7 +114,7 @@ class SQLiteStore(SessionStore):
 
     def _existing_side_tables(self, conn: sqlite3.Connection) -> list[str]:
         """The side tables (see `AdvancedSQLiteSchema.side_tables`) that exist in the file."""
-        return existing_tables(conn, self._side_tables)
+        return self._advanced.existing_side_tables(conn)
 
     async def _delete_idle_before(self, cutoff: datetime) -> int:
         """Delete every session idle since before `cutoff`, in one transaction."""
