@@ -3,35 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from pathlib import Path
 
 import pytest
 
+from support.sqlite_rows import corrupt_newest_row, count_rows
 from turnstore import AdvancedSQLiteSession, Session
 from turnstore.testing import SessionConformanceTests
-
-
-def _corrupt_newest_row(db_path: str, session_id: str) -> None:
-    conn = sqlite3.connect(db_path)
-    try:
-        with conn:
-            conn.execute(
-                "UPDATE agent_messages SET message_data = 'not json{' WHERE id = "
-                "(SELECT max(id) FROM agent_messages WHERE session_id = ?)",
-                (session_id,),
-            )
-    finally:
-        conn.close()
-
-
-def _count_rows(db_path: str, session_id: str) -> int:
-    conn = sqlite3.connect(db_path)
-    try:
-        query = "SELECT count(*) FROM agent_messages WHERE session_id = ?"
-        return int(conn.execute(query, (session_id,)).fetchone()[0])
-    finally:
-        conn.close()
 
 
 class TestAdvancedOnMain(SessionConformanceTests):
@@ -43,10 +21,10 @@ class TestAdvancedOnMain(SessionConformanceTests):
         return AdvancedSQLiteSession(session_id=session_id, db_path=self.db_path)
 
     async def corrupt_latest_row(self, session: Session) -> None:
-        await asyncio.to_thread(_corrupt_newest_row, self.db_path, session.session_id)
+        await asyncio.to_thread(corrupt_newest_row, self.db_path, session.session_id)
 
     async def stored_row_count(self, session: Session) -> int:
-        return await asyncio.to_thread(_count_rows, self.db_path, session.session_id)
+        return await asyncio.to_thread(count_rows, self.db_path, session.session_id)
 
 
 class TestAdvancedOnABranch(TestAdvancedOnMain):
@@ -69,4 +47,4 @@ class TestAdvancedOnABranch(TestAdvancedOnMain):
 
     async def stored_row_count(self, session: Session) -> int:
         # `main`'s turn is a row of the session too.
-        return await asyncio.to_thread(_count_rows, self.db_path, session.session_id) - 1
+        return await asyncio.to_thread(count_rows, self.db_path, session.session_id) - 1

@@ -13,24 +13,11 @@ from typing import Any
 
 import pytest
 
+from support.items import assistant, user
 from turnstore import OpenAIResponsesCompactionSession
 from turnstore.testing import FakeCompactionAPI, FakeOpenAIServer
 
 from .backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
-
-
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
-
-
-def assistant(text: str) -> dict[str, Any]:
-    return {
-        "type": "message",
-        "role": "assistant",
-        "status": "completed",
-        "content": [{"type": "output_text", "text": text, "annotations": []}],
-    }
-
 
 HISTORY = [user("q1"), assistant("a1"), user("q2"), assistant("a2")]
 

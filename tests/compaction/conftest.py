@@ -9,20 +9,8 @@ from typing import Any
 import pytest
 from openai import AsyncOpenAI
 
+from support.items import assistant, user
 from turnstore.testing import FakeCompactionAPI, FakeConversationsAPI, FakeOpenAIServer, FakeReply
-
-
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
-
-
-def assistant(text: str) -> dict[str, Any]:
-    return {
-        "type": "message",
-        "role": "assistant",
-        "status": "completed",
-        "content": [{"type": "output_text", "text": text, "annotations": []}],
-    }
 
 
 def call(call_id: str, name: str = "lookup") -> dict[str, Any]:

@@ -7,27 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from support.sqlite_rows import corrupt_newest_row, count_rows
 from turnstore import Session, SQLiteSession
 from turnstore.testing import SessionConformanceTests
-
-
-def _corrupt_newest_row(db_path: str, session_id: str) -> None:
-    with sqlite3.connect(db_path) as conn:
-        conn.execute(
-            "UPDATE agent_messages SET message_data = 'not json{' WHERE id = "
-            "(SELECT max(id) FROM agent_messages WHERE session_id = ?)",
-            (session_id,),
-        )
-    conn.close()
-
-
-def _count_rows(db_path: str, session_id: str) -> int:
-    conn = sqlite3.connect(db_path)
-    try:
-        query = "SELECT count(*) FROM agent_messages WHERE session_id = ?"
-        return int(conn.execute(query, (session_id,)).fetchone()[0])
-    finally:
-        conn.close()
 
 
 class TestInMemorySQLite(SessionConformanceTests):
@@ -70,9 +52,9 @@ class TestFileSQLite(SessionConformanceTests):
     async def corrupt_latest_row(self, session: Session) -> None:
         import asyncio
 
-        await asyncio.to_thread(_corrupt_newest_row, self.db_path, session.session_id)
+        await asyncio.to_thread(corrupt_newest_row, self.db_path, session.session_id)
 
     async def stored_row_count(self, session: Session) -> int:
         import asyncio
 
-        return await asyncio.to_thread(_count_rows, self.db_path, session.session_id)
+        return await asyncio.to_thread(count_rows, self.db_path, session.session_id)

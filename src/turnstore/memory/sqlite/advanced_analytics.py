@@ -11,7 +11,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .advanced_branches import Branches, check_branch_id
+from .advanced_branches import Branches
 from .advanced_items import (
     content_preview,
     content_texts,
@@ -146,6 +146,7 @@ class BranchAnalytics:
 
         Raises:
             TypeError: `result` carries no usage, or its counts are not non-negative ints.
+            ValueError: A count is above 2**63 - 1 (SQLite cannot store it); nothing is stored.
             SessionClosedError: The session was closed.
             SessionStorageError: SQLite failed.
         """
@@ -175,6 +176,7 @@ class BranchAnalytics:
 
         Raises:
             TypeError: A count is missing or not a non-negative int.
+            ValueError: A count is above 2**63 - 1 (SQLite cannot store it); nothing is stored.
             SessionClosedError: The session was closed.
             SessionStorageError: SQLite failed.
         """
@@ -199,26 +201,30 @@ class BranchAnalytics:
         Returns:
             `requests`, `input_tokens`, `output_tokens`, `total_tokens`, `total_turns`; `None`
             when no usage was recorded.
+
+        Raises:
+            TypeError: `branch_id` is not a str.
+            ValueError: `branch_id` does not exist.
         """
-        if branch_id is not None:
-            check_branch_id(branch_id)
-        self._check_open()
         table = self._usage_table
-        where = "session_id = ?" + (" AND branch_id = ?" if branch_id else "")
-        args = (self.session_id, branch_id) if branch_id else (self.session_id,)
 
-        def read(conn: sqlite3.Connection) -> Any:
-            return conn.execute(
-                "SELECT SUM(requests), SUM(input_tokens), SUM(output_tokens), "
-                f"SUM(total_tokens), COUNT(*) FROM {table} WHERE {where}",
+        def read(branches: Branches, name: str) -> list[Any]:
+            where, args = "session_id = ?", [branches.sid]
+            if branch_id is not None:
+                where, args = where + " AND branch_id = ?", [*args, name]
+            # Summed here: SQLite's SUM fails on counts that add up past 2**63 - 1.
+            return branches.conn.execute(
+                f"SELECT requests, input_tokens, output_tokens, total_tokens FROM {table} "
+                f"WHERE {where}",
                 args,
-            ).fetchone()
+            ).fetchall()
 
-        row = await self._read(read)
-        if row is None or row[0] is None:
+        rows = await self._on_branch(read, branch_id, write=False)
+        if not rows:
             return None
-        keys = ("requests", "input_tokens", "output_tokens", "total_tokens", "total_turns")
-        return {key: int(value or 0) for key, value in zip(keys, row, strict=True)}
+        keys = ("requests", "input_tokens", "output_tokens", "total_tokens")
+        totals = {key: sum(int(row[n] or 0) for row in rows) for n, key in enumerate(keys)}
+        return {**totals, "total_turns": len(rows)}
 
     async def get_turn_usage(
         self, user_turn_number: int | None = None, branch_id: str | None = None

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..codec import MAX_LIMIT, decode_item
+from .advanced_items import is_user
 from .advanced_schema import MAIN, AdvancedSQLiteSchema, Chain
-from .reads import _decode_checked as decode_checked
-from .reads import read_all, read_latest
+from .reads import decode_checked, read_all, read_latest
 from .schema import quote_identifier
 
 __all__ = ["SEGMENT_PREFIX", "Branches"]
@@ -134,10 +134,14 @@ class Branches:
         return out
 
     def count_users(self, branch_id: str, through: int = MAX_LIMIT) -> int:
-        """How many turns (user messages) a branch's view holds up to row `through`."""
+        """How many turns (user messages) a branch's view holds up to row `through`.
+
+        Counted as `get_items` decodes the rows: rows SQLite finds invalid are decoded here.
+        """
         view, params = self.schema.view(self.chain(branch_id), self.sid)
         (count,) = self.conn.execute(self.schema.count_users(view), [*params, through]).fetchone()
-        return int(count)
+        rows = self.conn.execute(self.schema.invalid_rows(view), [*params, through])
+        return int(count) + sum(1 for row_id, data in rows if self._user(row_id, data))
 
     def count_rows(self, branch_id: str) -> int:
         """How many rows a branch's view holds (corrupt rows included)."""
@@ -146,10 +150,19 @@ class Branches:
         return int(count)
 
     def nth_user(self, branch_id: str, turn: int) -> int | None:
-        """The row id of the user message that starts turn `turn` of a branch."""
+        """The row id of the user message that starts turn `turn` of a branch (as `count_users`)."""
         view, params = self.schema.view(self.chain(branch_id), self.sid)
-        found = self.conn.execute(self.schema.nth_user(view), [*params, turn - 1]).fetchone()
-        return None if found is None else int(found[0])
+        seen = 0
+        for row_id, data, valid in self.conn.execute(self.schema.user_rows(view), params):
+            if valid == 1 or self._user(row_id, data):
+                seen += 1
+                if seen == turn:
+                    return int(row_id)
+        return None
+
+    def _user(self, row_id: int, data: Any) -> bool:
+        """Whether `get_items` reads a row that SQLite finds invalid as a user message."""
+        return is_user(decode_item(data, where=f"row {row_id} of session {self.sid!r}"))
 
     def newest(self, branch_id: str) -> tuple[int, Any, bool] | None:
         """The newest valid row of a branch: (id, item, written on this branch)."""

@@ -12,6 +12,8 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from ..codec import MAX_LIMIT
+
 __all__ = [
     "content_preview",
     "content_texts",
@@ -160,6 +162,7 @@ def usage_row(usage: Any) -> tuple[int, int, int, int, str | None, str | None]:
 
     Raises:
         TypeError: A count is missing or not a non-negative int.
+        ValueError: A count is above 2**63 - 1, the largest integer SQLite stores.
     """
     counts: list[int] = []
     for field in ("requests", "input_tokens", "output_tokens", "total_tokens"):
@@ -170,6 +173,8 @@ def usage_row(usage: Any) -> tuple[int, int, int, int, str | None, str | None]:
                 f"usage.{field} must be a non-negative int, not {value!r} "
                 f"(usage is {type(usage).__name__})"
             )
+        if value > MAX_LIMIT:
+            raise ValueError(f"usage.{field} is {value}, above 2**63 - 1: SQLite cannot store it")
         counts.append(value)
     details_in = _details(usage, "input_tokens_details", "cached_input_tokens", "cached_tokens")
     details_out = _details(usage, "output_tokens_details", "reasoning_tokens", "reasoning_tokens")

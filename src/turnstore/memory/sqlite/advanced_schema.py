@@ -63,6 +63,56 @@ class AdvancedSQLiteSchema(SQLiteSchema):
         """The table of token usage per (branch, user turn)."""
         return f"{self.messages_table}_turn_usage"
 
+    @property
+    def side_tables(self) -> tuple[str, str, str, str]:
+        """The tables beside the messages table that hold a session's rows, when present.
+
+        The compaction archive, and the branches, branch rows and usage of this class.
+        """
+        return (self.archive_table, self.branches_table, self.items_table, self.usage_table)
+
+    def existing_side_tables(self, conn: sqlite3.Connection) -> list[str]:
+        """The side tables the file has, each checked by a column only it holds.
+
+        A table of another pair that happens to carry a side table's name (a messages table
+        named `<messages>_branches`) is left out, so deleting a session never touches it.
+        """
+        marks = ", ".join("?" * len(self.side_tables))
+        present = {
+            row[0]
+            for row in conn.execute(
+                f"SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ({marks})",
+                self.side_tables,
+            )
+        }
+        markers = {
+            self.branches_table: "fork_before",
+            self.items_table: "message_id",
+            self.usage_table: "user_turn_number",
+        }
+        found = []
+        for table in self.side_tables:
+            if table not in present:
+                continue
+            marker = markers.get(table)
+            columns = {
+                row[1] for row in conn.execute(f"PRAGMA table_info({quote_identifier(table)})")
+            }
+            if marker is None or marker in columns:
+                found.append(table)
+        return found
+
+    def delete_side_rows(self, conn: sqlite3.Connection, session_id: str) -> None:
+        """Delete a session's rows from the side tables the file has, in the caller's transaction.
+
+        So a session cleared by any tool (a plain `SQLiteSession`, the command line) leaves no
+        branch or usage behind.
+        """
+        for table in self.existing_side_tables(conn):
+            conn.execute(
+                f"DELETE FROM {quote_identifier(table)} WHERE session_id = ?", (session_id,)
+            )
+
     def create(self, conn: sqlite3.Connection) -> None:
         """Create the base tables, then the branch and usage tables, and check them.
 
@@ -162,12 +212,26 @@ class AdvancedSQLiteSchema(SQLiteSchema):
         return " UNION ALL ".join(parts), params
 
     def count_users(self, view: str) -> str:
-        """How many user messages (turns) a view holds, among rows with id <= `?`."""
+        """How many valid rows of a view, with id <= `?`, are user messages (turns).
+
+        Rows SQLite finds invalid are not counted: see `invalid_rows`.
+        """
         return f"SELECT COUNT(*) FROM ({view}) WHERE id <= ? AND {_IS_USER}"
 
-    def nth_user(self, view: str) -> str:
-        """The id of the `?`-th (OFFSET `?`) user message of a view."""
-        return f"SELECT id FROM ({view}) WHERE {_IS_USER} ORDER BY id LIMIT 1 OFFSET ?"
+    def invalid_rows(self, view: str) -> str:
+        """(id, message_data) of the rows of a view, with id <= `?`, that SQLite finds invalid.
+
+        Python may still read one as an item (UTF-8 JSON stored as a BLOB, a `NaN`), so whether
+        it starts a turn is decided where the items are decoded.
+        """
+        return f"SELECT id, message_data FROM ({view}) WHERE id <= ? AND valid = 0 ORDER BY id"
+
+    def user_rows(self, view: str) -> str:
+        """(id, message_data, valid) of the user messages and invalid rows of a view, by id."""
+        return (
+            f"SELECT id, message_data, valid FROM ({view}) WHERE valid = 0 OR {_IS_USER} "
+            "ORDER BY id"
+        )
 
     @property
     def select_branches(self) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 from ..codec import MAX_LIMIT, decode_item
 from .schema import SQLiteSchema
 
-__all__ = ["read_all", "read_latest"]
+__all__ = ["decode_checked", "read_all", "read_latest"]
 
 
 def read_all(conn: sqlite3.Connection, schema: SQLiteSchema, session_id: str) -> list[Any]:
@@ -30,7 +30,7 @@ def read_all(conn: sqlite3.Connection, schema: SQLiteSchema, session_id: str) ->
         rows = conn.execute(schema.select_chunk, (session_id, after, _CHUNK_ROWS)).fetchall()
         if not rows:
             break
-        items += _decode_checked(rows, session_id)
+        items += decode_checked(rows, session_id)
         if len(rows) < _CHUNK_ROWS:
             break
         after = rows[-1][0]
@@ -52,7 +52,7 @@ def read_latest(
         if not rows:
             break
         rows.reverse()
-        chunk = _decode_checked(rows, session_id)
+        chunk = decode_checked(rows, session_id)
         chunks.append(chunk)
         found += len(chunk)
         if len(rows) < want:
@@ -70,7 +70,7 @@ _JOIN_CHARS = 8_000_000
 """The most characters joined into one `json.loads` call (larger rows are decoded alone)."""
 
 
-def _decode_checked(rows: list[Any], session_id: str) -> list[Any]:
+def decode_checked(rows: list[Any], session_id: str) -> list[Any]:
     """Decode (id, message_data, valid) rows, oldest first, skipping corrupt ones.
 
     Consecutive rows that SQLite found to be valid JSON are joined (up to `_CHUNK_ROWS` rows and

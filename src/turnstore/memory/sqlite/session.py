@@ -40,6 +40,7 @@ from ..settings import (
     default_session_settings,
     resolve_session_limit,
 )
+from .advanced_schema import AdvancedSQLiteSchema
 from .database import Job, SQLiteDatabase, Work
 from .reads import read_all, read_latest
 from .registry import acquire_database, release_database, release_later
@@ -252,7 +253,8 @@ class SQLiteSession(SessionABC, AsyncCloseable):
     async def clear_session(self) -> None:
         """Remove this session's items, archived items and session row, atomically.
 
-        Other sessions in the same tables are untouched.
+        Also its branches and usage per turn when an `AdvancedSQLiteSession` wrote them. Other
+        sessions in the same tables are untouched.
 
         Raises:
             SessionClosedError: The session was closed.
@@ -260,9 +262,12 @@ class SQLiteSession(SessionABC, AsyncCloseable):
         """
         schema, session_id = self._schema, self.session_id
 
+        side = AdvancedSQLiteSchema(schema.sessions_table, schema.messages_table)
+
         def clear(conn: sqlite3.Connection) -> None:
             for statement in schema.delete_session:
                 conn.execute(statement, (session_id,))
+            side.delete_side_rows(conn, session_id)
 
         await self._write(clear)
 

@@ -47,15 +47,7 @@ class SQLiteStore(SessionStore):
         self.target = path
         self._path = path
         self._schema = SQLiteSchema(sessions_table, messages_table)
-        advanced = AdvancedSQLiteSchema(sessions_table, messages_table)
-        self._side_tables = (
-            advanced.archive_table,
-            advanced.branches_table,
-            advanced.items_table,
-            advanced.usage_table,
-        )
-        """Tables beside the messages table that hold a session's rows, when the file has them:
-        the compaction archive, and `AdvancedSQLiteSession`'s branches, branch rows and usage."""
+        self._advanced = AdvancedSQLiteSchema(sessions_table, messages_table)
         self._s = quote_identifier(sessions_table)
         self._m = quote_identifier(messages_table)
         self._sessions_table = sessions_table
@@ -121,14 +113,8 @@ class SQLiteStore(SessionStore):
         return result
 
     def _existing_side_tables(self, conn: sqlite3.Connection) -> list[str]:
-        """The side tables (see `_side_tables`) that exist in the file."""
-        marks = ", ".join("?" * len(self._side_tables))
-        rows = conn.execute(
-            f"SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ({marks})",
-            self._side_tables,
-        ).fetchall()
-        present = {row[0] for row in rows}
-        return [table for table in self._side_tables if table in present]
+        """The side tables (see `AdvancedSQLiteSchema.side_tables`) that exist in the file."""
+        return self._advanced.existing_side_tables(conn)
 
     async def _delete_idle_before(self, cutoff: datetime) -> int:
         """Delete every session idle since before `cutoff`, in one transaction."""

@@ -1,0 +1,29 @@
+"""Raw access to a SQLite session file, for the conformance hooks of the SQLite sessions."""
+
+from __future__ import annotations
+
+import sqlite3
+
+
+def corrupt_newest_row(db_path: str, session_id: str) -> None:
+    """Overwrite the session's newest stored row with text that is not JSON."""
+    conn = sqlite3.connect(db_path)
+    try:
+        with conn:
+            conn.execute(
+                "UPDATE agent_messages SET message_data = 'not json{' WHERE id = "
+                "(SELECT max(id) FROM agent_messages WHERE session_id = ?)",
+                (session_id,),
+            )
+    finally:
+        conn.close()
+
+
+def count_rows(db_path: str, session_id: str) -> int:
+    """How many rows the messages table holds for the session (corrupt ones included)."""
+    conn = sqlite3.connect(db_path)
+    try:
+        query = "SELECT count(*) FROM agent_messages WHERE session_id = ?"
+        return int(conn.execute(query, (session_id,)).fetchone()[0])
+    finally:
+        conn.close()
