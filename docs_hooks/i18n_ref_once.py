@@ -33,6 +33,7 @@ from mkdocs.structure.files import Files
 from mkdocs.structure.nav import Navigation
 from mkdocs.structure.pages import Page
 from mkdocs.structure.toc import TableOfContents
+from page_notice import insert_after_title, notice_html
 
 REF_PREFIX = "ref/"
 # DOCS_REF_ONCE=false switches the hook off (bench/bench_docs_build.py --naive measures that).
@@ -92,23 +93,16 @@ def is_english_ref(file: Any, language: str, default: str) -> bool:
     return language == default and _norm(file).startswith(REF_PREFIX)
 
 
-def notice_html(language: str) -> str:
+def reference_notice(language: str) -> str:
     """The notice that a translated reference page is in English."""
     title, sentence = NOTICES[language]
-    return (
-        f'<div class="admonition note reference-language-notice" lang="{language}">'
-        f'<p class="admonition-title">{html.escape(title)}</p>'
-        f"<p>{html.escape(sentence)}</p></div>"
+    return notice_html(
+        language,
+        kind="note",
+        css_class="reference-language-notice",
+        title=title,
+        body_html=html.escape(sentence),
     )
-
-
-def insert_after_title(content: str, block: str) -> str:
-    """Insert `block` after the page's first `<h1>`, or at the top when there is none."""
-    end = content.find("</h1>")
-    if end < 0:
-        return block + content
-    end += len("</h1>")
-    return content[:end] + block + content[end:]
 
 
 @event_priority(100)  # before mkdocstrings and autorefs see the page
@@ -161,7 +155,7 @@ def on_page_context(
     elif is_shared_ref_copy(page.file, language, default):
         english = _rendered.get(_norm(page.file))
         if english is not None:
-            block = notice_html(language) if language in NOTICES else ""
+            block = reference_notice(language) if language in NOTICES else ""
             page.content = insert_after_title(english.content, block)
             page.toc = copy.deepcopy(english.toc)
     return context

@@ -12,7 +12,6 @@ plugin has indexed the page, so it does not show up in search results.
 from __future__ import annotations
 
 import hashlib
-import html
 import json
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.plugins import event_priority
 from mkdocs.structure.nav import Navigation
 from mkdocs.structure.pages import Page
-from mkdocs.utils import get_relative_url
+from page_notice import english_link, insert_after_title, notice_html
 
 MANIFEST = Path("i18n") / "manifest.json"
 
@@ -74,20 +73,6 @@ def is_outdated(docs: Path, page: str, lang: str, sources: dict[tuple[str, str],
     return recorded != page_hash(english.read_text(encoding="utf-8"))
 
 
-def notice_html(language: str, english_href: str) -> str:
-    """Return the outdated notice for `language`, linking to `english_href`."""
-    title, sentence, link_text = NOTICES[language]
-    link = (
-        f'<a href="{html.escape(english_href)}" hreflang="en" class="outdated-notice__link">'
-        f"{html.escape(link_text)}</a>"
-    )
-    return (
-        f'<div class="admonition warning outdated-notice" lang="{language}">'
-        f'<p class="admonition-title">{html.escape(title)}</p>'
-        f"<p>{sentence.format(link=link)}</p></div>"
-    )
-
-
 def on_config(config: MkDocsConfig) -> None:
     """Read the manifest once per build."""
     root = Path(config.config_file_path or ".").resolve().parent
@@ -110,15 +95,14 @@ def on_page_context(
     english_page = source[len(prefix) :]
     if not is_outdated(Path(config.docs_dir), english_page, language, _sources):
         return context
-    english_url = page.url[len(prefix) :] if page.url.startswith(prefix) else page.url
-    href = get_relative_url(english_url or ".", page.url or ".")
-    if not href.endswith("/") and (english_url == "" or english_url.endswith("/")):
-        href += "/"
-    end = page.content.find("</h1>")
-    block = notice_html(language, href)
-    if end < 0:
-        page.content = block + page.content
-    else:
-        end += len("</h1>")
-        page.content = page.content[:end] + block + page.content[end:]
+    title, sentence, link_text = NOTICES[language]
+    link = english_link(page, language, link_text, "outdated-notice__link")
+    block = notice_html(
+        language,
+        kind="warning",
+        css_class="outdated-notice",
+        title=title,
+        body_html=sentence.format(link=link),
+    )
+    page.content = insert_after_title(page.content, block)
     return context

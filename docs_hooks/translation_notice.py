@@ -18,7 +18,7 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.plugins import event_priority
 from mkdocs.structure.nav import Navigation
 from mkdocs.structure.pages import Page
-from mkdocs.utils import get_relative_url
+from page_notice import english_link, insert_after_title, notice_html
 
 # The `toc` extension's tooltip on heading permalinks, per language (English is the default).
 PERMALINK_TITLES: dict[str, str] = {
@@ -34,29 +34,6 @@ NOTICES: dict[str, tuple[str, str, str]] = {
     "ko": ("기계 번역", "이 페이지는 {link}을 기계 번역한 것입니다.", "영어 원문"),
     "zh": ("机器翻译", "本页由{link}机器翻译而成。", "英文原文"),
 }
-
-
-def notice_html(language: str, english_href: str) -> str:
-    """Return the notice for `language`, linking to `english_href`."""
-    title, sentence, link_text = NOTICES[language]
-    link = (
-        f'<a href="{html.escape(english_href)}" hreflang="en" class="translation-notice__link">'
-        f"{html.escape(link_text)}</a>"
-    )
-    return (
-        f'<div class="admonition info translation-notice" lang="{language}">'
-        f'<p class="admonition-title">{html.escape(title)}</p>'
-        f"<p>{sentence.format(link=link)}</p></div>"
-    )
-
-
-def insert_after_title(content: str, block: str) -> str:
-    """Insert `block` after the page's first `<h1>`, or at the top when there is none."""
-    end = content.find("</h1>")
-    if end < 0:
-        return block + content
-    end += len("</h1>")
-    return content[:end] + block + content[end:]
 
 
 def on_page_content(html_text: str, page: Page, config: MkDocsConfig, **kwargs: Any) -> str:
@@ -76,10 +53,14 @@ def on_page_context(
     language = getattr(page.file, "locale", None)
     if not page.meta.get("machine_translated") or language not in NOTICES or not page.content:
         return context
-    prefix = f"{language}/"
-    english = page.url[len(prefix) :] if page.url.startswith(prefix) else page.url
-    href = get_relative_url(english or ".", page.url or ".")
-    if not href.endswith("/") and (english == "" or english.endswith("/")):
-        href += "/"
-    page.content = insert_after_title(page.content, notice_html(language, href))
+    title, sentence, link_text = NOTICES[language]
+    link = english_link(page, language, link_text, "translation-notice__link")
+    block = notice_html(
+        language,
+        kind="info",
+        css_class="translation-notice",
+        title=title,
+        body_html=sentence.format(link=link),
+    )
+    page.content = insert_after_title(page.content, block)
     return context
