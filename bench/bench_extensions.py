@@ -20,26 +20,10 @@ from typing import Any
 
 from cryptography.fernet import Fernet
 
+from bench_sqlite import item  # the same ~300-byte message as the SQLite benchmark
 from turnstore import AdvancedSQLiteSession, EncryptedSession, SQLiteSession
 
 KEY = Fernet.generate_key().decode()
-
-
-def item(n: int) -> dict[str, Any]:
-    """A realistic assistant message of about 300 bytes."""
-    return {
-        "type": "message",
-        "id": f"msg_{n:08d}",
-        "role": "assistant",
-        "status": "completed",
-        "content": [
-            {
-                "type": "output_text",
-                "text": f"Reply {n}: the Golden Gate Bridge is in San Francisco, California.",
-                "annotations": [],
-            }
-        ],
-    }
 
 
 def plain(session_id: str, path: Path) -> Any:
