@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from support.sqlite_rows import trace_sqlite_calls
 from turnstore import AdvancedSQLiteSession, Agent, RunConfig, Runner
 from turnstore.testing import FakeOpenAIServer, text_response
 
@@ -110,16 +111,7 @@ async def test_writes_queued_before_a_switch_land_on_the_branch_they_were_made_o
 async def test_no_sqlite_call_runs_on_the_event_loop_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_openai: FakeOpenAIServer
 ) -> None:
-    seen: list[tuple[int, str]] = []
-    real_connect = sqlite3.connect
-
-    def traced_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-        seen.append((threading.get_ident(), "connect"))
-        conn = real_connect(*args, **kwargs)
-        conn.set_trace_callback(lambda sql: seen.append((threading.get_ident(), sql)))
-        return conn
-
-    monkeypatch.setattr(sqlite3, "connect", traced_connect)
+    seen = trace_sqlite_calls(monkeypatch)
     loop_thread = threading.get_ident()
     fake_openai.enqueue(text_response("one"), text_response("two"))
     client = fake_openai.async_client()

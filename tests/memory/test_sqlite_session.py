@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from agents.memory import SQLiteSession as PeerSQLiteSession
 
+from support.sqlite_rows import trace_sqlite_calls
 from turnstore import (
     SessionClosedError,
     SessionSchemaError,
@@ -400,16 +401,7 @@ async def test_unopenable_file_is_a_storage_error(tmp_path: Path) -> None:
 async def test_no_sqlite_call_runs_on_the_event_loop_thread(
     db_path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    seen: list[tuple[int, str]] = []
-    real_connect = sqlite3.connect
-
-    def traced_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-        seen.append((threading.get_ident(), "connect"))
-        conn = real_connect(*args, **kwargs)
-        conn.set_trace_callback(lambda sql: seen.append((threading.get_ident(), sql)))
-        return conn
-
-    monkeypatch.setattr(sqlite3, "connect", traced_connect)
+    seen = trace_sqlite_calls(monkeypatch)
     loop_thread = threading.get_ident()
     for path in (db_path, ":memory:"):
         session = SQLiteSession("s", path)

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
+from typing import Any
+
+import pytest
 
 
 def corrupt_newest_row(db_path: str, session_id: str) -> None:
@@ -27,3 +31,22 @@ def count_rows(db_path: str, session_id: str) -> int:
         return int(conn.execute(query, (session_id,)).fetchone()[0])
     finally:
         conn.close()
+
+
+def trace_sqlite_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, str]]:
+    """Record, from now until the test ends, each SQLite connect and statement with its thread.
+
+    Returns:
+        The list the calls are appended to: `(thread id, "connect" or the SQL text)`.
+    """
+    seen: list[tuple[int, str]] = []
+    real_connect = sqlite3.connect
+
+    def traced_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        seen.append((threading.get_ident(), "connect"))
+        conn = real_connect(*args, **kwargs)
+        conn.set_trace_callback(lambda sql: seen.append((threading.get_ident(), sql)))
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", traced_connect)
+    return seen
