@@ -189,3 +189,25 @@ def test_list_aligns_cjk_session_ids(tmp_path: Path) -> None:
         session_id = next(sid for sid in ids if row.startswith(sid))
         count = str(ids[session_id])
         assert display_width(row[: row.index(count, len(session_id)) + len(count)]) == end, row
+
+
+def test_export_to_a_missing_directory_or_a_directory_says_so(tmp_path: Path) -> None:
+    fill(tmp_path / "chats.db", {"alpha": 2})
+    done = turnstore_cli(
+        "--db", "chats.db", "export", "--all", "-o", "no/dir/out.jsonl", cwd=tmp_path
+    )
+    assert done.returncode == 1
+    assert done.stderr == (
+        "turnstore: error: the directory 'no/dir' of the export file 'no/dir/out.jsonl' "
+        "does not exist\n"
+    )
+    assert not (tmp_path / "no").exists()
+
+    (tmp_path / "folder").mkdir()
+    done = turnstore_cli("--db", "chats.db", "export", "--all", "-o", "folder", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr == (
+        "turnstore: error: 'folder' is a directory: give the path of the export file\n"
+    )
+    assert list((tmp_path / "folder").iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["chats.db", "folder"]  # no temp file

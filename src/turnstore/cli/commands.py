@@ -143,6 +143,13 @@ async def _export_to_file(store: SessionStore, session_ids: list[str], path: str
     # Written to a temporary file beside the target and renamed over it only once complete: an
     # error never leaves an empty or partial backup (and never clobbers an older one).
     directory = os.path.dirname(await asyncio.to_thread(os.path.abspath, path))
+    # Said plainly, before the temporary file's name could show up in an OSError.
+    if await asyncio.to_thread(os.path.isdir, path):
+        raise CommandError(f"{path!r} is a directory: give the path of the export file")
+    if not await asyncio.to_thread(os.path.isdir, directory):
+        raise CommandError(
+            f"the directory {os.path.dirname(path)!r} of the export file {path!r} does not exist"
+        )
     fd, temp = await asyncio.to_thread(
         tempfile.mkstemp, prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory
     )
