@@ -13,7 +13,6 @@ from ...exceptions import SessionStorageError
 from ..closing import Release
 from ..codec import validate_table_names
 from ..session import Session
-from .timeouts import DEFAULT_COMMAND_TIMEOUT, check_command_timeout
 from ..store import (
     EncodedWrite,
     SessionInfo,
@@ -24,6 +23,7 @@ from ..store import (
     _records,
     _utc,
 )
+from .timeouts import DEFAULT_COMMAND_TIMEOUT, check_command_timeout
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
