@@ -625,7 +625,8 @@ class _TableLock:
             stdout=subprocess.PIPE,
             text=True,
         )
-        assert self._psql.stdin is not None and self._psql.stdout is not None
+        assert self._psql.stdin is not None
+        assert self._psql.stdout is not None
         self._psql.stdin.write(f'BEGIN; LOCK TABLE "{table}" IN ACCESS EXCLUSIVE MODE; SELECT 1;\n')
         self._psql.stdin.flush()
         assert self._psql.stdout.readline().strip() == "1"  # the lock is held from here on
