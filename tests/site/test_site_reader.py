@@ -46,6 +46,17 @@ def test_each_language_has_its_own_404_page(built_site: BuiltSite, language: str
     for other, name in HOME_NAMES.items():
         home = "/" if other == "en" else f"/{other}/"
         assert f'<a href="{home}" hreflang="{other}" lang="{other}">{name}</a>' in html
+    # The language switcher offers the same homes (not the alternates of the last page built,
+    # which Material would otherwise read from the page context).
+    switcher = {
+        lang: href
+        for href, lang in re.findall(
+            r'<a href="([^"]+)" hreflang="([\w-]+)" class="md-select__link"', html
+        )
+    }
+    assert switcher == {other: "/" if other == "en" else f"/{other}/" for other in HOME_NAMES}, (
+        switcher
+    )
     # Served for any missing URL, so its links are absolute, and a translated one searches its
     # own language's index.
     base = re.search(r'"base": "([^"]*)"', html)
@@ -281,4 +292,16 @@ def test_code_examples_fit_80_columns(language: str) -> None:
                 for line in match["body"].splitlines()
                 if len(line) - indent > 80
             ]
+    assert not long_lines, long_lines
+
+
+def test_example_scripts_fit_80_columns() -> None:
+    # The Examples page shows each script of examples/ whole (examples/ruff.toml formats them
+    # to 80 columns): no line of one may scroll sideways there.
+    long_lines = [
+        f"{script.name}:{number}"
+        for script in sorted((ROOT / "examples").glob("*.py"))
+        for number, line in enumerate(read(script).splitlines(), 1)
+        if len(line) > 80
+    ]
     assert not long_lines, long_lines
