@@ -22,6 +22,8 @@ pytestmark = pytest.mark.browser
 PAGES = [
     ("", "home-en"),
     ("ja/", "home-ja"),
+    ("ko/", "home-ko"),
+    ("zh/", "home-zh"),
     ("sessions/", "sessions-en"),
     ("ko/sessions/", "sessions-ko"),
     ("ref/backends/#turnstore.SQLAlchemySession.from_url", "ref-backends-from-url"),
@@ -30,6 +32,8 @@ PAGES = [
     ("changelog/", "changelog-en"),
     ("404.html", "not-found-en"),
     ("ja/404.html", "not-found-ja"),
+    ("ko/404.html", "not-found-ko"),
+    ("zh/404.html", "not-found-zh"),
 ]
 WIDTHS = (1280, 390)
 
