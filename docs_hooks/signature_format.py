@@ -3,8 +3,9 @@
 mkdocstrings formats each signature (`separate_signature: true`) with Black or Ruff, whichever it
 can import, and without either it prints the signature as one line: up to 341 characters on
 ref/backends, which scroll sideways at any width. The published site is built with the `docs`
-extra alone (.github/workflows/docs.yml), so that extra installs Ruff, and this hook stops the
-build, naming the cause, when neither formatter can be imported.
+extra alone (.github/workflows/docs.yml), so that extra installs Black (a formatter: `make docs`
+installs no linter), and this hook stops the build, naming the cause, when neither formatter can
+be imported.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     if not formatter_available():
         raise PluginError(
             "The API reference's signatures need Ruff or Black to be formatted "
-            "(pip install -e '.[docs]' installs Ruff); without them each signature "
+            "(pip install -e '.[docs]' installs Black); without them each signature "
             "is one line that scrolls sideways."
         )
     return config
