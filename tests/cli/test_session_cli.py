@@ -698,3 +698,73 @@ async def _drop_prefix(url: str, prefix: str) -> None:
     client = create_client_for_url(url)
     await delete_prefix(client, prefix)
     await client.aclose()
+
+
+# --- every database call of the CLI is bounded by --command-timeout ------------------------------
+
+
+_PSQL = ["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "test", "-qtA", "-v", "ON_ERROR_STOP=1"]
+
+
+def _psql(sql: str) -> None:
+    subprocess.run([*_PSQL, "-c", sql], check=True, capture_output=True)
+
+
+class _TableLock:
+    """A psql process that holds an ACCESS EXCLUSIVE lock on a table until `release()`."""
+
+    def __init__(self, table: str) -> None:
+        self._psql = subprocess.Popen(
+            _PSQL,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self._psql.stdin is not None
+        assert self._psql.stdout is not None
+        self._psql.stdin.write(f'BEGIN; LOCK TABLE "{table}" IN ACCESS EXCLUSIVE MODE; SELECT 1;\n')
+        self._psql.stdin.flush()
+        assert self._psql.stdout.readline().strip() == "1"  # the lock is held from here on
+
+    def release(self) -> None:
+        self._psql.communicate("ROLLBACK;\n", timeout=30)  # closes both pipes
+
+
+@pytest.mark.parametrize("which", ["postgres_url", "pgbouncer_url"])
+def test_a_database_that_does_not_answer_fails_within_the_command_timeout(
+    request: pytest.FixtureRequest, tmp_path: Path, capsys: pytest.CaptureFixture[str], which: str
+) -> None:
+    url: str = request.getfixturevalue(which)
+    tag = uuid.uuid4().hex[:8]
+    tables = [f"lock{tag}_s", f"lock{tag}_m"]
+    args = ["--db", url, "--sessions-table", tables[0], "--messages-table", tables[1]]
+    export = tmp_path / "in.jsonl"
+    _write_export(export, _records("kept", 2))
+    assert run_cli(capsys, *args, "import", str(export))[0] == 0
+    backup = tmp_path / "backup.jsonl"
+    backup.write_text("an older backup\n", encoding="utf-8")
+    _write_export(export, _records("new", 2))
+    try:
+        lock = _TableLock(tables[1])
+        try:
+            timeout = ["--command-timeout", "1"]
+            for command in (
+                ["stats"],
+                ["list"],
+                ["show", "kept"],
+                ["export", "--all", "-o", str(backup)],
+                ["import", str(export)],
+                ["prune", "--idle", "1s"],
+            ):
+                code, out, err = run_cli(capsys, *args, *command, *timeout)
+                assert code == 1, (command, out, err)
+                assert "command_timeout=1" in err, (command, err)
+                assert "Traceback" not in err
+        finally:
+            lock.release()
+        assert backup.read_text(encoding="utf-8") == "an older backup\n"
+        code, out, _ = run_cli(capsys, *args, "stats", "--json")
+        assert code == 0
+        assert (json.loads(out)["sessions"], json.loads(out)["items"]) == (1, 2)  # nothing written
+    finally:
+        _psql(f'DROP TABLE IF EXISTS "{tables[1]}", "{tables[0]}"')
