@@ -133,6 +133,14 @@ def test_reader_navigation_keeps_maintainer_pages_in_contributing(
     assert nav.index('href="../translation/"') > contributing
     for reader_page in ("../examples/", "../changelog/", "../ref/", "../compaction/"):
         assert nav.index(f'href="{reader_page}"') < contributing, reader_page
+    # The section's pages are not named like the section ("Contributing > Contributing").
+    labels = [
+        " ".join(label.split())
+        for label in re.findall(r'<span class="md-ellipsis">(.*?)</span>', nav[:contributing], re.S)
+    ]
+    page = re.search(r'<span class="md-ellipsis">(.*?)</span>', nav[contributing:], re.S)
+    assert page is not None
+    assert " ".join(page.group(1).split()) != labels[-1], labels[-1]
     # The reference's "add a ::: block" note is on the Contributing page, not in the reference.
     ref_index = read(built_site.page(f"{prefix}ref/"))
     article = ref_index[ref_index.index("<article") : ref_index.index("</article>")]
