@@ -30,7 +30,7 @@ import asyncio, gc, sys, threading
 from turnstore import SQLiteSession
 
 folder = sys.argv[1]
-gc.set_threshold(50, 1, 1)  # collect often: inside the constructors of the other threads
+gc.set_threshold(1, 1, 1)  # collect at almost every allocation, in every thread
 stop = threading.Event()
 
 class Cycle:
@@ -49,16 +49,20 @@ def construct(t):
         session = SQLiteSession(f"t{t}-{i}", f"{folder}/{i % 3}.db")
         if i % 5 == 0:
             asyncio.run(session.add_items([{"n": i}]))
-        session.close()
+        asyncio.run(session.close())
         i += 1
 
 threads = [threading.Thread(target=construct, args=(t,)) for t in range(3)]
 for thread in threads:
     thread.start()
+pause = threading.Event()
 for i in range(150):
+    # The garbage is made with the collector off; once it is on again, the main thread waits
+    # and the constructing threads' allocations run the collection (and the finalizers).
+    gc.disable()
     forget(i)
-    if i % 10 == 0:
-        gc.collect()
+    gc.enable()
+    pause.wait(0.02)
 stop.set()
 for thread in threads:
     thread.join()
