@@ -1,8 +1,8 @@
 """Listing (newest activity first, prefix, paging) and retention on every storage backend.
 
-One contract, `ListingContract`, runs against SQLite, PostgreSQL and Redis through
-`open_session_store`, writing with the backends' own sessions and ageing a session by setting its
-last-activity time in the raw storage.
+One contract, `ListingContract`, runs against SQLite, PostgreSQL (directly and through
+PgBouncer), Redis and a Redis Cluster through `open_session_store`, writing with the backends' own
+sessions and ageing a session by setting its last-activity time in the raw storage.
 """
 
 from __future__ import annotations
@@ -16,12 +16,22 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from support.backends import RedisStorage, SQLStorage
+from support.backends import (
+    RedisStorage,
+    SQLStorage,
+    delete_prefix,
+    drop_tables,
+    unique_prefix,
+    unique_tables,
+)
 from turnstore import (
+    RedisSession,
     SessionStore,
     SQLiteSession,
     open_session_store,
 )
+from turnstore.memory.redis.keys import ClusterLayout
+from turnstore.memory.sqlalchemy.session import create_engine_for_url
 
 LONG_AGO = datetime(2020, 1, 1, tzinfo=UTC)
 
@@ -193,3 +203,57 @@ class TestRedis(RedisStorage, ListingContract):
     async def set_last_activity(self, session_id: str, when: datetime) -> None:
         score = round(when.timestamp() * 1000)
         await self.client.zadd(f"{self.prefix}:index", {session_id: score}, xx=True)
+
+
+@pytest.mark.services
+class TestRedisCluster(ListingContract):
+    """The contract on a 3-primary Redis Cluster: each hash slot has its own index."""
+
+    @pytest.fixture(autouse=True)
+    async def _store(self, redis_cluster_url: str) -> AsyncIterator[None]:
+        from redis.asyncio.cluster import RedisCluster
+
+        self.client = RedisCluster.from_url(redis_cluster_url.replace("+cluster://", "://", 1))
+        self.prefix = unique_prefix("lcluster")
+        self.store = open_session_store(redis_cluster_url, key_prefix=self.prefix)
+        yield
+        await self.store.close()
+        await delete_prefix(self.client, self.prefix)
+        await self.client.aclose()
+
+    def session(self, session_id: str) -> Any:
+        return RedisSession(session_id, redis_client=self.client, key_prefix=self.prefix)
+
+    async def set_last_activity(self, session_id: str, when: datetime) -> None:
+        index = ClusterLayout(self.prefix).index_key(session_id)
+        score = round(when.timestamp() * 1000)
+        assert await self.client.zadd(index, {session_id: score}, xx=True, ch=True) == 1
+
+
+@pytest.mark.services
+class TestPgBouncer(SQLStorage, ListingContract):
+    """The contract on PostgreSQL through PgBouncer in transaction pooling mode."""
+
+    @pytest.fixture(autouse=True)
+    async def _sql(self, pgbouncer_url: str, postgres_url: str) -> AsyncIterator[None]:
+        self.engine = create_engine_for_url(pgbouncer_url, pool_size=10, max_overflow=50)
+        self.tables = unique_tables("lpgb")
+        self.store = open_session_store(
+            pgbouncer_url, sessions_table=self.tables[0], messages_table=self.tables[1], create=True
+        )
+        yield
+        await self.store.close()
+        await self.engine.dispose()
+        direct = create_engine_for_url(postgres_url)
+        await drop_tables(direct, self.tables)
+        await direct.dispose()
+
+    def session(self, session_id: str) -> Any:
+        return self.sql_session(session_id)
+
+    async def set_last_activity(self, session_id: str, when: datetime) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                text(f'UPDATE "{self.tables[0]}" SET updated_at = :when WHERE session_id = :sid'),
+                {"when": when, "sid": session_id},
+            )
