@@ -113,7 +113,7 @@ class SessionRecord:
                 raise ValueError(f"{where}: 'created_at' must be an ISO 8601 string or null")
             try:
                 created_at = _utc(datetime.fromisoformat(stamp))
-            except ValueError as exc:
+            except (ValueError, OverflowError) as exc:  # OverflowError: out of range in UTC
                 raise ValueError(f"{where}: 'created_at' is not ISO 8601: {stamp!r}") from exc
         return cls(session_id, item, created_at)  # type: ignore[arg-type]
 
@@ -126,14 +126,23 @@ def _utc(value: datetime) -> datetime:
     return value.replace(microsecond=value.microsecond // 1000 * 1000)
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MS = timedelta(milliseconds=1)
+
+
 def _from_ms(ms: int | float | None) -> datetime | None:
+    # Integer arithmetic, not `fromtimestamp(ms / 1000)`: a float loses the last millisecond of
+    # stamps far from 1970 (9999-12-31T23:59:59.999 read back as .998993).
     if ms is None:
         return None
-    return datetime.fromtimestamp(int(ms) / 1000, tz=UTC)
+    try:
+        return _EPOCH + int(ms) * _MS
+    except OverflowError:  # a stamp past year 9999 (not one turnstore wrote): unknown
+        return None
 
 
 def _to_ms(value: datetime) -> int:
-    return round(_utc(value).timestamp() * 1000)
+    return (_utc(value) - _EPOCH) // _MS
 
 
 @dataclass(frozen=True, slots=True)
