@@ -7,6 +7,7 @@ sessions and ageing a session by setting its last-activity time in the raw stora
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -26,6 +27,7 @@ from support.backends import (
 )
 from turnstore import (
     RedisSession,
+    SessionRecord,
     SessionStore,
     SQLiteSession,
     open_session_store,
@@ -116,6 +118,31 @@ class ListingContract:
         info = await self.store.get_info("s")
         assert info is not None
         assert info.item_count == 2
+
+    async def test_iter_sessions_walks_every_session_once_newest_first(self) -> None:
+        # More sessions than one page of the walk (500), half of them under a prefix.
+        ids = [f"{'p' if n % 2 else 'q'}/{n}" for n in range(1_050)]
+        gate = asyncio.Semaphore(16)
+
+        async def write(session_id: str) -> None:
+            async with gate:
+                record = SessionRecord(session_id, {"role": "user", "content": "x"}, None)
+                await self.store.write_records(session_id, [record])
+
+        await asyncio.gather(*(write(session_id) for session_id in ids))
+        listed = []
+        for offset in range(0, 1_100, 250):
+            listed += [
+                i.session_id for i in await self.store.list_sessions(offset=offset, limit=250)
+            ]
+        walked = [info.session_id async for info in self.store.iter_sessions()]
+        assert sorted(walked) == sorted(ids)
+        assert walked == listed  # the order of list_sessions: newest activity first
+        under = [info async for info in self.store.iter_sessions(prefix="p/")]
+        assert [info.session_id for info in under] == [i for i in listed if i.startswith("p/")]
+        assert {info.item_count for info in under} == {1}
+        with pytest.raises(TypeError):
+            [info async for info in self.store.iter_sessions(prefix=None)]  # type: ignore[arg-type]
 
     async def test_bad_arguments(self) -> None:
         with pytest.raises(TypeError, match="older_than"):
