@@ -605,6 +605,101 @@ def test_items_added_before_1970_round_trip(
     assert json.loads(out.splitlines()[0])["items"] == 2
 
 
+def _ids_on_every_primary(url: str, prefix: str, per_node: int) -> dict[str, list[str]]:
+    """Session ids whose keys land on each primary of the cluster, `per_node` per primary."""
+    from redis.cluster import RedisCluster
+
+    from turnstore.memory.redis.keys import ClusterLayout
+
+    layout = ClusterLayout(prefix)
+    client = RedisCluster.from_url(url.replace("+cluster://", "://", 1))
+    try:
+        owners: dict[str, list[str]] = {node.name: [] for node in client.get_primaries()}
+        for n in range(10_000):
+            # Plain ids, and ids with braces and non-ASCII text of their own.
+            session_id = (f"user-{n}", f"{{t}}é-{n}", f"a}}{{{n}")[n % 3]
+            owner = owners[client.get_node_from_key(layout.items_key(session_id)).name]
+            if len(owner) < per_node:
+                owner.append(session_id)
+            if all(len(ids) == per_node for ids in owners.values()):
+                return owners
+    finally:
+        client.close()
+    raise AssertionError(f"no {per_node} session ids for each primary: {owners}")
+
+
+def test_the_cli_reaches_sessions_on_every_primary_of_a_cluster(
+    redis_cluster_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """list, stats, export --all, import and prune --idle see the sessions of every primary."""
+    source, target = (
+        Backend(
+            "redis-cluster",
+            ["--db", redis_cluster_url, "--key-prefix", p],
+            redis_cluster_url,
+            prefix=p,
+        )
+        for p in (unique_prefix("clitest"), unique_prefix("clitest"))
+    )
+    try:
+        owners = _ids_on_every_primary(redis_cluster_url, source.prefix, per_node=3)
+        assert len(owners) == 3
+        ids = [session_id for node_ids in owners.values() for session_id in node_ids]
+        source.fill({sid: [{"n": n}] * (1 + n % 2) for n, sid in enumerate(ids)})
+        expected_items = sum(1 + n % 2 for n in range(len(ids)))
+
+        code, out, _ = run_cli(capsys, *source.args, "list", "--json", "--page-size", "100")
+        assert code == 0
+        assert sorted(json.loads(line)["session_id"] for line in out.splitlines()) == sorted(ids)
+        code, out, _ = run_cli(capsys, *source.args, "stats", "--json")
+        stats = json.loads(out)
+        assert (stats["sessions"], stats["items"]) == (len(ids), expected_items)
+
+        dump = tmp_path / "all.jsonl"
+        code, _, err = run_cli(capsys, *source.args, "export", "--all", "-o", str(dump))
+        assert code == 0, err
+        assert f"exported {expected_items} items of {len(ids)} sessions" in err
+        code, _, err = run_cli(capsys, *target.args, "import", str(dump))
+        assert code == 0, err
+        for n, session_id in enumerate(ids):
+            assert target.items(session_id) == [{"n": n}] * (1 + n % 2)
+        code, again, _ = run_cli(capsys, *target.args, "export", "--all")
+        assert sorted(again.splitlines()) == sorted(dump.read_text(encoding="utf-8").splitlines())
+
+        # Age one session on each primary; prune deletes exactly those, wherever they live.
+        from redis.cluster import RedisCluster
+
+        from turnstore.memory.redis.keys import ClusterLayout
+
+        layout = ClusterLayout(source.prefix)
+        old = [node_ids[0] for node_ids in owners.values()]
+        client = RedisCluster.from_url(redis_cluster_url.replace("+cluster://", "://", 1))
+        try:
+            for session_id in old:
+                client.zadd(layout.index_key(session_id), {session_id: 1_000}, xx=True)
+        finally:
+            client.close()
+        code, out, err = run_cli(capsys, *source.args, "prune", "--idle", "1d")
+        assert code == 0, err
+        assert "deleted 3 sessions" in out
+        code, out, _ = run_cli(capsys, *source.args, "list", "--json", "--page-size", "100")
+        left = sorted(json.loads(line)["session_id"] for line in out.splitlines())
+        assert left == sorted(set(ids) - set(old))
+        for session_id in old:
+            assert source.items(session_id) == []
+    finally:
+        for backend in (source, target):
+            asyncio.run(_drop_prefix(redis_cluster_url, backend.prefix))
+
+
+async def _drop_prefix(url: str, prefix: str) -> None:
+    from turnstore.memory.redis.session import create_client_for_url
+
+    client = create_client_for_url(url)
+    await delete_prefix(client, prefix)
+    await client.aclose()
+
+
 # --- every database call of the CLI is bounded by --command-timeout ------------------------------
 
 
