@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -60,6 +61,10 @@ def test_build_check_and_install_the_wheel_into_a_fresh_venv(tmp_path: Path) -> 
     sdist = dist / f"turnstore-{version}.tar.gz"
     assert sorted(p.name for p in dist.iterdir()) == sorted([wheel.name, sdist.name])
     run(sys.executable, "-m", "twine", "check", "--strict", wheel, sdist, cwd=tmp_path)
+    with tarfile.open(sdist) as archive:
+        members = archive.getnames()
+    assert f"turnstore-{version}/src/turnstore/py.typed" in members
+    assert not [n for n in members if n.startswith(f"turnstore-{version}/tests/")], members
 
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()

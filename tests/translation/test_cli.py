@@ -129,15 +129,14 @@ def test_ctrl_c_leaves_every_file_old_or_new(site: Path, fake_openai: FakeOpenAI
 
 def test_refused_connection_names_the_url_and_stops_at_once(site: Path) -> None:
     url = "http://127.0.0.1:9/v1"  # the discard port: nothing listens there
-    started = time.monotonic()
     result = _run(site, "--max-retries", "6", OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=url)
-    elapsed = time.monotonic() - started
     assert result.returncode == 2, result.stderr
     assert f"cannot connect to {url}" in result.stderr
     assert "connection refused" in result.stderr
-    assert "retry" not in result.stderr  # a refused connection is not retried
+    # Each retry prints "retry N in X s" on stderr: none means it stopped at the first refusal
+    # (with 6 retries it would wait 1+2+...+32 s).
+    assert "retry" not in result.stderr
     assert "Traceback" not in result.stderr
-    assert elapsed < 30  # with retries it would take over a minute (backoff 1+2+...+32 s)
     assert not (site / "docs" / "ja").exists()
 
 
