@@ -143,14 +143,20 @@ async def _export_to_file(store: SessionStore, session_ids: list[str], path: str
     # Written to a temporary file beside the target and renamed over it only once complete: an
     # error never leaves an empty or partial backup (and never clobbers an older one).
     directory = os.path.dirname(await asyncio.to_thread(os.path.abspath, path))
-    fd, temp = await asyncio.to_thread(
-        tempfile.mkstemp, prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory
-    )
+    try:
+        fd, temp = await asyncio.to_thread(
+            tempfile.mkstemp, prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory
+        )
+    except OSError as exc:  # the file's fault, not the store's: name the file
+        raise CommandError(f"cannot write {path}: {exc.strerror or exc}") from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             count = await _write_records(store, session_ids, out)
             await asyncio.to_thread(os.fsync, out.fileno())
-        await asyncio.to_thread(os.replace, temp, path)
+        try:
+            await asyncio.to_thread(os.replace, temp, path)
+        except OSError as exc:
+            raise CommandError(f"cannot write {path}: {exc.strerror or exc}") from exc
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp)
