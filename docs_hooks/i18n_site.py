@@ -90,9 +90,17 @@ def on_env(env: Any, config: MkDocsConfig, files: Any) -> Any:
 def on_template_context(
     context: dict[str, Any], template_name: str, config: MkDocsConfig
 ) -> dict[str, Any]:
-    """The 404 page's switcher offers the language homes (not the last page's alternates)."""
+    """The 404 page's switcher offers the language homes (not the last page's alternates).
+
+    mkdocs-static-i18n sets the switcher's links per page as an attribute of `config.extra`
+    (`config.extra.alternate = ...`), which Jinja reads before the mapping's item: both are
+    replaced, or a translated 404 page kept the links of the last page built (`/ja/ref/tools/`).
+    """
     if template_name == NOT_FOUND:
-        config.extra["alternate"] = language_homes(config)
+        homes = language_homes(config)
+        config.extra["alternate"] = homes
+        if "alternate" in vars(config.extra):
+            config.extra.alternate = homes
     return context
 
 

@@ -1,13 +1,17 @@
-"""Basic memory: three turns on one session; each turn remembers the ones before.
+"""Basic memory: three turns on one session; each remembers the ones before.
 
-Try it without an API key, against the bundled fake OpenAI server (its replies quote the user
-messages they received, so you can see the history the model got):
+Try it without an API key, against the bundled fake OpenAI server (its replies
+quote the user messages they received: you see the history the model got):
 
-    .venv/bin/python -m turnstore.testing.fake_openai --port 8787     # in one shell
-    export OPENAI_BASE_URL=http://127.0.0.1:8787/v1 OPENAI_API_KEY=sk-fake   # in another
+    # in one shell
+    .venv/bin/python -m turnstore.testing.fake_openai --port 8787
+    # in another
+    export OPENAI_BASE_URL=http://127.0.0.1:8787/v1 OPENAI_API_KEY=sk-fake
     .venv/bin/python examples/basic_memory.py
 
-With a real key: OPENAI_API_KEY=sk-... .venv/bin/python examples/basic_memory.py
+With a real key:
+
+    OPENAI_API_KEY=sk-... .venv/bin/python examples/basic_memory.py
 """
 
 from __future__ import annotations

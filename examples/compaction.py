@@ -1,17 +1,22 @@
 """Compaction: a long conversation whose stored history stays short.
 
-After each turn the runner asks the session whether to compact. Here the trigger fires once four
-answers are stored; the stored items are then replaced by the user messages and one encrypted
-`compaction` item, and the replaced items move to SQLite's archive.
+After each turn the runner asks the session whether to compact. Here the
+trigger fires once four answers are stored; the stored items are then replaced
+by the user messages and one encrypted `compaction` item, and the replaced items
+move to SQLite's archive.
 
-Try it without an API key, against the bundled fake OpenAI server (its replies quote the user
-messages they received, so you can see the history the model got):
+Try it without an API key, against the bundled fake OpenAI server (its replies
+quote the user messages they received: you see the history the model got):
 
-    .venv/bin/python -m turnstore.testing.fake_openai --port 8787     # in one shell
-    export OPENAI_BASE_URL=http://127.0.0.1:8787/v1 OPENAI_API_KEY=sk-fake   # in another
+    # in one shell
+    .venv/bin/python -m turnstore.testing.fake_openai --port 8787
+    # in another
+    export OPENAI_BASE_URL=http://127.0.0.1:8787/v1 OPENAI_API_KEY=sk-fake
     .venv/bin/python examples/compaction.py
 
-With a real key: OPENAI_API_KEY=sk-... .venv/bin/python examples/compaction.py
+With a real key:
+
+    OPENAI_API_KEY=sk-... .venv/bin/python examples/compaction.py
 """
 
 from __future__ import annotations

@@ -1,13 +1,17 @@
-"""Several isolated sessions: two users share a database file but not their histories.
+"""Several isolated sessions: two users share a database file, not histories.
 
-Try it without an API key, against the bundled fake OpenAI server (its replies quote the user
-messages they received, so you can see the history the model got):
+Try it without an API key, against the bundled fake OpenAI server (its replies
+quote the user messages they received: you see the history the model got):
 
-    .venv/bin/python -m turnstore.testing.fake_openai --port 8787     # in one shell
-    export OPENAI_BASE_URL=http://127.0.0.1:8787/v1 OPENAI_API_KEY=sk-fake   # in another
+    # in one shell
+    .venv/bin/python -m turnstore.testing.fake_openai --port 8787
+    # in another
+    export OPENAI_BASE_URL=http://127.0.0.1:8787/v1 OPENAI_API_KEY=sk-fake
     .venv/bin/python examples/isolated_sessions.py
 
-With a real key: OPENAI_API_KEY=sk-... .venv/bin/python examples/isolated_sessions.py
+With a real key:
+
+    OPENAI_API_KEY=sk-... .venv/bin/python examples/isolated_sessions.py
 """
 
 from __future__ import annotations
@@ -23,15 +27,21 @@ async def main() -> None:
     agent = Agent(name="Assistant", instructions="Reply very concisely.")
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "users.db"
-        async with SQLiteSession("alice", db) as alice, SQLiteSession("bob", db) as bob:
-            await Runner.run(agent, "My favourite colour is green.", session=alice)
+        async with (
+            SQLiteSession("alice", db) as alice,
+            SQLiteSession("bob", db) as bob,
+        ):
+            await Runner.run(
+                agent, "My favourite colour is green.", session=alice
+            )
             await Runner.run(agent, "My favourite colour is red.", session=bob)
             for name, session in (("alice", alice), ("bob", bob)):
-                result = await Runner.run(agent, "What is my favourite colour?", session=session)
+                result = await Runner.run(
+                    agent, "What is my favourite colour?", session=session
+                )
                 print(f"{name}: {result.final_output}")
-            print(
-                f"alice has {len(await alice.get_items())} items, bob {len(await bob.get_items())}"
-            )
+            counts = [len(await s.get_items()) for s in (alice, bob)]
+            print(f"alice has {counts[0]} items, bob {counts[1]}")
 
 
 if __name__ == "__main__":

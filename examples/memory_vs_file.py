@@ -1,14 +1,19 @@
-"""In memory vs a file: a file-backed session survives reopening, an in-memory one does not.
+"""In memory vs a file: a session in a file survives reopening, in memory not.
 
-Try it without an API key, against the bundled fake OpenAI server (its replies quote the user
-messages they received, so you can see the history the model got):
+Try it without an API key, against the bundled fake OpenAI server (its replies
+quote the user messages they received: you see the history the model got):
 
-    .venv/bin/python -m turnstore.testing.fake_openai --port 8787     # in one shell
-    export OPENAI_BASE_URL=http://127.0.0.1:8787/v1 OPENAI_API_KEY=sk-fake   # in another
+    # in one shell
+    .venv/bin/python -m turnstore.testing.fake_openai --port 8787
+    # in another
+    export OPENAI_BASE_URL=http://127.0.0.1:8787/v1 OPENAI_API_KEY=sk-fake
     .venv/bin/python examples/memory_vs_file.py [DB_PATH]
 
-With a real key: OPENAI_API_KEY=sk-... .venv/bin/python examples/memory_vs_file.py [DB_PATH]
-(the database file defaults to ./conversations.db).
+With a real key:
+
+    OPENAI_API_KEY=sk-... .venv/bin/python examples/memory_vs_file.py [DB_PATH]
+
+The database file defaults to ./conversations.db.
 """
 
 from __future__ import annotations
@@ -24,14 +29,20 @@ async def main(db_path: str) -> None:
 
     async with SQLiteSession("temporary") as in_memory:
         await Runner.run(agent, "Remember the number 7.", session=in_memory)
-    async with SQLiteSession("temporary") as in_memory:  # a new, empty in-memory database
-        print(f"in memory, after reopening: {len(await in_memory.get_items())} items")
+    # Reopened: a new, empty in-memory database.
+    async with SQLiteSession("temporary") as in_memory:
+        count = len(await in_memory.get_items())
+        print(f"in memory, after reopening: {count} items")
 
     async with SQLiteSession("persistent", db_path) as on_disk:
         await Runner.run(agent, "Remember the number 7.", session=on_disk)
-    async with SQLiteSession("persistent", db_path) as on_disk:  # the same file, reopened
-        print(f"in {db_path}, after reopening: {len(await on_disk.get_items())} items")
-        result = await Runner.run(agent, "Which number did I ask you to remember?", session=on_disk)
+    # Reopened: the same file.
+    async with SQLiteSession("persistent", db_path) as on_disk:
+        count = len(await on_disk.get_items())
+        print(f"in {db_path}, after reopening: {count} items")
+        result = await Runner.run(
+            agent, "Which number did I ask you to remember?", session=on_disk
+        )
         print(f"assistant: {result.final_output}")
 
 

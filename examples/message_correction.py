@@ -1,13 +1,17 @@
-"""Correcting a message: two `pop_item` calls remove the last answer and the question behind it.
+"""Correcting a message: two `pop_item` calls remove an answer and its question.
 
-Try it without an API key, against the bundled fake OpenAI server (its replies quote the user
-messages they received, so you can see the history the model got):
+Try it without an API key, against the bundled fake OpenAI server (its replies
+quote the user messages they received: you see the history the model got):
 
-    .venv/bin/python -m turnstore.testing.fake_openai --port 8787     # in one shell
-    export OPENAI_BASE_URL=http://127.0.0.1:8787/v1 OPENAI_API_KEY=sk-fake   # in another
+    # in one shell
+    .venv/bin/python -m turnstore.testing.fake_openai --port 8787
+    # in another
+    export OPENAI_BASE_URL=http://127.0.0.1:8787/v1 OPENAI_API_KEY=sk-fake
     .venv/bin/python examples/message_correction.py
 
-With a real key: OPENAI_API_KEY=sk-... .venv/bin/python examples/message_correction.py
+With a real key:
+
+    OPENAI_API_KEY=sk-... .venv/bin/python examples/message_correction.py
 """
 
 from __future__ import annotations
@@ -26,7 +30,9 @@ async def main() -> None:
         # The user meant another question: drop the answer, then the question.
         answer = await session.pop_item()
         question = await session.pop_item()
-        print(f"removed: {question and question.get('content')!r} and its answer")
+        print(
+            f"removed: {question and question.get('content')!r} and its answer"
+        )
         assert answer is not None
 
         result = await Runner.run(agent, "What's 2 + 3?", session=session)

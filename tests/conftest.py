@@ -11,6 +11,7 @@ import os
 import shutil
 import socket
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -41,55 +42,73 @@ def _port_open(host: str, port: int) -> bool:
         return False
 
 
+def _endpoint(url: str, default_port: int) -> tuple[str, int]:
+    """The host and port a service URL names (the first node of a cluster URL).
+
+    The fixtures probe what the URL names, not a fixed port: a `TURNSTORE_*_URL` pointing at
+    a server that is not there skips the tests (fails them under TURNSTORE_REQUIRE_SERVICES=1)
+    instead of letting them fail on a connection error.
+    """
+    parsed = urlsplit(url.replace("+cluster://", "://", 1))
+    return parsed.hostname or "127.0.0.1", parsed.port or default_port
+
+
 @pytest.fixture(scope="session")
 def postgres_url() -> str:
     """An async SQLAlchemy URL of a reachable PostgreSQL database."""
-    if not _port_open("127.0.0.1", 5432):
-        skip_or_fail("PostgreSQL is not reachable on 127.0.0.1:5432")
+    host, port = _endpoint(POSTGRES_URL, 5432)
+    if not _port_open(host, port):
+        skip_or_fail(f"PostgreSQL is not reachable on {host}:{port}")
     return POSTGRES_URL
 
 
 @pytest.fixture(scope="session")
 def mysql_url() -> str:
     """An async SQLAlchemy URL of a reachable MariaDB/MySQL database (the MySQL dialect check)."""
-    if not _port_open("127.0.0.1", 3306):
-        skip_or_fail("MariaDB/MySQL is not reachable on 127.0.0.1:3306")
+    host, port = _endpoint(MYSQL_URL, 3306)
+    if not _port_open(host, port):
+        skip_or_fail(f"MariaDB/MySQL is not reachable on {host}:{port}")
     return MYSQL_URL
 
 
 @pytest.fixture(scope="session")
 def redis_url() -> str:
     """A URL of a reachable Redis database."""
-    if not _port_open("127.0.0.1", 6379):
-        skip_or_fail("Redis is not reachable on 127.0.0.1:6379")
+    host, port = _endpoint(REDIS_URL, 6379)
+    if not _port_open(host, port):
+        skip_or_fail(f"Redis is not reachable on {host}:{port}")
     return REDIS_URL
 
 
 @pytest.fixture(scope="session")
 def redis_cluster_url() -> str:
     """A `redis+cluster://` URL of a reachable Redis Cluster whose every slot is served."""
-    if not _port_open("127.0.0.1", 7001):
+    host, port = _endpoint(REDIS_CLUSTER_URL, 6379)
+    if not _port_open(host, port):
         skip_or_fail(
-            "the Redis Cluster is not reachable on 127.0.0.1:7001 (.ci/scale-out-services)"
+            f"the Redis Cluster is not reachable on {host}:{port} (.ci/scale-out-services)"
         )
     import redis
 
-    client = redis.Redis(host="127.0.0.1", port=7001)
+    client = redis.Redis(host=host, port=port)
     try:
         state = client.execute_command("CLUSTER", "INFO")
+    except redis.RedisError as exc:
+        state = f"{type(exc).__name__}: {exc}"
     finally:
         client.close()
     text = state.decode() if isinstance(state, bytes) else str(state)
     if "cluster_state:ok" not in text:
-        skip_or_fail("the Redis Cluster on 127.0.0.1:7001 is not ready (cluster_state is not ok)")
+        skip_or_fail(f"the Redis Cluster on {host}:{port} is not ready ({text.strip()[:80]})")
     return REDIS_CLUSTER_URL
 
 
 @pytest.fixture(scope="session")
 def pgbouncer_url() -> str:
     """A URL of PostgreSQL's database `test` through PgBouncer in transaction pooling mode."""
-    if not _port_open("127.0.0.1", 6432):
-        skip_or_fail("PgBouncer is not reachable on 127.0.0.1:6432 (.ci/scale-out-services)")
+    host, port = _endpoint(PGBOUNCER_URL, 6432)
+    if not _port_open(host, port):
+        skip_or_fail(f"PgBouncer is not reachable on {host}:{port} (.ci/scale-out-services)")
     return PGBOUNCER_URL
 
 

@@ -691,3 +691,168 @@ def test_items_added_before_1970_round_trip(
     assert [json.loads(line)["created_at"] for line in out.splitlines()] == stamps
     code, out, _ = run_cli(capsys, *backend.args, "list", "--json")
     assert json.loads(out.splitlines()[0])["items"] == 2
+
+
+def _ids_on_every_primary(url: str, prefix: str, per_node: int) -> dict[str, list[str]]:
+    """Session ids whose keys land on each primary of the cluster, `per_node` per primary."""
+    from redis.cluster import RedisCluster
+
+    from turnstore.memory.redis.keys import ClusterLayout
+
+    layout = ClusterLayout(prefix)
+    client = RedisCluster.from_url(url.replace("+cluster://", "://", 1))
+    try:
+        owners: dict[str, list[str]] = {node.name: [] for node in client.get_primaries()}
+        for n in range(10_000):
+            # Plain ids, and ids with braces and non-ASCII text of their own.
+            session_id = (f"user-{n}", f"{{t}}é-{n}", f"a}}{{{n}")[n % 3]
+            owner = owners[client.get_node_from_key(layout.items_key(session_id)).name]
+            if len(owner) < per_node:
+                owner.append(session_id)
+            if all(len(ids) == per_node for ids in owners.values()):
+                return owners
+    finally:
+        client.close()
+    raise AssertionError(f"no {per_node} session ids for each primary: {owners}")
+
+
+def test_the_cli_reaches_sessions_on_every_primary_of_a_cluster(
+    redis_cluster_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """list, stats, export --all, import and prune --idle see the sessions of every primary."""
+    source, target = (
+        Backend(
+            "redis-cluster",
+            ["--db", redis_cluster_url, "--key-prefix", p],
+            redis_cluster_url,
+            prefix=p,
+        )
+        for p in (unique_prefix("clitest"), unique_prefix("clitest"))
+    )
+    try:
+        owners = _ids_on_every_primary(redis_cluster_url, source.prefix, per_node=3)
+        assert len(owners) == 3
+        ids = [session_id for node_ids in owners.values() for session_id in node_ids]
+        source.fill({sid: [{"n": n}] * (1 + n % 2) for n, sid in enumerate(ids)})
+        expected_items = sum(1 + n % 2 for n in range(len(ids)))
+
+        code, out, _ = run_cli(capsys, *source.args, "list", "--json", "--page-size", "100")
+        assert code == 0
+        assert sorted(json.loads(line)["session_id"] for line in out.splitlines()) == sorted(ids)
+        code, out, _ = run_cli(capsys, *source.args, "stats", "--json")
+        stats = json.loads(out)
+        assert (stats["sessions"], stats["items"]) == (len(ids), expected_items)
+
+        dump = tmp_path / "all.jsonl"
+        code, _, err = run_cli(capsys, *source.args, "export", "--all", "-o", str(dump))
+        assert code == 0, err
+        assert f"exported {expected_items} items of {len(ids)} sessions" in err
+        code, _, err = run_cli(capsys, *target.args, "import", str(dump))
+        assert code == 0, err
+        for n, session_id in enumerate(ids):
+            assert target.items(session_id) == [{"n": n}] * (1 + n % 2)
+        code, again, _ = run_cli(capsys, *target.args, "export", "--all")
+        assert sorted(again.splitlines()) == sorted(dump.read_text(encoding="utf-8").splitlines())
+
+        # Age one session on each primary; prune deletes exactly those, wherever they live.
+        from redis.cluster import RedisCluster
+
+        from turnstore.memory.redis.keys import ClusterLayout
+
+        layout = ClusterLayout(source.prefix)
+        old = [node_ids[0] for node_ids in owners.values()]
+        client = RedisCluster.from_url(redis_cluster_url.replace("+cluster://", "://", 1))
+        try:
+            for session_id in old:
+                client.zadd(layout.index_key(session_id), {session_id: 1_000}, xx=True)
+        finally:
+            client.close()
+        code, out, err = run_cli(capsys, *source.args, "prune", "--idle", "1d")
+        assert code == 0, err
+        assert "deleted 3 sessions" in out
+        code, out, _ = run_cli(capsys, *source.args, "list", "--json", "--page-size", "100")
+        left = sorted(json.loads(line)["session_id"] for line in out.splitlines())
+        assert left == sorted(set(ids) - set(old))
+        for session_id in old:
+            assert source.items(session_id) == []
+    finally:
+        for backend in (source, target):
+            asyncio.run(_drop_prefix(redis_cluster_url, backend.prefix))
+
+
+async def _drop_prefix(url: str, prefix: str) -> None:
+    from turnstore.memory.redis.session import create_client_for_url
+
+    client = create_client_for_url(url)
+    await delete_prefix(client, prefix)
+    await client.aclose()
+
+
+# --- every database call of the CLI is bounded by --command-timeout ------------------------------
+
+
+_PSQL = ["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "test", "-qtA", "-v", "ON_ERROR_STOP=1"]
+
+
+def _psql(sql: str) -> None:
+    subprocess.run([*_PSQL, "-c", sql], check=True, capture_output=True)
+
+
+class _TableLock:
+    """A psql process that holds an ACCESS EXCLUSIVE lock on a table until `release()`."""
+
+    def __init__(self, table: str) -> None:
+        self._psql = subprocess.Popen(
+            _PSQL,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self._psql.stdin is not None
+        assert self._psql.stdout is not None
+        self._psql.stdin.write(f'BEGIN; LOCK TABLE "{table}" IN ACCESS EXCLUSIVE MODE; SELECT 1;\n')
+        self._psql.stdin.flush()
+        assert self._psql.stdout.readline().strip() == "1"  # the lock is held from here on
+
+    def release(self) -> None:
+        self._psql.communicate("ROLLBACK;\n", timeout=30)  # closes both pipes
+
+
+@pytest.mark.parametrize("which", ["postgres_url", "pgbouncer_url"])
+def test_a_database_that_does_not_answer_fails_within_the_command_timeout(
+    request: pytest.FixtureRequest, tmp_path: Path, capsys: pytest.CaptureFixture[str], which: str
+) -> None:
+    url: str = request.getfixturevalue(which)
+    tag = uuid.uuid4().hex[:8]
+    tables = [f"lock{tag}_s", f"lock{tag}_m"]
+    args = ["--db", url, "--sessions-table", tables[0], "--messages-table", tables[1]]
+    export = tmp_path / "in.jsonl"
+    _write_export(export, _records("kept", 2))
+    assert run_cli(capsys, *args, "import", str(export))[0] == 0
+    backup = tmp_path / "backup.jsonl"
+    backup.write_text("an older backup\n", encoding="utf-8")
+    _write_export(export, _records("new", 2))
+    try:
+        lock = _TableLock(tables[1])
+        try:
+            timeout = ["--command-timeout", "1"]
+            for command in (
+                ["stats"],
+                ["list"],
+                ["show", "kept"],
+                ["export", "--all", "-o", str(backup)],
+                ["import", str(export)],
+                ["prune", "--idle", "1s"],
+            ):
+                code, out, err = run_cli(capsys, *args, *command, *timeout)
+                assert code == 1, (command, out, err)
+                assert "command_timeout=1" in err, (command, err)
+                assert "Traceback" not in err
+        finally:
+            lock.release()
+        assert backup.read_text(encoding="utf-8") == "an older backup\n"
+        code, out, _ = run_cli(capsys, *args, "stats", "--json")
+        assert code == 0
+        assert (json.loads(out)["sessions"], json.loads(out)["items"]) == (1, 2)  # nothing written
+    finally:
+        _psql(f'DROP TABLE IF EXISTS "{tables[1]}", "{tables[0]}"')

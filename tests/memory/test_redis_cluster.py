@@ -42,8 +42,26 @@ def test_every_hash_slot_has_an_index_tag() -> None:
 def test_a_sessions_keys_share_one_slot_on_a_cluster(session_id: str) -> None:
     layout = ClusterLayout("agent_sessions")
     items, index = layout.items_key(session_id), layout.index_key(session_id)
-    assert items == f"agent_sessions:items:{{{session_id}}}"
+    if "}" not in session_id:
+        assert items == f"agent_sessions:items:{{{session_id}}}"
     assert slot(items) == slot(index)
+
+
+def test_the_hash_tag_is_the_whole_session_id() -> None:
+    """An id holding braces is placed by all of it, not by the text before its first `}`."""
+    layout = ClusterLayout("agent_sessions")
+    for ids in (
+        [f"tenant}}{n}" for n in range(64)],
+        [f"{{tenant}}{n}" for n in range(64)],
+        [f"}}{n}" for n in range(64)],
+    ):
+        keys = [layout.items_key(i) for i in ids]
+        assert len({slot(key) for key in keys}) > 32, ids[:2]
+    ids = [*ODD_IDS, "", "a", "a}", "a}b", "}", "{a}", "{a", "{{}}", "a}b}c"]
+    keys = [layout.items_key(i) for i in ids]
+    assert len(set(keys)) == len(ids)  # one key per id
+    for session_id, key in zip(ids, keys, strict=True):
+        assert slot(key) == slot(layout.index_key(session_id))
 
 
 def test_a_prefix_with_braces_is_refused_on_a_cluster() -> None:
@@ -64,6 +82,29 @@ async def prefix(cluster: RedisCluster) -> AsyncIterator[str]:
     prefix = unique_prefix("ctest")
     yield prefix
     await delete_prefix(cluster, prefix)
+
+
+async def test_ids_with_braces_spread_over_every_primary(
+    cluster: RedisCluster, prefix: str
+) -> None:
+    ids = [f"tenant}}{n}" for n in range(30)]
+    for n, session_id in enumerate(ids):
+        await RedisSession(session_id, redis_client=cluster, key_prefix=prefix).add_items(
+            [{"n": n}]
+        )
+    await cluster.initialize()
+    owners = {cluster.get_node_from_key(ClusterLayout(prefix).items_key(i)).name for i in ids}
+    assert len(owners) == 3
+    for n, session_id in enumerate(ids):
+        session = RedisSession(session_id, redis_client=cluster, key_prefix=prefix)
+        assert await session.get_items() == [{"n": n}]
+    async with open_session_store(cluster_url(cluster), key_prefix=prefix) as store:
+        assert sorted(i.session_id for i in await store.list_sessions(limit=100)) == sorted(ids)
+
+
+def cluster_url(cluster: RedisCluster) -> str:
+    node = cluster.get_default_node()
+    return f"redis+cluster://{node.host}:{node.port}"
 
 
 async def test_layout_on_the_cluster(cluster: RedisCluster, prefix: str) -> None:

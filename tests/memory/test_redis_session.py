@@ -282,13 +282,14 @@ async def test_store_lists_live_sessions_and_prunes_expired_ones(
     from turnstore import open_session_store
 
     keep = RedisSession("keep", redis_client=client, key_prefix=prefix)
-    brief = RedisSession("brief", redis_client=client, key_prefix=prefix, ttl=0.1)
+    # Long enough for the first listing to see it on a loaded machine; then it expires.
+    brief = RedisSession("brief", redis_client=client, key_prefix=prefix, ttl=2)
     await keep.add_items([{"n": 1}, {"n": 2}])
     await brief.add_items([{"n": 1}])
     async with open_session_store(redis_url, key_prefix=prefix) as store:
         listed = {info.session_id: info.item_count for info in await store.list_sessions()}
         assert listed == {"keep": 2, "brief": 1}
-        for _ in range(100):
+        for _ in range(400):
             if not await client.exists(f"{prefix}:items:brief"):
                 break
             await asyncio.sleep(0.05)

@@ -22,6 +22,8 @@ pytestmark = pytest.mark.browser
 PAGES = [
     ("", "home-en"),
     ("ja/", "home-ja"),
+    ("ko/", "home-ko"),
+    ("zh/", "home-zh"),
     ("sessions/", "sessions-en"),
     ("ko/sessions/", "sessions-ko"),
     ("ref/backends/#turnstore.SQLAlchemySession.from_url", "ref-backends-from-url"),
@@ -30,6 +32,8 @@ PAGES = [
     ("changelog/", "changelog-en"),
     ("404.html", "not-found-en"),
     ("ja/404.html", "not-found-ja"),
+    ("ko/404.html", "not-found-ko"),
+    ("zh/404.html", "not-found-zh"),
 ]
 WIDTHS = (1280, 390)
 
@@ -189,11 +193,16 @@ def test_search_finds_glossary_synonyms(
     assert not others, others[:3]
 
 
-@pytest.mark.parametrize("path", ["", "sessions/", "running_agents/", "compaction/", "backends/"])
+@pytest.mark.parametrize(
+    "path",
+    ["", "sessions/", "running_agents/", "compaction/", "backends/", "extensions/", "examples/"],
+)
 def test_code_examples_fit_the_content_column_at_desktop_width(
     page: Any, site_url: str, path: str
 ) -> None:
     page.goto(site_url + path)
+    # The Examples page shows each script in a collapsed block: open them all.
+    page.evaluate("() => document.querySelectorAll('article details').forEach(d => d.open = true)")
     page.locator("article pre > code").first.wait_for()
     scrolling = page.evaluate(
         """() => [...document.querySelectorAll('article div:not(.language-json) > pre > code')]
@@ -239,6 +248,21 @@ def test_tables_scroll_inside_themselves_on_a_phone(phone: Any, site_url: str) -
     )
     assert scrollable, "no table is wider than a phone here: the test proves nothing"
     assert set(scrollable) <= {"auto", "scroll"}, scrollable
+
+
+@pytest.mark.parametrize("path", ["", "ja/", "zh/running_agents/"])
+def test_tables_of_prose_wrap_on_a_phone(phone: Any, site_url: str, path: str) -> None:
+    # A table whose cells can wrap fits the phone's width: no sentence runs off the screen
+    # (the home page's "Method / What it does" table scrolled sideways in every language).
+    phone.goto(site_url + path)
+    phone.locator("article table").first.wait_for()
+    assert phone.evaluate("document.documentElement.scrollWidth") <= 390
+    overflowing = phone.evaluate(
+        """() => [...document.querySelectorAll('article .md-typeset__scrollwrap')]
+            .filter(w => w.scrollWidth > w.clientWidth + 1)
+            .map(w => w.querySelector('tr').innerText.slice(0, 40))"""
+    )
+    assert not overflowing, overflowing
 
 
 def test_root_404_offers_every_language_home(page: Any, site_url: str) -> None:

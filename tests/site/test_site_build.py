@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -237,3 +241,29 @@ def test_translated_pages_have_no_english_interface_labels(
         labels = re.findall(r'(?:title|aria-label)="([^"]*)"', html)
         assert "md-header__button" in html
         assert not [label for label in labels if label in english], url
+
+
+def test_the_build_stops_without_a_signature_formatter(tmp_path: Path) -> None:
+    # The published site is built with the docs extra alone (docs.yml). Without Ruff or Black,
+    # mkdocstrings printed every API signature on one line (341 characters on ref/backends):
+    # the docs extra installs Black, and a build that could not format them stops, saying why.
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    docs_extra = extras["project"]["optional-dependencies"]["docs"]
+    assert any(re.match(r"(ruff|black)\b", requirement) for requirement in docs_extra)
+    hide_formatters = (
+        "import sys; sys.modules['black'] = None; sys.modules['ruff'] = None; "
+        "from mkdocs.__main__ import cli; cli()"
+    )
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "DOCS_TRANSLATIONS": "false"}
+    proc = subprocess.run(
+        [sys.executable, "-c", hide_formatters, "build", "--strict", "-d", str(tmp_path)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert proc.returncode != 0, proc.stdout + proc.stderr
+    assert "signatures need Ruff or Black" in proc.stderr, proc.stderr
+    assert not (tmp_path / "ref").exists()

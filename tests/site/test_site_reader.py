@@ -8,6 +8,7 @@ code examples that fit the content column.
 
 from __future__ import annotations
 
+import html as html_lib
 import json
 import re
 from pathlib import Path
@@ -46,6 +47,17 @@ def test_each_language_has_its_own_404_page(built_site: BuiltSite, language: str
     for other, name in HOME_NAMES.items():
         home = "/" if other == "en" else f"/{other}/"
         assert f'<a href="{home}" hreflang="{other}" lang="{other}">{name}</a>' in html
+    # The language switcher offers the same homes (not the alternates of the last page built,
+    # which Material would otherwise read from the page context).
+    switcher = {
+        lang: href
+        for href, lang in re.findall(
+            r'<a href="([^"]+)" hreflang="([\w-]+)" class="md-select__link"', html
+        )
+    }
+    assert switcher == {other: "/" if other == "en" else f"/{other}/" for other in HOME_NAMES}, (
+        switcher
+    )
     # Served for any missing URL, so its links are absolute, and a translated one searches its
     # own language's index.
     base = re.search(r'"base": "([^"]*)"', html)
@@ -121,6 +133,14 @@ def test_reader_navigation_keeps_maintainer_pages_in_contributing(
     assert nav.index('href="../translation/"') > contributing
     for reader_page in ("../examples/", "../changelog/", "../ref/", "../compaction/"):
         assert nav.index(f'href="{reader_page}"') < contributing, reader_page
+    # The section's pages are not named like the section ("Contributing > Contributing").
+    labels = [
+        " ".join(label.split())
+        for label in re.findall(r'<span class="md-ellipsis">(.*?)</span>', nav[:contributing], re.S)
+    ]
+    page = re.search(r'<span class="md-ellipsis">(.*?)</span>', nav[contributing:], re.S)
+    assert page is not None
+    assert " ".join(page.group(1).split()) != labels[-1], labels[-1]
     # The reference's "add a ::: block" note is on the Contributing page, not in the reference.
     ref_index = read(built_site.page(f"{prefix}ref/"))
     article = ref_index[ref_index.index("<article") : ref_index.index("</article>")]
@@ -280,5 +300,34 @@ def test_code_examples_fit_80_columns(language: str) -> None:
                 f"{md.name}: {line.strip()}"
                 for line in match["body"].splitlines()
                 if len(line) - indent > 80
+            ]
+    assert not long_lines, long_lines
+
+
+def test_example_scripts_fit_80_columns() -> None:
+    # The Examples page shows each script of examples/ whole (examples/ruff.toml formats them
+    # to 80 columns): no line of one may scroll sideways there.
+    long_lines = [
+        f"{script.name}:{number}"
+        for script in sorted((ROOT / "examples").glob("*.py"))
+        for number, line in enumerate(read(script).splitlines(), 1)
+        if len(line) > 80
+    ]
+    assert not long_lines, long_lines
+
+
+def test_api_signatures_fit_80_columns(built_site: BuiltSite) -> None:
+    # Each signature of the reference is a code block of the content column (80 characters at
+    # 1280 px): formatted over several lines, none scrolls sideways (ScriptStep's alias, one
+    # string, was a 164-character line).
+    signature = re.compile(r'doc-signature highlight"><pre>(.*?)</pre>', re.S)
+    long_lines = []
+    pages = sorted((built_site.path / "ref").rglob("index.html"))
+    assert pages
+    for page in pages:
+        for block in signature.findall(read(page)):
+            text = html_lib.unescape(re.sub(r"<[^>]+>", "", block))
+            long_lines += [
+                f"{page.parent.name}: {line[:60]}" for line in text.splitlines() if len(line) > 80
             ]
     assert not long_lines, long_lines

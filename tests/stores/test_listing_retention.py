@@ -1,12 +1,13 @@
 """Listing (newest activity first, prefix, paging) and retention on every storage backend.
 
-One contract, `ListingContract`, runs against SQLite, PostgreSQL and Redis through
-`open_session_store`, writing with the backends' own sessions and ageing a session by setting its
-last-activity time in the raw storage.
+One contract, `ListingContract`, runs against SQLite, PostgreSQL (directly and through
+PgBouncer), Redis and a Redis Cluster through `open_session_store`, writing with the backends' own
+sessions and ageing a session by setting its last-activity time in the raw storage.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -16,12 +17,23 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from support.backends import RedisStorage, SQLStorage
+from support.backends import (
+    RedisStorage,
+    SQLStorage,
+    delete_prefix,
+    drop_tables,
+    unique_prefix,
+    unique_tables,
+)
 from turnstore import (
+    RedisSession,
+    SessionRecord,
     SessionStore,
     SQLiteSession,
     open_session_store,
 )
+from turnstore.memory.redis.keys import ClusterLayout
+from turnstore.memory.sqlalchemy.session import create_engine_for_url
 
 LONG_AGO = datetime(2020, 1, 1, tzinfo=UTC)
 
@@ -106,6 +118,31 @@ class ListingContract:
         info = await self.store.get_info("s")
         assert info is not None
         assert info.item_count == 2
+
+    async def test_iter_sessions_walks_every_session_once_newest_first(self) -> None:
+        # More sessions than one page of the walk (500), half of them under a prefix.
+        ids = [f"{'p' if n % 2 else 'q'}/{n}" for n in range(1_050)]
+        gate = asyncio.Semaphore(16)
+
+        async def write(session_id: str) -> None:
+            async with gate:
+                record = SessionRecord(session_id, {"role": "user", "content": "x"}, None)
+                await self.store.write_records(session_id, [record])
+
+        await asyncio.gather(*(write(session_id) for session_id in ids))
+        listed = []
+        for offset in range(0, 1_100, 250):
+            listed += [
+                i.session_id for i in await self.store.list_sessions(offset=offset, limit=250)
+            ]
+        walked = [info.session_id async for info in self.store.iter_sessions()]
+        assert sorted(walked) == sorted(ids)
+        assert walked == listed  # the order of list_sessions: newest activity first
+        under = [info async for info in self.store.iter_sessions(prefix="p/")]
+        assert [info.session_id for info in under] == [i for i in listed if i.startswith("p/")]
+        assert {info.item_count for info in under} == {1}
+        with pytest.raises(TypeError):
+            [info async for info in self.store.iter_sessions(prefix=None)]  # type: ignore[arg-type]
 
     async def test_bad_arguments(self) -> None:
         with pytest.raises(TypeError, match="older_than"):
@@ -193,3 +230,57 @@ class TestRedis(RedisStorage, ListingContract):
     async def set_last_activity(self, session_id: str, when: datetime) -> None:
         score = round(when.timestamp() * 1000)
         await self.client.zadd(f"{self.prefix}:index", {session_id: score}, xx=True)
+
+
+@pytest.mark.services
+class TestRedisCluster(ListingContract):
+    """The contract on a 3-primary Redis Cluster: each hash slot has its own index."""
+
+    @pytest.fixture(autouse=True)
+    async def _store(self, redis_cluster_url: str) -> AsyncIterator[None]:
+        from redis.asyncio.cluster import RedisCluster
+
+        self.client = RedisCluster.from_url(redis_cluster_url.replace("+cluster://", "://", 1))
+        self.prefix = unique_prefix("lcluster")
+        self.store = open_session_store(redis_cluster_url, key_prefix=self.prefix)
+        yield
+        await self.store.close()
+        await delete_prefix(self.client, self.prefix)
+        await self.client.aclose()
+
+    def session(self, session_id: str) -> Any:
+        return RedisSession(session_id, redis_client=self.client, key_prefix=self.prefix)
+
+    async def set_last_activity(self, session_id: str, when: datetime) -> None:
+        index = ClusterLayout(self.prefix).index_key(session_id)
+        score = round(when.timestamp() * 1000)
+        assert await self.client.zadd(index, {session_id: score}, xx=True, ch=True) == 1
+
+
+@pytest.mark.services
+class TestPgBouncer(SQLStorage, ListingContract):
+    """The contract on PostgreSQL through PgBouncer in transaction pooling mode."""
+
+    @pytest.fixture(autouse=True)
+    async def _sql(self, pgbouncer_url: str, postgres_url: str) -> AsyncIterator[None]:
+        self.engine = create_engine_for_url(pgbouncer_url, pool_size=10, max_overflow=50)
+        self.tables = unique_tables("lpgb")
+        self.store = open_session_store(
+            pgbouncer_url, sessions_table=self.tables[0], messages_table=self.tables[1], create=True
+        )
+        yield
+        await self.store.close()
+        await self.engine.dispose()
+        direct = create_engine_for_url(postgres_url)
+        await drop_tables(direct, self.tables)
+        await direct.dispose()
+
+    def session(self, session_id: str) -> Any:
+        return self.sql_session(session_id)
+
+    async def set_last_activity(self, session_id: str, when: datetime) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                text(f'UPDATE "{self.tables[0]}" SET updated_at = :when WHERE session_id = :sid'),
+                {"when": when, "sid": session_id},
+            )

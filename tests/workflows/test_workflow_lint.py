@@ -201,6 +201,24 @@ def test_tests_workflow() -> None:
         assert command in runs, command
 
 
+def test_tests_workflow_keeps_the_site_screenshots() -> None:
+    # The browser tests write screenshots at 1280 and 390 px to artifacts/screenshots/ (issue
+    # 15): CI uploads them as an artifact, after a failed test run too.
+    (job,) = _load("tests.yml")["jobs"].values()
+    site = Path(__file__).resolve().parents[1] / "site"
+    assert '"artifacts" / "screenshots"' in (site / "site_support.py").read_text(encoding="utf-8")
+    uploads = [s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")]
+    assert len(uploads) == 1, uploads
+    (upload,) = uploads
+    assert upload["with"]["path"].rstrip("/") == "artifacts/screenshots"
+    assert upload["with"]["if-no-files-found"] == "error"
+    assert "${{ matrix.python-version }}" in upload["with"]["name"]  # one per matrix job
+    assert "always()" in upload["if"] or "!cancelled()" in upload["if"]
+    names = [s.get("name") for s in job["steps"]]
+    test_step = next(s for s in job["steps"] if "python -m pytest" in s.get("run", ""))
+    assert names.index(upload["name"]) > names.index(test_step["name"])
+
+
 # -- docs.yml ------------------------------------------------------------------------------------
 
 

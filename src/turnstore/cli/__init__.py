@@ -28,6 +28,7 @@ from datetime import timedelta
 
 from .. import __version__
 from ..memory.open_store import open_session_store
+from ..memory.sqlalchemy.timeouts import DEFAULT_COMMAND_TIMEOUT
 from .commands import UNITS, CommandError, load_export, run
 
 __all__ = ["build_parser", "main"]
@@ -113,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_storage_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
-    def default(value: str | None) -> str | None:
+    def default(value: object) -> object:
         return value if defaults else argparse.SUPPRESS
 
     parser.add_argument(
@@ -130,12 +131,30 @@ def _add_storage_options(parser: argparse.ArgumentParser, *, defaults: bool) -> 
         "--messages-table", default=default("agent_messages"), help="SQL messages table"
     )
     parser.add_argument("--key-prefix", default=default("agent_sessions"), help="Redis key prefix")
+    parser.add_argument(
+        "--command-timeout",
+        metavar="SECONDS",
+        type=_seconds,
+        default=default(DEFAULT_COMMAND_TIMEOUT),
+        help="SQL: the most seconds one database call may take before the command fails "
+        f"(default {DEFAULT_COMMAND_TIMEOUT:g})",
+    )
 
 
 def _positive(text: str) -> int:
     value = _non_negative(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not (0 < value < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
     return value
 
 
@@ -201,6 +220,7 @@ def _main(args: argparse.Namespace) -> int:
             messages_table=args.messages_table,
             key_prefix=args.key_prefix,
             create=args.command == "import",
+            command_timeout=args.command_timeout,
         )
     except (ValueError, TypeError, OSError, ImportError) as exc:
         print(f"turnstore: error: {exc}", file=sys.stderr)

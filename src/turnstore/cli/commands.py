@@ -124,7 +124,7 @@ async def _show(store: SessionStore, args: argparse.Namespace) -> None:
 
 async def _export(store: SessionStore, args: argparse.Namespace) -> None:
     if args.all:
-        session_ids = [info.session_id async for info in _all_sessions(store)]
+        session_ids = [info.session_id async for info in store.iter_sessions()]
     else:
         for session_id in args.session_ids:
             await _require(store, session_id)
@@ -162,20 +162,6 @@ async def _export_to_file(store: SessionStore, session_ids: list[str], path: str
             os.unlink(temp)
         raise
     return count
-
-
-async def _all_sessions(store: SessionStore) -> Any:
-    offset, page = 0, 500
-    seen: set[str] = set()
-    while True:
-        infos = await store.list_sessions(offset=offset, limit=page)
-        for info in infos:
-            if info.session_id not in seen:
-                seen.add(info.session_id)
-                yield info
-        if len(infos) < page:
-            return
-        offset += page
 
 
 async def _write_records(store: SessionStore, session_ids: list[str], out: IO[str]) -> int:

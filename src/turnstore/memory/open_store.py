@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 from .redis.urls import is_redis_url
+from .sqlalchemy.timeouts import DEFAULT_COMMAND_TIMEOUT, check_command_timeout
 from .store import SessionStore
 
 __all__ = ["open_session_store"]
@@ -21,6 +22,7 @@ def open_session_store(
     messages_table: str = "agent_messages",
     key_prefix: str = "agent_sessions",
     create: bool = False,
+    command_timeout: float | None = DEFAULT_COMMAND_TIMEOUT,
 ) -> SessionStore:
     """Open the storage that a file path or URL names.
 
@@ -33,12 +35,18 @@ def open_session_store(
         key_prefix: The key prefix (Redis).
         create: For SQLite, allow a file that does not exist yet (it is created on the first
             write); for SQLAlchemy, create missing tables on the first write.
+        command_timeout: For SQLAlchemy, the most seconds one call (a listing, a read, one
+            session's import) may spend in the database before it fails with
+            `SessionStorageError`, as `SQLAlchemySession`'s `command_timeout`; `None` for no
+            limit. Checked for every target.
 
     Returns:
         The store. Nothing is connected until the first call.
 
     Raises:
-        ValueError: The target is not a path or a supported URL.
+        ValueError: The target is not a path or a supported URL, or `command_timeout` is not
+            positive.
+        TypeError: `command_timeout` is not a number or `None`.
         FileNotFoundError: The SQLite file does not exist and `create` is false, or its
             directory does not exist.
         IsADirectoryError: The SQLite path is a directory.
@@ -55,6 +63,7 @@ def open_session_store(
     """
     from .sqlite.store import SQLiteStore
 
+    check_command_timeout(command_timeout)
     text = os.fspath(target)
     if not isinstance(text, str) or not text:
         raise ValueError("the storage target must be a file path or a URL, got an empty value")
@@ -69,5 +78,5 @@ def open_session_store(
     if "://" in text:
         from .sqlalchemy.store import SQLAlchemyStore
 
-        return SQLAlchemyStore(text, sessions_table, messages_table, create)
+        return SQLAlchemyStore(text, sessions_table, messages_table, create, command_timeout)
     return SQLiteStore(text, sessions_table, messages_table, create)

@@ -9,7 +9,7 @@ imports no backend) picks the backend. The `turnstore` command line is built on 
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -113,7 +113,7 @@ class SessionRecord:
                 raise ValueError(f"{where}: 'created_at' must be an ISO 8601 string or null")
             try:
                 created_at = _utc(datetime.fromisoformat(stamp))
-            except ValueError as exc:
+            except (ValueError, OverflowError) as exc:  # OverflowError: out of range in UTC
                 raise ValueError(f"{where}: 'created_at' is not ISO 8601: {stamp!r}") from exc
         return cls(session_id, item, created_at)  # type: ignore[arg-type]
 
@@ -126,14 +126,23 @@ def _utc(value: datetime) -> datetime:
     return value.replace(microsecond=value.microsecond // 1000 * 1000)
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MS = timedelta(milliseconds=1)
+
+
 def _from_ms(ms: int | float | None) -> datetime | None:
+    # Integer arithmetic, not `fromtimestamp(ms / 1000)`: a float loses the last millisecond of
+    # stamps far from 1970 (9999-12-31T23:59:59.999 read back as .998993).
     if ms is None:
         return None
-    return datetime.fromtimestamp(int(ms) / 1000, tz=UTC)
+    try:
+        return _EPOCH + int(ms) * _MS
+    except OverflowError:  # a stamp past year 9999 (not one turnstore wrote): unknown
+        return None
 
 
 def _to_ms(value: datetime) -> int:
-    return round(_utc(value).timestamp() * 1000)
+    return (_utc(value) - _EPOCH) // _MS
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +205,48 @@ class SessionStore(AsyncCloseable):
     @abstractmethod
     async def _list_sessions(self, offset: int, limit: int, prefix: str) -> list[SessionInfo]:
         """One page of sessions, most recently active first (`list_sessions` checked the page)."""
+
+    async def iter_sessions(self, *, prefix: str = "") -> AsyncIterator[SessionInfo]:
+        """Yield every session once, the most recently active first.
+
+        For walking a whole store (the command line's `export --all` does): it reads page by
+        page, and on a Redis Cluster reads each slot's index once instead of once per page.
+        A session written to during the walk may be yielded in its old place; none is yielded
+        twice.
+
+        Args:
+            prefix: Only sessions whose id starts with this text (case-sensitive; `""` for all).
+
+        Yields:
+            One entry per session, as `list_sessions` returns them.
+
+        Raises:
+            TypeError: `prefix` is not a string.
+            SessionStorageError: The storage failed.
+
+        Example:
+            ```python
+            async for info in store.iter_sessions(prefix="user-42/"):
+                print(info.session_id, info.item_count)
+            ```
+        """
+        _check_prefix(prefix)
+        seen: set[str] = set()
+        async for info in self._iter_sessions(prefix):
+            if info.session_id not in seen:
+                seen.add(info.session_id)
+                yield info
+
+    async def _iter_sessions(self, prefix: str) -> AsyncIterator[SessionInfo]:
+        """Every session, page by page (a backend with a cheaper walk overrides it)."""
+        offset = 0
+        while True:
+            infos = await self._list_sessions(offset, _WALK_PAGE, prefix)
+            for info in infos:
+                yield info
+            if len(infos) < _WALK_PAGE:
+                return
+            offset += _WALK_PAGE
 
     async def delete_idle_sessions(self, older_than: timedelta | float) -> int:
         """Delete every session whose last activity is older than `older_than`, in one call.
@@ -317,6 +368,8 @@ def _records(
 
 
 _MAX_PAGE = MAX_LIMIT // 2
+_WALK_PAGE = 500
+"""Sessions per page when `iter_sessions` walks a store page by page."""
 """The largest offset or page size passed to a storage: more sessions than any holds, and small
 enough that offset + page size still fits the signed 64-bit integers SQLite, PostgreSQL and
 Redis take (a larger value means the same as this one)."""

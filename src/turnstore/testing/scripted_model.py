@@ -17,9 +17,13 @@ from .fake_openai import message_item, response_body, sse_events_for
 
 __all__ = ["ScriptStep", "ScriptedModel"]
 
+# An expression rather than one string, so the reference can print it over several lines.
 ScriptStep: TypeAlias = (
-    "str | dict[str, Any] | Sequence[dict[str, Any] | BaseModel] | BaseException | "
-    "Callable[[ModelRequest], ScriptStep | Awaitable[ScriptStep]]"
+    str
+    | dict[str, Any]
+    | Sequence[dict[str, Any] | BaseModel]
+    | BaseException
+    | Callable[[ModelRequest], "ScriptStep | Awaitable[ScriptStep]"]
 )
 """One scripted model turn:
 

@@ -8,7 +8,9 @@ For a key prefix `P` (default `agent_sessions`):
   hash slot, so the session id is the list's hash tag, `P:items:{<session_id>}`, and each hash
   slot has its own index, `P:index:{<tag>}`, where `<tag>` is a short string chosen so that the
   index lives in the slot of the sessions it lists. A write touches one slot; listing reads
-  the indexes of every slot, on every primary.
+  the indexes of every slot, on every primary. A hash tag ends at the first `}`, so an id that
+  contains `}` is not used as one (`a}b` would share the slot of every `a}...` id): its list is
+  `P:items:{<digest>}<session_id>`, tagged with 16 hex digits of the whole id's BLAKE2b hash.
 
 The two layouts are separate key spaces: moving sessions from one Redis to a cluster goes
 through `turnstore export` and `turnstore import`.
@@ -25,6 +27,7 @@ import json
 import re
 from binascii import crc_hqx
 from functools import cache
+from hashlib import blake2b
 from typing import Any
 
 from redis.asyncio.cluster import RedisCluster
@@ -105,8 +108,16 @@ class ClusterLayout(KeyLayout):
             )
 
     def items_key(self, session_id: str) -> str:
-        """Return `P:items:{<session_id>}`: the id is the hash tag."""
-        return f"{self.prefix}:items:{{{session_id}}}"
+        """Return `P:items:{<session_id>}`: the id is the hash tag.
+
+        An id that contains `}` cannot be a hash tag (the tag would end there): its key is
+        `P:items:{<digest>}<session_id>`, whose tag is a digest of the whole id. No other id has
+        that key: a plain id's key ends at its only `}`.
+        """
+        if "}" not in session_id:
+            return f"{self.prefix}:items:{{{session_id}}}"
+        digest = blake2b(session_id.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+        return f"{self.prefix}:items:{{{digest}}}{session_id}"
 
     def index_key(self, session_id: str) -> str:
         """Return the index of the slot that holds the session's list."""

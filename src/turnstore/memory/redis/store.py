@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -111,9 +112,7 @@ class RedisStore(SessionStore):
             for key in keys:
                 pipe.zrevrange(key, 0, offset + count - 1, withscores=True)
             pages = await pipe.execute()
-        merged = [entry for page in pages for entry in _scored(page)]
-        # The order of one sorted set read newest first: score, then id, both descending.
-        merged.sort(key=lambda entry: (entry[1], entry[0]), reverse=True)
+        merged = _newest_first([entry for page in pages for entry in _scored(page)])
         return merged[offset : offset + count]
 
     async def _list_sessions(self, offset: int, limit: int, prefix: str) -> list[SessionInfo]:
@@ -149,6 +148,32 @@ class RedisStore(SessionStore):
 
         result: list[SessionInfo] = await self._call(work)
         return result
+
+    async def _iter_sessions(self, prefix: str) -> AsyncIterator[SessionInfo]:
+        """Every session; on a cluster each slot's index is read once, not once per page."""
+        if not self._layout.cluster:
+            async for info in super()._iter_sessions(prefix):
+                yield info
+            return
+        entries: list[tuple[str, float]] = await self._call(self._every_index_entry)
+        entries = [entry for entry in entries if entry[0].startswith(prefix)]
+        for start in range(0, len(entries), _PAGE):
+            page = entries[start : start + _PAGE]
+            infos: list[SessionInfo] = await self._call(lambda page=page: self._describe(page))
+            for info in infos:
+                yield info
+
+    async def _every_index_entry(self) -> list[tuple[str, float]]:
+        """Every entry of every index, the most recently active first (one read per index)."""
+        keys = await self._layout.index_keys(self._redis)
+        merged: list[tuple[str, float]] = []
+        for start in range(0, len(keys), _PAGE):
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for key in keys[start : start + _PAGE]:
+                    pipe.zrange(key, 0, -1, withscores=True)
+                for page in await pipe.execute():
+                    merged += _scored(page)
+        return _newest_first(merged)
 
     async def _delete_idle_before(self, cutoff: datetime) -> int:
         """Delete every session idle for longer than `older_than`, 500 per atomic script."""
@@ -256,6 +281,12 @@ class RedisStore(SessionStore):
     def _close_now(self) -> Release | None:
         """Close the store's client."""
         return self._redis.aclose
+
+
+def _newest_first(entries: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """Index entries of several indexes in the order of one index read newest first."""
+    # A sorted set read newest first orders by score, then by id, both descending.
+    return sorted(entries, key=lambda entry: (entry[1], entry[0]), reverse=True)
 
 
 def _scored(raw: Any) -> list[tuple[str, float]]:

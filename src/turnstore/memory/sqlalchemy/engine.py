@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from ...exceptions import SessionStorageError
 from .pgbouncer import split_pgbouncer_flag, watch_for_pooler
+from .timeouts import DEFAULT_COMMAND_TIMEOUT, check_command_timeout
 
 __all__ = [
     "DEFAULT_COMMAND_TIMEOUT",
@@ -148,18 +149,3 @@ def create_engine_for_url(url: str, **engine_kwargs: Any) -> AsyncEngine:
         ) from exc
     watch_for_pooler(engine, pgbouncer)
     return engine
-
-
-DEFAULT_COMMAND_TIMEOUT = 60.0
-"""Seconds one `SQLAlchemySession` operation may spend in the database, unless set otherwise."""
-
-
-def check_command_timeout(value: float | None) -> float | None:
-    """Validate a `command_timeout`: positive finite seconds, or `None` for no limit."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"command_timeout must be seconds or None, not {type(value).__name__}")
-    if not (0 < value < float("inf")):
-        raise ValueError(f"command_timeout must be a positive number of seconds, got {value!r}")
-    return float(value)

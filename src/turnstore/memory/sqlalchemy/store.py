@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -20,19 +23,33 @@ from ..store import (
     _records,
     _utc,
 )
+from .timeouts import DEFAULT_COMMAND_TIMEOUT, check_command_timeout
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
 
 
 class SQLAlchemyStore(SessionStore):
-    """The tables of `SQLAlchemySession` on any SQLAlchemy URL."""
+    """The tables of `SQLAlchemySession` on any SQLAlchemy URL.
 
-    def __init__(self, url: str, sessions_table: str, messages_table: str, create: bool) -> None:
+    Every call is bounded by `command_timeout`, as the session's operations are: a database
+    that stops answering (a lock held elsewhere, a connection killed mid-statement) ends the
+    call with a `SessionStorageError` instead of a hang.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        sessions_table: str,
+        messages_table: str,
+        create: bool,
+        command_timeout: float | None = DEFAULT_COMMAND_TIMEOUT,
+    ) -> None:
         from .engine import create_engine_for_url
         from .schema import session_tables
 
         validate_table_names(sessions_table, messages_table)
+        self._command_timeout = check_command_timeout(command_timeout)
         self._engine: AsyncEngine = create_engine_for_url(url)
         self.target = self._engine.url.render_as_string(hide_password=True)
         self.backend = self._engine.dialect.name
@@ -41,18 +58,39 @@ class SQLAlchemyStore(SessionStore):
         self._create = create
         _, self._s, self._m = session_tables(sessions_table, messages_table)
 
-    async def _call(self, work: Any) -> Any:
+    @asynccontextmanager
+    async def _errors(self, *, missing_table_ok: bool) -> AsyncIterator[None]:
+        """Bound the block by `command_timeout` and turn its failures into storage errors.
+
+        Raises:
+            _MissingTable: The table does not exist and `missing_table_ok` is true.
+            SessionStorageError: Any other failure, or no answer within the timeout; the
+                message names the URL (password hidden).
+        """
         from sqlalchemy.exc import SQLAlchemyError
 
         try:
-            async with self._engine.connect() as conn:
-                return await work(conn)
+            async with asyncio.timeout(self._command_timeout):
+                yield
+        except TimeoutError as exc:
+            raise SessionStorageError(
+                f"{self.target}: the database did not answer within "
+                f"command_timeout={self._command_timeout} s; nothing was committed by this call"
+            ) from exc
         except SQLAlchemyError as exc:
-            if _missing_table(exc):
-                return None
+            if missing_table_ok and _missing_table(exc):
+                raise _MissingTable from exc
             raise SessionStorageError(f"{self.target}: {_first_line(exc)}") from exc
         except OSError as exc:
             raise SessionStorageError(f"cannot reach {self.target}: {exc}") from exc
+
+    async def _call(self, work: Any) -> Any:
+        """Run `work(conn)` on a connection; `None` when the tables do not exist."""
+        try:
+            async with self._errors(missing_table_ok=True), self._engine.connect() as conn:
+                return await work(conn)
+        except _MissingTable:
+            return None
 
     def _info_query(self) -> Any:
         from sqlalchemy import func, select
@@ -83,12 +121,11 @@ class SQLAlchemyStore(SessionStore):
     async def _delete_idle_before(self, cutoff: datetime) -> int:
         """Delete every session idle for longer than `older_than`, in one transaction."""
         from sqlalchemy import delete, select
-        from sqlalchemy.exc import SQLAlchemyError
 
         s, m = self._s, self._m
         idle = select(s.c.session_id).where(s.c.updated_at < cutoff)
         try:
-            async with self._engine.begin() as conn:
+            async with self._errors(missing_table_ok=True), self._engine.begin() as conn:
                 # Lock the idle sessions' rows first: a concurrent write to one of them waits,
                 # and one written to just before is no longer idle when re-checked here.
                 locked = (await conn.execute(idle.with_for_update())).scalars().all()
@@ -97,12 +134,8 @@ class SQLAlchemyStore(SessionStore):
                 await conn.execute(delete(m).where(m.c.session_id.in_(idle.scalar_subquery())))
                 deleted = await conn.execute(delete(s).where(s.c.updated_at < cutoff))
                 return int(deleted.rowcount)
-        except SQLAlchemyError as exc:
-            if _missing_table(exc):
-                return 0
-            raise SessionStorageError(f"{self.target}: {_first_line(exc)}") from exc
-        except OSError as exc:
-            raise SessionStorageError(f"cannot reach {self.target}: {exc}") from exc
+        except _MissingTable:
+            return 0
 
     async def get_info(self, session_id: str) -> SessionInfo | None:
         """Return one session's entry, or `None` when it does not exist."""
@@ -150,7 +183,6 @@ class SQLAlchemyStore(SessionStore):
     async def _write_encoded(self, write: EncodedWrite) -> None:
         session_id = write.session_id
         from sqlalchemy import delete, insert
-        from sqlalchemy.exc import SQLAlchemyError
 
         rows = [
             {"session_id": session_id, "message_data": data, "created_at": at}
@@ -158,17 +190,16 @@ class SQLAlchemyStore(SessionStore):
         ]
         session = self.session(session_id)
         try:
-            await session._ensure_tables()  # type: ignore[attr-defined]
-            async with self._engine.begin() as conn:
-                await session._lock_session_row(conn, create=True)  # type: ignore[attr-defined]
-                if write.replace:
-                    await conn.execute(delete(self._m).where(self._m.c.session_id == session_id))
-                if rows:
-                    await conn.execute(insert(self._m), rows)
-        except SQLAlchemyError as exc:
-            raise SessionStorageError(f"{self.target}: {_first_line(exc)}") from exc
-        except OSError as exc:
-            raise SessionStorageError(f"cannot reach {self.target}: {exc}") from exc
+            async with self._errors(missing_table_ok=False):
+                await session._ensure_tables()  # type: ignore[attr-defined]
+                async with self._engine.begin() as conn:
+                    await session._lock_session_row(conn, create=True)  # type: ignore[attr-defined]
+                    if write.replace:
+                        await conn.execute(
+                            delete(self._m).where(self._m.c.session_id == session_id)
+                        )
+                    if rows:
+                        await conn.execute(insert(self._m), rows)
         finally:
             await session.close()  # type: ignore[attr-defined]
 
@@ -182,11 +213,16 @@ class SQLAlchemyStore(SessionStore):
             create_tables=self._create,
             sessions_table=self._sessions_table,
             messages_table=self._messages_table,
+            command_timeout=self._command_timeout,
         )
 
     def _close_now(self) -> Release | None:
         """Dispose of the store's engine."""
         return self._engine.dispose
+
+
+class _MissingTable(Exception):
+    """The store's tables do not exist yet: the store reads as empty."""
 
 
 def _maybe_utc(value: Any) -> datetime | None:

@@ -75,30 +75,25 @@ class AdvancedSQLiteSchema(SQLiteSchema):
         """The side tables the file has, each checked by a column only it holds.
 
         A table of another pair that happens to carry a side table's name (a messages table
-        named `<messages>_branches`) is left out, so deleting a session never touches it.
+        named `<messages>_archive` or `<messages>_branches`) is left out, so deleting a session
+        never touches it.
         """
-        marks = ", ".join("?" * len(self.side_tables))
-        present = {
-            row[0]
-            for row in conn.execute(
-                f"SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ({marks})",
-                self.side_tables,
-            )
-        }
+        # Each side table is recognised by a column only it holds, so a table of another pair
+        # with the same name (a messages table named `<messages>_archive`) is left out.
+        # `PRAGMA table_info` finds a table whatever the case of its name, as SQLite does, and
+        # lists no columns for a table that does not exist.
         markers = {
+            self.archive_table: "archived_at",
             self.branches_table: "fork_before",
             self.items_table: "message_id",
             self.usage_table: "user_turn_number",
         }
         found = []
         for table in self.side_tables:
-            if table not in present:
-                continue
-            marker = markers.get(table)
             columns = {
                 row[1] for row in conn.execute(f"PRAGMA table_info({quote_identifier(table)})")
             }
-            if marker is None or marker in columns:
+            if markers[table] in columns:
                 found.append(table)
         return found
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import os
 import queue
 import sqlite3
 import threading
@@ -34,6 +35,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from ...exceptions import SessionClosedError, SessionStorageError
+from . import forkgate
 from .jobs import Job, JobFailed, Stop, Wake, Work, claim, dropped, post, post_all
 
 __all__ = ["Job", "SQLiteDatabase", "Work"]
@@ -108,6 +110,23 @@ class SQLiteDatabase:
         self.busy = False
         """True while the writer waits for another connection's lock (set on its thread)."""
         self._on_wake = on_wake
+        self._left_in_parent: str | None = None
+        """Set in a forked child for a `:memory:` database the parent had used."""
+        self.reset_threads()
+
+    def after_fork_in_child(self) -> None:
+        """Start afresh in a forked child: new threads and connections on the next job.
+
+        A file database is opened again by the child. A `:memory:` database the parent used
+        lives only in the parent's connection, which the child must not touch: the child's
+        calls raise `SessionStorageError` rather than read an empty history.
+        """
+        if self.memory and self._threads:
+            self._left_in_parent = (
+                f"the in-memory SQLite database of this session belongs to the process that "
+                f"created it (pid {os.getppid()}); after fork() a child cannot use it: open a "
+                "new SQLiteSession in the child, or use a database file"
+            )
         self.reset_threads()
 
     def reset_threads(self) -> None:
@@ -149,6 +168,8 @@ class SQLiteDatabase:
         with self._start_lock:
             if self._stopped:
                 raise SessionClosedError(f"the SQLite database {self.path!r} was closed")
+            if self._left_in_parent is not None:
+                raise SessionStorageError(self._left_in_parent)
             if not self._threads:
                 self._start_threads()
             job.database = self
@@ -199,6 +220,10 @@ class SQLiteDatabase:
     def _connect(self, *, writer: bool) -> sqlite3.Connection:
         # The writer waits in short slices and retries itself (see `_retrying`).
         busy_ms = WRITER_BUSY_SLICE_MS if writer and not self.memory else BUSY_TIMEOUT_MS
+        with forkgate.transaction():  # opening takes locks too (the WAL switch)
+            return self._open(busy_ms, writer=writer)
+
+    def _open(self, busy_ms: int, *, writer: bool) -> sqlite3.Connection:
         conn = sqlite3.connect(
             self.path,
             timeout=busy_ms / 1000,
@@ -320,11 +345,16 @@ class SQLiteDatabase:
         while True:
             try:
                 # One read transaction: every statement of the job sees the same snapshot.
-                conn.execute("BEGIN")
-                try:
-                    result = job.work(conn)
-                finally:
-                    conn.execute("COMMIT")
+                with forkgate.transaction():
+                    try:
+                        conn.execute("BEGIN")
+                        try:
+                            result = job.work(conn)
+                        finally:
+                            conn.execute("COMMIT")
+                    except BaseException:
+                        _rollback(conn)  # before a fork may copy the connection's locks
+                        raise
             except Exception as exc:
                 _rollback(conn)
                 if is_busy(exc) and time.monotonic() < deadline:
@@ -365,7 +395,7 @@ class SQLiteDatabase:
         try:
             while True:
                 try:
-                    done = self._transaction(conn, pending) if pending else []
+                    done = self._attempt(conn, pending) if pending else []
                     break
                 except Exception as exc:
                     _rollback(conn)
@@ -385,6 +415,15 @@ class SQLiteDatabase:
         outcomes = dict(zip(pending, done, strict=True))
         gave_up = dropped(f"{self.path!r} was busy")
         return [outcomes.get(job, (False, gave_up)) for job in jobs]
+
+    def _attempt(self, conn: sqlite3.Connection, jobs: list[Job]) -> list[tuple[bool, Any]]:
+        # One try of a group; the process does not fork until it is committed or rolled back.
+        with forkgate.transaction():
+            try:
+                return self._transaction(conn, jobs)
+            except BaseException:
+                _rollback(conn)
+                raise
 
     def _transaction(self, conn: sqlite3.Connection, jobs: list[Job]) -> list[tuple[bool, Any]]:
         conn.execute("BEGIN IMMEDIATE")

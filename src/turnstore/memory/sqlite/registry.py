@@ -29,7 +29,7 @@ def _after_fork_in_child() -> None:
     global _registry_lock
     _registry_lock = threading.Lock()
     for db in list(_all_databases):
-        db.reset_threads()
+        db.after_fork_in_child()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -229,4 +229,8 @@ class SQLiteStore(SessionStore):
 
 def _sqlite_time(value: datetime) -> str:
     value = _utc(value)
-    return value.strftime("%Y-%m-%d %H:%M:%S.") + f"{value.microsecond // 1000:03d}"
+    # Not strftime("%Y"): the C library writes year 900 as "900", which reads back as no time.
+    return (
+        f"{value.year:04d}-{value.month:02d}-{value.day:02d} "
+        f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}.{value.microsecond // 1000:03d}"
+    )
