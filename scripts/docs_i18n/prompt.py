@@ -9,13 +9,14 @@ does not have.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from .translator import load_reply_json
 
 __all__ = [
     "LANGUAGES",
@@ -476,9 +477,9 @@ def parse_batch_reply(text: str, langs: list[str], sections: list[int]) -> dict[
         ValueError: The reply is not a JSON object with a string for every field.
     """
     try:
-        data: Any = json.loads(text)
+        data: Any = load_reply_json(text)
     except ValueError as exc:
-        raise ValueError(f"the reply is not JSON ({exc}): {text[:80]!r}") from exc
+        raise ValueError(f"the reply is not usable JSON ({exc}): {text[:80]!r}") from exc
     if not isinstance(data, dict):
         raise ValueError(f"the reply is not a JSON object: {text[:80]!r}")
     names = [f"{lang}.{n}" for lang in langs for n in sections]

@@ -9,10 +9,11 @@ invent a problem it cannot point at.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from .translator import load_reply_json
 
 __all__ = [
     "KINDS",
@@ -120,7 +121,7 @@ def parse_review(text: str, langs: list[str] | None = None) -> list[Finding]:
         ReviewError: The reply is not JSON of the review schema.
     """
     try:
-        data: Any = json.loads(text)
+        data: Any = load_reply_json(text)
     except ValueError as exc:
         raise ReviewError(f"the review is not JSON ({exc}): {text[:80]!r}") from exc
     items = data.get("findings") if isinstance(data, dict) else None

@@ -25,6 +25,8 @@ __all__ = [
     "ModelReply",
     "RetryPolicy",
     "call_model",
+    "is_unicode",
+    "load_reply_json",
     "retry_delay",
 ]
 
@@ -86,12 +88,40 @@ def _refused(exc: BaseException) -> bool:
     return False
 
 
+def is_unicode(text: str) -> bool:
+    """Tell whether `text` can be written as UTF-8 (JSON's `\\ud800` escape decodes to a lone
+    surrogate, which cannot: it would fail the next request or the page's write)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def load_reply_json(text: str) -> Any:
+    """Read the JSON a model wrote as its text (a batch of sections, a review).
+
+    Raises:
+        ValueError: `text` is not JSON, is nested too deeply to read, or holds a lone
+            surrogate (the `\\ud800` escape), which no request or page could carry.
+    """
+    try:
+        data = json.loads(text)
+    except RecursionError as exc:
+        raise ValueError(f"nested too deeply to read: {text[:80]!r}") from exc
+    if not is_unicode(json.dumps(data, ensure_ascii=False)):
+        raise ValueError(f"a string holds a lone surrogate (not Unicode text): {text[:80]!r}")
+    return data
+
+
 def _read_reply(raw: str) -> ModelReply:
     """Read a Responses API body by hand, so that a malformed one is a clear `ModelCallError`."""
     try:
         data: Any = json.loads(raw)
     except ValueError as exc:
         raise ModelCallError(f"malformed reply: not JSON ({exc}): {raw[:80]!r}") from exc
+    except RecursionError as exc:
+        raise ModelCallError(f"malformed reply: nested too deeply to read: {raw[:80]!r}") from exc
     if not isinstance(data, dict) or not isinstance(data.get("output"), list):
         raise ModelCallError(f"malformed reply: no output list in {raw[:80]!r}")
     texts: list[str] = []
@@ -109,6 +139,10 @@ def _read_reply(raw: str) -> ModelReply:
             if part.get("type") == "output_text":
                 if not isinstance(part.get("text"), str):
                     raise ModelCallError("malformed reply: output_text without text")
+                if not is_unicode(part["text"]):
+                    raise ModelCallError(
+                        "malformed reply: the text holds a lone surrogate (not Unicode text)"
+                    )
                 texts.append(part["text"])
     usage: dict[str, Any] = data["usage"] if isinstance(data.get("usage"), dict) else {}
     cut_off = None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
@@ -26,6 +26,20 @@ __all__ = [
     "StreamEvent",
     "Usage",
 ]
+
+
+def _part(holder: Any, name: str) -> Any:
+    """A field of a usage object or of the same usage as a dict (`None` when absent)."""
+    if holder is None:
+        return None
+    if isinstance(holder, Mapping):
+        return holder.get(name)
+    return getattr(holder, name, None)
+
+
+def _count(holder: Any, name: str) -> int:
+    """A token count of a usage object or dict, 0 when absent."""
+    return int(_part(holder, name) or 0)
 
 
 @dataclass
@@ -57,15 +71,11 @@ class Usage:
         self.requests += 1
         if usage is None:
             return
-        self.input_tokens += usage.input_tokens
-        self.output_tokens += usage.output_tokens
-        self.total_tokens += usage.total_tokens
-        details = usage.input_tokens_details
-        self.cached_input_tokens += (details.cached_tokens or 0) if details is not None else 0
-        out_details = usage.output_tokens_details
-        self.reasoning_tokens += (
-            (out_details.reasoning_tokens or 0) if out_details is not None else 0
-        )
+        self.input_tokens += _count(usage, "input_tokens")
+        self.output_tokens += _count(usage, "output_tokens")
+        self.total_tokens += _count(usage, "total_tokens")
+        self.cached_input_tokens += _count(_part(usage, "input_tokens_details"), "cached_tokens")
+        self.reasoning_tokens += _count(_part(usage, "output_tokens_details"), "reasoning_tokens")
 
     def add(self, other: Usage) -> None:
         """Add another `Usage` to this one, field by field."""

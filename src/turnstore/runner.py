@@ -27,6 +27,7 @@ from .agent import Agent, default_model_name
 from .conversion import clean_input_item, input_items_from, output_item_to_input_item
 from .exceptions import MaxTurnsExceeded, ModelBehaviorError, ModelCallError, UserError
 from .items import TResponseInputItem
+from .memory.codec import encode_items
 from .memory.mutation import await_session_mutation
 from .memory.session import (
     Session,
@@ -375,6 +376,15 @@ async def _execute(
             state.usage.add_response_usage(response.usage)
 
             outputs = [output_item_to_input_item(item) for item in response.output]
+            try:
+                # Every item the session would store must be storable (a lone surrogate in
+                # the text is valid JSON but not UTF-8): unusable, before anything is stored.
+                encode_items(outputs)
+            except TypeError as exc:
+                raise ModelBehaviorError(
+                    f"response {response.id}: its output cannot be stored: "
+                    f"{str(exc).replace('item ', 'output item ', 1)}"
+                ) from exc
             calls = [item for item in response.output if isinstance(item, ResponseFunctionToolCall)]
             if not calls and not any(item.type == "message" for item in response.output):
                 raise ModelBehaviorError(

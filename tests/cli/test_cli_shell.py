@@ -198,8 +198,7 @@ def test_export_to_a_missing_directory_or_a_directory_says_so(tmp_path: Path) ->
     )
     assert done.returncode == 1
     assert done.stderr == (
-        "turnstore: error: the directory 'no/dir' of the export file 'no/dir/out.jsonl' "
-        "does not exist\n"
+        "turnstore: error: cannot write no/dir/out.jsonl: the directory 'no/dir' does not exist\n"
     )
     assert not (tmp_path / "no").exists()
 
@@ -207,7 +206,7 @@ def test_export_to_a_missing_directory_or_a_directory_says_so(tmp_path: Path) ->
     done = turnstore_cli("--db", "chats.db", "export", "--all", "-o", "folder", cwd=tmp_path)
     assert done.returncode == 1
     assert done.stderr == (
-        "turnstore: error: 'folder' is a directory: give the path of the export file\n"
+        "turnstore: error: cannot write folder: it is a directory; give the export file's path\n"
     )
     assert list((tmp_path / "folder").iterdir()) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["chats.db", "folder"]  # no temp file

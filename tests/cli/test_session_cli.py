@@ -534,6 +534,94 @@ def test_a_wrong_postgres_database_or_role_is_an_error_not_an_empty_store(
         assert sorted(p.name for p in tmp_path.iterdir()) == ["backup.jsonl"]
 
 
+def _closed_port() -> int:
+    """A local port nothing listens on (bound, read and released)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _unreachable(kind: str, request: pytest.FixtureRequest) -> tuple[str, str]:
+    """A URL of `kind` that cannot be used, and the same URL as the CLI must show it."""
+    from sqlalchemy.engine import make_url
+
+    port = _closed_port()
+    if kind == "postgres-wrong-port":
+        url = make_url(request.getfixturevalue("postgres_url")).set(port=port, password="s3cret")
+    elif kind == "mariadb-wrong-port":
+        url = make_url(request.getfixturevalue("mysql_url")).set(port=port, password="s3cret")
+    elif kind == "mariadb-wrong-database":  # no password: the server gets as far as the name
+        url = make_url(request.getfixturevalue("mysql_url")).set(
+            database=f"nodb_{uuid.uuid4().hex[:8]}"
+        )
+    elif kind == "mariadb-wrong-user":
+        url = make_url(request.getfixturevalue("mysql_url")).set(
+            username=f"nouser_{uuid.uuid4().hex[:6]}", password="s3cret"
+        )
+    elif kind == "redis-wrong-port":
+        request.getfixturevalue("redis_url")
+        return f"redis://:s3cret@127.0.0.1:{port}/0", f"redis://:***@127.0.0.1:{port}/0"
+    else:  # redis-cluster-wrong-port
+        request.getfixturevalue("redis_cluster_url")
+        return (
+            f"redis+cluster://:s3cret@127.0.0.1:{port}",
+            f"redis+cluster://:***@127.0.0.1:{port}",
+        )
+    return url.render_as_string(hide_password=False), url.render_as_string(hide_password=True)
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "postgres-wrong-port",
+        "mariadb-wrong-port",
+        "mariadb-wrong-database",
+        "mariadb-wrong-user",
+        "redis-wrong-port",
+        "redis-cluster-wrong-port",
+    ],
+)
+def test_an_unusable_store_is_an_error_naming_the_url_without_its_password(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target, shown = _unreachable(kind, request)
+    backup = tmp_path / "backup.jsonl"
+    backup.write_text("an older backup\n", encoding="utf-8")
+    fresh = tmp_path / "fresh.jsonl"
+    for command in (
+        ["stats"],
+        ["list"],
+        ["export", "--all", "-o", str(backup)],
+        ["export", "--all", "-o", str(fresh)],
+    ):
+        code, out, err = run_cli(capsys, "--db", target, *command)
+        assert code == 1, (command, out, err)
+        assert shown in err
+        assert "s3cret" not in err + out
+        assert "Traceback" not in err
+    assert backup.read_text(encoding="utf-8") == "an older backup\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["backup.jsonl"]  # no fresh, no temp
+
+
+def test_an_export_file_that_cannot_be_written_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sqlite = _sqlite(tmp_path)
+    sqlite.fill({"a": [{"n": 1}]})
+    for output in (tmp_path / "no-such-dir" / "backup.jsonl", tmp_path / "a-dir"):
+        if output.name == "a-dir":
+            output.mkdir()
+        code, _, err = run_cli(capsys, *sqlite.args, "export", "--all", "-o", str(output))
+        assert code == 1
+        # The file is at fault, not the store: the message names the file the user gave.
+        assert f"cannot write {output}" in err
+        assert ".tmp" not in err
+    left = {p.name for p in tmp_path.iterdir() if not p.name.endswith(("-wal", "-shm"))}
+    assert left == {"a-dir", Path(sqlite.target).name}  # no temp file left behind
+
+
 def test_missing_tables_read_as_an_empty_store(
     postgres_url: str, mysql_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -1,5 +1,6 @@
 """The shared session contract on the sessions the other test modules do not cover: the
-compaction wrapper over each storage backend, and OpenAIConversationsSession against the fake
+compaction wrapper over each storage backend (PgBouncer and Redis Cluster included), and
+OpenAIConversationsSession against the fake
 Conversations API (with the real `openai` client)."""
 
 from __future__ import annotations
@@ -10,14 +11,25 @@ from typing import Any
 
 import pytest
 from openai import AsyncOpenAI
+from redis.asyncio import RedisCluster
 
-from support.backends import RedisStorage, SQLStorage
+from support.backends import (
+    RedisStorage,
+    SQLStorage,
+    delete_prefix,
+    drop_tables,
+    unique_prefix,
+    unique_tables,
+)
 from turnstore import (
     OpenAIConversationsSession,
     OpenAIResponsesCompactionSession,
+    RedisSession,
     Session,
     SQLiteSession,
 )
+from turnstore.memory.redis.keys import ClusterLayout
+from turnstore.memory.sqlalchemy.engine import create_engine_for_url
 from turnstore.testing import FakeConversationsAPI, FakeOpenAIServer, SessionConformanceTests
 
 
@@ -127,3 +139,40 @@ class TestConversationsSession(SessionConformanceTests):
         pytest.skip(
             "conversation ids are assigned by the server: there is no caller-chosen id to attack"
         )
+
+
+@pytest.mark.services
+class TestCompactionOverPgBouncer(TestCompactionOverPostgres):
+    """The wrapper over PostgreSQL reached through PgBouncer in transaction mode."""
+
+    @pytest.fixture(autouse=True)
+    async def _sql(self, pgbouncer_url: str, postgres_url: str) -> AsyncIterator[None]:
+        self.engine = create_engine_for_url(pgbouncer_url, pool_size=10, max_overflow=50)
+        self.tables = unique_tables("cpgb")
+        yield
+        await self.engine.dispose()
+        direct = create_engine_for_url(postgres_url)
+        await drop_tables(direct, self.tables)
+        await direct.dispose()
+
+
+@pytest.mark.services
+class TestCompactionOverRedisCluster(_CompactionOver):
+    """The wrapper over a 3-primary Redis Cluster."""
+
+    @pytest.fixture(autouse=True)
+    async def _client(self, redis_cluster_url: str) -> AsyncIterator[None]:
+        self.client = RedisCluster.from_url(
+            redis_cluster_url.replace("redis+cluster://", "redis://"), max_connections=100
+        )
+        self.prefix = unique_prefix("cctest")
+        yield
+        await delete_prefix(self.client, self.prefix)
+        await self.client.aclose()
+
+    async def make_underlying(self, session_id: str) -> Any:
+        return RedisSession(session_id, redis_client=self.client, key_prefix=self.prefix)
+
+    async def corrupt_latest_row(self, session: Session) -> None:
+        key = ClusterLayout(self.prefix).items_key(session.session_id)
+        await self.client.lset(key, -1, "not json{")

@@ -94,3 +94,15 @@ async def test_an_id_that_cannot_be_stored_fails_in_the_constructor(
         assert await session.get_items() == [USER]
         await session.clear_session()
         await session.close()
+
+
+async def test_nesting_is_bounded_by_a_fixed_depth_not_the_callers_stack(session: Session) -> None:
+    from turnstore.memory.codec import MAX_ITEM_DEPTH
+    from turnstore.testing.sample_items import deeply_nested
+
+    deepest = deeply_nested(MAX_ITEM_DEPTH - 1)  # the item itself is level 1
+    wide = {"role": "user", "content": "wide", "rows": [[] for _ in range(50_000)]}
+    await session.add_items([USER, deepest, wide])
+    with pytest.raises(TypeError, match=rf"item 1 .*more than {MAX_ITEM_DEPTH} levels"):
+        await session.add_items([ANSWER, deeply_nested(MAX_ITEM_DEPTH)])
+    assert await session.get_items() == [USER, deepest, wide]

@@ -66,6 +66,14 @@ def _without(name: str) -> dict[str, Any]:
 
 
 _GOOD_BYTES = json.dumps(_good()).encode()
+# A valid JSON body whose annotations are nested deeper than the decoder can follow.
+_DEEP_BYTES = (
+    json.dumps(_good())
+    .replace('"annotations": []', '"annotations": ' + "[" * 5000 + "]" * 5000)
+    .encode()
+)
+# A valid JSON body whose text is a lone surrogate (JSON allows the escape; UTF-8 cannot store it).
+_SURROGATE = _with(output=[message_item("\ud800")])
 
 # name -> (reply for a plain request, the error it must raise)
 PLAIN: dict[str, tuple[FakeReply | dict[str, Any], type[TurnstoreError]]] = {
@@ -106,6 +114,16 @@ PLAIN: dict[str, tuple[FakeReply | dict[str, Any], type[TurnstoreError]]] = {
     "usage partial": (_with(usage={"input_tokens": 1}), ModelBehaviorError),
     "usage negative": (
         _with(usage={**_good()["usage"], "total_tokens": -1}),
+        ModelBehaviorError,
+    ),
+    "nested too deeply to read": (FakeReply(raw=_DEEP_BYTES), ModelCallError),
+    "text with a lone surrogate": (_SURROGATE, ModelBehaviorError),
+    "usage details a string": (
+        _with(usage={**_good()["usage"], "input_tokens_details": "x"}),
+        ModelBehaviorError,
+    ),
+    "usage details a list": (
+        _with(usage={**_good()["usage"], "output_tokens_details": [1]}),
         ModelBehaviorError,
     ),
     "status failed": (
@@ -156,6 +174,25 @@ STREAMED: dict[str, tuple[FakeReply | dict[str, Any], type[TurnstoreError]]] = {
     "event without type": (_sse('data: {"sequence_number": 0}\n\n'), ModelBehaviorError),
     "error event": (
         FakeReply(events=[{"type": "error", "message": "overloaded", "sequence_number": 0}]),
+        ModelBehaviorError,
+    ),
+    "frame nested too deeply to read": (
+        _sse(_frame(_EVENTS[0]), "data: " + "[" * 5000 + "]" * 5000 + "\n\n"),
+        ModelCallError,
+    ),
+    "completed with a lone surrogate": (
+        FakeReply(events=[{"type": "response.completed", "response": _SURROGATE}]),
+        ModelBehaviorError,
+    ),
+    "completed with usage details a string": (
+        FakeReply(
+            events=[
+                {
+                    "type": "response.completed",
+                    "response": _with(usage={**_good()["usage"], "input_tokens_details": "x"}),
+                }
+            ]
+        ),
         ModelBehaviorError,
     ),
     "a malformed completed response": (

@@ -10,11 +10,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from translation_support import SCRIPT
 
 from docs_i18n.checks import verify_page
 from echo_translator import EchoTranslator
-from turnstore.testing import FakeOpenAIServer
+from turnstore.testing import FakeOpenAIServer, FakeReply, text_response
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -125,6 +126,45 @@ def test_ctrl_c_leaves_every_file_old_or_new(site: Path, fake_openai: FakeOpenAI
             assert lang in manifest["pages"][page]
             written += 1
     assert 1 <= written < 9
+
+
+_GOOD = json.dumps(text_response("x"))
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        FakeReply(raw=b"<html>bad gateway</html>"),
+        FakeReply(raw=_GOOD[: len(_GOOD) // 2].encode()),
+        FakeReply(raw=b"[]"),
+        FakeReply(
+            raw=_GOOD.replace(
+                '"annotations": []', '"annotations": ' + "[" * 5000 + "]" * 5000
+            ).encode()
+        ),
+        FakeReply(raw=_GOOD.replace('"x"', '"\\ud800"').encode()),
+    ],
+    ids=["not-json", "truncated", "a-list", "nested-too-deep", "lone-surrogate"],
+)
+def test_a_malformed_reply_fails_its_page_and_the_command_goes_on(
+    reply: FakeReply, site: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    echo = EchoTranslator().install(fake_openai)
+    echo.fault("ja", "index.md", reply)
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_openai.base_url, "CI": "true"}
+    result = _run(site, "--lang", "ja", **env)
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "ja/index.md: failed (the model call failed: malformed reply" in result.stderr
+    assert "translated: 2, kept: 0, failed: 1" in result.stdout
+    assert not (site / "docs" / "ja" / "index.md").exists()
+    assert list(site.rglob("*.tmp")) == []
+    # The rerun translates the failed page alone, and then every translation is sound.
+    echo.calls.clear()
+    result = _run(site, "--lang", "ja", **env)
+    assert result.returncode == 0, result.stderr
+    assert {page for _, page, _ in echo.calls} == {"index.md"}
+    assert _run(site, "--check", "--lang", "ja").returncode == 0
 
 
 def test_refused_connection_names_the_url_and_stops_at_once(site: Path) -> None:

@@ -16,7 +16,7 @@ from docs_i18n.manifest import Manifest
 from docs_i18n.prompt import Glossary
 from docs_i18n.review import Finding, parse_review, verify_findings
 from echo_translator import MEANING_FAULTS, EchoTranslator
-from turnstore.testing import FakeOpenAIServer, FakeReply
+from turnstore.testing import FakeOpenAIServer, FakeReply, text_response
 
 PAGE = "faults.md"
 FAULT_PAGE = """\
@@ -237,6 +237,26 @@ async def test_a_malformed_review_fails_that_page(
     assert "FAILED ja/faults.md: the review reply is malformed: the review is not JSON" in (
         outcome.output
     )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 5000 + "]" * 5000,
+        '{"findings": [{"section": 1, "kind": "omission", "severity": "blocker", '
+        '"english": "\\ud800", "translation": "\\ud800", "problem": "\\ud800"}]}',
+    ],
+    ids=["nested-too-deep", "lone-surrogate"],
+)
+async def test_an_unreadable_review_fails_that_page_and_the_run_goes_on(
+    text: str, fault_site: Path, echo: EchoTranslator, run_site: RunSite
+) -> None:
+    echo.review_fault("ja", PAGE, FakeReply(body=text_response(text)))
+    outcome = await run_site(languages=["ja"])
+    assert outcome.code == 1
+    assert f"FAILED ja/{PAGE}: the review reply is malformed" in outcome.output
+    assert "translated: 3, kept: 0, failed: 1" in outcome.output
+    assert not (fault_site / "docs" / "ja" / PAGE).exists()
 
 
 def test_verify_findings_keeps_only_quotes_that_occur() -> None:

@@ -125,6 +125,29 @@ async def test_editing_one_section_sends_only_that_section(
         assert re.search(r"Install\S+ \S+ redis\S+ extra\S+, point", new_parts[3])
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["[" * 5000 + "]" * 5000, json.dumps({f"{lang}.3": "\ud800 x" for lang in LANGS})],
+    ids=["nested-too-deep", "lone-surrogate"],
+)
+async def test_an_unreadable_reply_for_all_languages_falls_back_to_each_alone(
+    text: str, site: Path, echo: EchoTranslator, run_site: RunSite
+) -> None:
+    assert (await run_site()).code == 0
+    page = site / "docs" / "guide" / "backends.md"
+    _write(
+        page, _read(page).replace("Install the extra and point", "Install the redis extra, point")
+    )
+    echo.fault("ja", "guide/backends.md", FakeReply(body=text_response(text)))
+    echo.calls.clear()
+    outcome = await run_site()
+    assert outcome.code == 0, outcome.output
+    assert "the request for all languages failed" in outcome.output
+    assert len(echo.batches) == 1  # then one request per language
+    assert sorted(echo.calls) == sorted([(lang, "guide/backends.md", [3]) for lang in LANGS] * 2)
+    assert _temp_files(site) == []
+
+
 def _split(text: str) -> list[str]:
     return re.split(r"(?m)^(?=## )", text)
 

@@ -143,21 +143,28 @@ async def _export_to_file(store: SessionStore, session_ids: list[str], path: str
     # Written to a temporary file beside the target and renamed over it only once complete: an
     # error never leaves an empty or partial backup (and never clobbers an older one).
     directory = os.path.dirname(await asyncio.to_thread(os.path.abspath, path))
-    # Said plainly, before the temporary file's name could show up in an OSError.
+    # The file's fault, said plainly and not as the store's, before the temporary file's name
+    # could show up in an OSError.
     if await asyncio.to_thread(os.path.isdir, path):
-        raise CommandError(f"{path!r} is a directory: give the path of the export file")
+        raise CommandError(f"cannot write {path}: it is a directory; give the export file's path")
     if not await asyncio.to_thread(os.path.isdir, directory):
         raise CommandError(
-            f"the directory {os.path.dirname(path)!r} of the export file {path!r} does not exist"
+            f"cannot write {path}: the directory {os.path.dirname(path)!r} does not exist"
         )
-    fd, temp = await asyncio.to_thread(
-        tempfile.mkstemp, prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory
-    )
+    try:
+        fd, temp = await asyncio.to_thread(
+            tempfile.mkstemp, prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory
+        )
+    except OSError as exc:
+        raise CommandError(f"cannot write {path}: {exc.strerror or exc}") from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             count = await _write_records(store, session_ids, out)
             await asyncio.to_thread(os.fsync, out.fileno())
-        await asyncio.to_thread(os.replace, temp, path)
+        try:
+            await asyncio.to_thread(os.replace, temp, path)
+        except OSError as exc:
+            raise CommandError(f"cannot write {path}: {exc.strerror or exc}") from exc
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp)

@@ -5,7 +5,7 @@ Rules, each in one function:
 - **Items** ([`encode_items`][turnstore.memory.codec.encode_items]): a batch is a list (or other
   sequence, not a string or mapping) of mappings, encoded as compact UTF-8 JSON. Every item of a
   batch is encoded, and so validated, before anything is written. An item that is not a mapping,
-  not JSON-serialisable, nested too deeply to encode (`RecursionError`), holding a float that is
+  not JSON-serialisable, nested more than `MAX_ITEM_DEPTH` levels deep, holding a float that is
   not a JSON number (`NaN`, `Infinity`: strict JSON has no such values, PostgreSQL and the OpenAI
   API reject them) or text that cannot be stored as UTF-8 (a lone surrogate) raises `TypeError`
   naming its index.
@@ -30,6 +30,7 @@ from ..items import TResponseInputItem
 from .session import HistorySnapshot
 
 __all__ = [
+    "MAX_ITEM_DEPTH",
     "MAX_LIMIT",
     "MAX_TABLE_NAME_LENGTH",
     "WHOLE_HISTORY",
@@ -44,6 +45,15 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+MAX_ITEM_DEPTH = 256
+"""The deepest nesting of objects and arrays an item may have (the item itself is level 1).
+
+A fixed bound, not Python's recursion limit: how deep the JSON encoder and decoder can go depends
+on how deep the calling code's stack already is, and reads run deeper than writes (and on other
+threads). An item accepted at write time must decode at read time, or it would be skipped as
+corrupt; this bound leaves the decoder hundreds of frames to spare.
+"""
 
 _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _decode = json.JSONDecoder().decode
@@ -60,9 +70,9 @@ def encode_items(items: object) -> list[str]:
 
     Raises:
         TypeError: `items` is not a list (or other sequence), or an item is not a mapping, is not
-            JSON-serialisable (`NaN` and `Infinity` included), is nested too deeply to encode, or
-            holds text that cannot be stored as UTF-8. The message names the item's index;
-            nothing has been written.
+            JSON-serialisable (`NaN` and `Infinity` included), is nested more than
+            `MAX_ITEM_DEPTH` levels deep, or holds text that cannot be stored as UTF-8. The
+            message names the item's index; nothing has been written.
     """
     if isinstance(items, str | bytes | Mapping) or not isinstance(items, Sequence):
         raise TypeError(f"items must be a list of item dicts, not {type(items).__name__}")
@@ -87,7 +97,28 @@ def _encode_item(index: int, item: object) -> str:
         ) from exc
     except (TypeError, ValueError) as exc:  # UnicodeEncodeError and NaN are ValueErrors
         raise TypeError(f"item {index} is not JSON-serialisable: {exc}") from exc
+    # Each level opens a bracket: text with few brackets cannot be too deep (a 40 MB data URL
+    # is counted at C speed and never walked).
+    if text.count("[") + text.count("{") > MAX_ITEM_DEPTH and _too_deep(item):
+        raise TypeError(
+            f"item {index} is not JSON-serialisable: it is nested more than {MAX_ITEM_DEPTH} "
+            "levels deep"
+        )
     return text
+
+
+def _too_deep(item: object) -> bool:
+    """Tell whether `item` (already encoded, so finite and acyclic) nests past `MAX_ITEM_DEPTH`."""
+    stack: list[tuple[object, int]] = [(item, 1)]
+    while stack:
+        value, depth = stack.pop()
+        children = value.values() if isinstance(value, Mapping) else value
+        for child in children:  # type: ignore[attr-defined]
+            if isinstance(child, Mapping | list | tuple):
+                if depth == MAX_ITEM_DEPTH:
+                    return True
+                stack.append((child, depth + 1))
+    return False
 
 
 def decode_item(raw: object, *, where: str) -> TResponseInputItem | None:

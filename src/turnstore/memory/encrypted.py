@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from ..exceptions import SessionDecryptionError, UserError
 from ..items import TResponseInputItem
 from .closing import AsyncCloseable, Release
-from .codec import WHOLE_HISTORY, check_limit
+from .codec import WHOLE_HISTORY, check_limit, encode_items
 from .session import Session, WrapperSessionABC, is_atomic_replacement_session
 from .settings import resolve_session_limit
 
@@ -219,19 +219,14 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
 
     # -- envelopes -----------------------------------------------------------------------------
 
-    def _seal(self, item: TResponseInputItem, index: int) -> dict[str, Any]:
-        if not isinstance(item, dict):
-            raise TypeError(f"item {index} is a {type(item).__name__}, not a mapping (dict)")
-        try:
-            plain = json.dumps(item, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-            data = plain.encode("utf-8")
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise TypeError(f"item {index} is not JSON-serialisable: {exc}") from exc
-        token = self._fernets[0].encrypt(data).decode("ascii")
+    def _seal(self, plain: str) -> dict[str, Any]:
+        token = self._fernets[0].encrypt(plain.encode("utf-8")).decode("ascii")
         return {"__enc__": 1, "v": _VERSION, "kid": _KEY_ID, "payload": token}
 
     def _seal_all(self, items: list[TResponseInputItem]) -> list[dict[str, Any]]:
-        return [self._seal(item, index) for index, item in enumerate(items)]
+        # The codec every backend uses validates and encodes: the same items are refused here
+        # as anywhere (TypeError naming the index), and whatever is sealed decodes again.
+        return [self._seal(plain) for plain in encode_items(items)]
 
     def _open(self, stored: Any, where: str) -> tuple[dict[str, Any], int, int] | None:
         """Authenticate and decrypt one stored item.

@@ -88,7 +88,8 @@ class OpenAIResponsesModel:
 
         Raises:
             ModelCallError: The API call failed, or its answer was not valid JSON (truncated,
-                an HTML error page, ...); the underlying exception is chained.
+                an HTML error page, ...) or was nested too deeply to read; the underlying
+                exception is chained.
             ModelBehaviorError: The response failed on the server side, or is not a usable
                 response (see `turnstore.models.response_check`).
         """
@@ -109,7 +110,7 @@ class OpenAIResponsesModel:
 
         Raises:
             ModelCallError: The API call failed, or an event of the stream was not valid JSON
-                (the underlying exception is chained).
+                or was nested too deeply to read (the underlying exception is chained).
             ModelBehaviorError: The stream reported an error, sent an event without a type,
                 ended without a final response, or its final response is not usable.
         """
@@ -160,3 +161,5 @@ def _call_errors(call: str, answer: str) -> Iterator[None]:
         raise ModelCallError(f"{call} failed: {exc}") from exc
     except ValueError as exc:  # json.JSONDecodeError: a body or event that is not JSON
         raise ModelCallError(f"{answer} is not valid JSON: {exc}") from exc
+    except RecursionError as exc:  # valid JSON nested deeper than the decoder can follow
+        raise ModelCallError(f"{answer} is nested too deeply to read: {exc}") from exc

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from openai.types.responses import Response, ResponseUsage
+from pydantic import BaseModel
 
 from ..exceptions import ModelBehaviorError
 
@@ -45,7 +46,8 @@ def check_usage(usage: Any, what: str) -> ResponseUsage | None:
         `usage` unchanged, or `None`.
 
     Raises:
-        ModelBehaviorError: A token count is missing, negative or not an integer.
+        ModelBehaviorError: A token count is missing, negative or not an integer, or a details
+            field (`input_tokens_details`, `output_tokens_details`) is not an object.
     """
     if usage is None:
         return None
@@ -60,6 +62,10 @@ def check_usage(usage: Any, what: str) -> ResponseUsage | None:
         ("output_tokens_details", "reasoning_tokens"),
     ):
         holder = _field(usage, details)
+        if holder is not None and not isinstance(holder, Mapping | BaseModel):
+            raise ModelBehaviorError(
+                f"{what} has an unusable usage.{details}: {holder!r:.200} (expected an object)"
+            )
         value = _field(holder, name) if holder is not None else None
         if value is not None and not _is_count(value):
             raise ModelBehaviorError(

@@ -404,6 +404,35 @@ class SessionConformanceTests:
             await session.add_items(bad)
         assert texts_of(await session.get_items()) == ["before"]
 
+    async def test_the_deepest_item_accepted_reads_back_from_a_deeper_stack(
+        self, new_session: SessionFactory
+    ) -> None:
+        """Whatever nesting `add_items` accepts, `get_items` returns, even called deeper.
+
+        The deepest accepted item is found by bisection (a refused batch writes nothing), then
+        read back from 100 frames deeper than it was written: a decoder that gives up there
+        would skip it as a corrupt row.
+        """
+        session = await new_session()
+        low, high = 1, 2_000  # accepted at `low`; refused at `high`
+        while high - low > 1:
+            middle = (low + high) // 2
+            try:
+                await session.add_items([deeply_nested(middle)])
+            except TypeError:
+                high = middle
+            else:
+                await session.clear_session()
+                low = middle
+        await session.add_items([msg("before"), deeply_nested(low), msg("after")])
+
+        async def deeper(frames: int) -> list[Any]:
+            return list(await (deeper(frames - 1) if frames else session.get_items()))
+
+        items = await deeper(100)
+        assert texts_of([items[0], items[-1]]) == ["before", "after"]
+        assert [self.comparable(got) for got in items[1:-1]] == [deeply_nested(low)]
+
     # --- atomic replacement (sessions that implement AtomicReplacementSession) ---------------
 
     async def _atomic_session(self, new_session: SessionFactory) -> Any:
