@@ -17,6 +17,7 @@ from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import (
+    ARRAY,
     BigInteger,
     Column,
     DateTime,
@@ -27,8 +28,10 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    bindparam,
     func,
     insert,
+    literal,
     select,
     text,
     update,
@@ -44,6 +47,7 @@ __all__ = [
     "CREATE_ATTEMPTS",
     "MAX_SESSION_ID_LENGTH",
     "create_missing_tables",
+    "insert_messages",
     "lock_session_row",
     "session_tables",
 ]
@@ -203,3 +207,58 @@ async def lock_session_row(
     except IntegrityError:  # another writer created it first: wait for its lock
         await conn.execute(locked)
     return True
+
+
+async def insert_messages(
+    conn: AsyncConnection,
+    m: Table,
+    session_id: str,
+    data: list[str],
+    created_at: list[Any] | None = None,
+) -> None:
+    """Insert rows into the messages table, in order, as part of the caller's transaction.
+
+    On PostgreSQL the rows go as ONE statement whose parameters are arrays
+    (`INSERT ... SELECT ... FROM unnest($1, $2) WITH ORDINALITY ORDER BY ordinality`), whatever
+    their number: the driver sends one message and then only waits for the answer, so a
+    connection that dies meanwhile fails the call at once. (asyncpg's `executemany` streams one
+    message per row and, when the socket's buffer is full, waits for the transport to resume
+    writing: a connection killed at that moment never resumes it, and the call hung until
+    `command_timeout`.) Elsewhere the driver's `executemany` sends the rows.
+
+    Args:
+        conn: A connection inside a transaction.
+        m: The messages table.
+        session_id: The session the rows belong to.
+        data: The encoded items, oldest first.
+        created_at: Their `created_at` values (same length as `data`), or `None` for now.
+    """
+    if not data:
+        return
+    if created_at is not None and len(created_at) != len(data):
+        raise ValueError("created_at must hold one value per row")
+    if conn.dialect.name != "postgresql":
+        rows: list[dict[str, Any]] = [
+            {"session_id": session_id, "message_data": d} for d in data
+        ]
+        if created_at is not None:
+            for row, at in zip(rows, created_at, strict=True):
+                row["created_at"] = at
+        await conn.execute(insert(m), rows)
+        return
+    arrays: list[Any] = [bindparam("data", data, type_=ARRAY(Text))]
+    columns = ["data"]
+    if created_at is not None:
+        arrays.append(bindparam("created_at", created_at, type_=ARRAY(DateTime(timezone=True))))
+        columns.append("at")
+    rows_in = (
+        func.unnest(*arrays).table_valued(*columns, with_ordinality="ord").render_derived(name="r")
+    )
+    names = ["session_id", "message_data"]
+    picked: list[Any] = [literal(session_id, String()), rows_in.c.data]
+    if created_at is not None:
+        names.append("created_at")
+        picked.append(rows_in.c.at)
+    await conn.execute(
+        insert(m).from_select(names, select(*picked).order_by(rows_in.c.ord))
+    )

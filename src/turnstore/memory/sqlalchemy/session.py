@@ -19,7 +19,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "SQLAlchemySession needs SQLAlchemy and asyncpg: pip install 'turnstore[postgres]'"
     ) from exc
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -39,6 +39,7 @@ from .engine import (
 from .schema import (
     MAX_SESSION_ID_LENGTH,
     create_missing_tables,
+    insert_messages,
     lock_session_row,
     session_tables,
 )
@@ -382,9 +383,7 @@ class SQLAlchemySession(PooledSession):
         sid = self.session_id
         async with self._engine.begin() as conn:
             await self._lock_session_row(conn, create=True)
-            await conn.execute(
-                insert(self._messages), [{"session_id": sid, "message_data": d} for d in rows]
-            )
+            await insert_messages(conn, self._messages, sid, rows)
 
     async def _pop_newest(self) -> TResponseInputItem | None:
         return await retry_deadlocks(self._pop)
@@ -487,14 +486,10 @@ class SQLAlchemySession(PooledSession):
                     )
                 ).all()
             await conn.execute(delete(m).where(mine))
-            if encoded:
-                await conn.execute(
-                    insert(m), [{"session_id": sid, "message_data": data} for data in encoded]
-                )
+            await insert_messages(conn, m, sid, encoded)
             if later:
-                await conn.execute(
-                    insert(m),
-                    [{"session_id": sid, "message_data": d, "created_at": at} for d, at in later],
+                await insert_messages(
+                    conn, m, sid, [d for d, _ in later], created_at=[at for _, at in later]
                 )
             await self._touch(conn)
             return True

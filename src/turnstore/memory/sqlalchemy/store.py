@@ -182,12 +182,10 @@ class SQLAlchemyStore(SessionStore):
 
     async def _write_encoded(self, write: EncodedWrite) -> None:
         session_id = write.session_id
-        from sqlalchemy import delete, insert
+        from sqlalchemy import delete
 
-        rows = [
-            {"session_id": session_id, "message_data": data, "created_at": at}
-            for data, at in zip(write.encoded, write.created, strict=True)
-        ]
+        from .schema import insert_messages
+
         session = self.session(session_id)
         try:
             async with self._errors(missing_table_ok=False):
@@ -198,8 +196,9 @@ class SQLAlchemyStore(SessionStore):
                         await conn.execute(
                             delete(self._m).where(self._m.c.session_id == session_id)
                         )
-                    if rows:
-                        await conn.execute(insert(self._m), rows)
+                    await insert_messages(
+                        conn, self._m, session_id, write.encoded, created_at=write.created
+                    )
         finally:
             await session.close()  # type: ignore[attr-defined]
 
