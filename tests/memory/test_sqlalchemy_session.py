@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
@@ -334,6 +335,101 @@ async def test_a_backend_killed_mid_write_raises_within_the_command_timeout(
     outcomes = await _kill_mid_write(postgres_url, tables, command_timeout=5)
     assert "hung" not in outcomes
     assert len(outcomes) == 12
+
+
+async def _terminate_when_seen(
+    killer: AsyncEngine, query_prefix: str, running: asyncio.Future[object]
+) -> None:
+    """Terminate the backend whose query starts with `query_prefix` as soon as one shows up."""
+    async with killer.connect() as conn:
+        await conn.execution_options(isolation_level="AUTOCOMMIT")
+        while not running.done():  # each statement sees a fresh pg_stat_activity (autocommit)
+            killed = (
+                await conn.execute(
+                    text(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                        "WHERE pid <> pg_backend_pid() AND state = 'active' AND query LIKE :q"
+                    ),
+                    {"q": f"{query_prefix}%"},
+                )
+            ).scalar()
+            if killed:
+                return
+    raise AssertionError("the call ended before its backend could be killed")
+
+
+@pytest.mark.timeout(30)  # far below the default 60 s command_timeout the session keeps
+@pytest.mark.parametrize("through", ["postgres", "pgbouncer"])
+async def test_a_connection_killed_while_a_large_batch_is_sent_fails_the_call_at_once(
+    request: pytest.FixtureRequest, postgres_url: str, through: str
+) -> None:
+    url: str = request.getfixturevalue(f"{through}_url")
+    tables = unique_tables("kw")
+    killer = create_async_engine(postgres_url, poolclass=NullPool)  # a second, direct connection
+    other = SQLAlchemySession(
+        "other",
+        engine=killer,
+        create_tables=True,
+        sessions_table=tables[0],
+        messages_table=tables[1],
+    )
+    await other.add_items([{"keep": True}])  # creates the tables
+    # Default settings: the bound on the call is the 60 s command_timeout.
+    session = SQLAlchemySession.from_url(
+        "s", url, sessions_table=tables[0], messages_table=tables[1]
+    )
+    # 10 MB: far more than a socket buffer holds, so the driver is still sending (or the
+    # server still inserting) when the kill arrives.
+    batch = [{"role": "user", "content": f"item {i} " + "x" * 2000} for i in range(5000)]
+    try:
+        add = asyncio.ensure_future(session.add_items(batch))  # type: ignore[arg-type]
+        await _terminate_when_seen(killer, f"INSERT INTO {tables[1]} ", add)
+        with pytest.raises(SessionStorageError, match="connection was lost") as info:
+            await add
+        # The loss of the connection ended the call, not the command_timeout.
+        cause = info.value.__cause__
+        assert isinstance(cause, DBAPIError) and cause.connection_invalidated, repr(cause)
+        # Nothing of the batch is stored, and the next calls work on a new connection.
+        assert await session.get_items() == []
+        await session.add_items([{"n": 1}])
+        assert await session.get_items() == [{"n": 1}]
+        assert await other.get_items() == [{"keep": True}]
+    finally:
+        await session.close()
+        await drop_tables(killer, tables)
+        await killer.dispose()
+
+
+async def test_a_pooled_connection_the_server_closed_is_replaced_for_the_next_call(
+    postgres_url: str, tables: tuple[str, str]
+) -> None:
+    app = f"turnstore-idle-{uuid.uuid4().hex[:8]}"
+    engine = create_async_engine(
+        postgres_url, connect_args={"server_settings": {"application_name": app}}
+    )
+    killer = create_async_engine(postgres_url, poolclass=NullPool)
+    session = make(engine, tables)
+    try:
+        await session.add_items([{"n": 1}])
+        # The pool holds one idle connection now; the server ends it (a restart, an operator).
+        async with killer.connect() as conn:
+            killed = (
+                await conn.execute(
+                    text(
+                        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                        "WHERE application_name = :app AND pid <> pg_backend_pid()"
+                    ),
+                    {"app": app},
+                )
+            ).scalar()
+        assert killed == 1
+        # Whether or not the driver has seen the connection close yet, the next calls work.
+        assert await session.get_items() == [{"n": 1}]
+        await session.add_items([{"n": 2}])
+        assert await session.get_items() == [{"n": 1}, {"n": 2}]
+    finally:
+        await killer.dispose()
+        await engine.dispose()
 
 
 def test_command_timeout_is_checked(engine: AsyncEngine) -> None:
