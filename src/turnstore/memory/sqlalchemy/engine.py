@@ -7,8 +7,9 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from sqlalchemy import event
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, DBAPIError, DisconnectionError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from ...exceptions import SessionStorageError
@@ -19,7 +20,9 @@ __all__ = [
     "DEFAULT_COMMAND_TIMEOUT",
     "check_command_timeout",
     "create_engine_for_url",
+    "discard_closed_connections",
     "retry_deadlocks",
+    "retry_lost_read",
     "storage_error",
 ]
 
@@ -60,6 +63,51 @@ async def retry_deadlocks(transaction: Callable[[], Awaitable[_T]]) -> _T:
                 raise
             await asyncio.sleep(random.uniform(0, 0.002 * 2**attempt))
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def retry_lost_read(read: Callable[[], Awaitable[_T]]) -> _T:
+    """Run a read again, once, when its connection turned out to be lost.
+
+    A read changes nothing, so running it again on a new connection is always safe. (The pool
+    hands out a connection the server closed while it sat idle, a restart or an operator's
+    `pg_terminate_backend`, when the driver has not seen the close yet.) Writes are never run
+    again this way: one that lost its connection during the commit may have been applied.
+
+    Args:
+        read: Runs the whole read once, on a connection of its own.
+
+    Returns:
+        What the read returned.
+    """
+    try:
+        return await read()
+    except DBAPIError as exc:
+        if not exc.connection_invalidated:
+            raise
+    return await read()  # SQLAlchemy invalidated the pool: this one gets a new connection
+
+
+def _refuse_closed(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+    is_closed = getattr(getattr(dbapi_connection, "driver_connection", None), "is_closed", None)
+    if callable(is_closed) and is_closed():
+        # The pool discards this connection and hands out another (or opens a new one).
+        raise DisconnectionError("the server closed this pooled connection")
+
+
+def discard_closed_connections(engine: AsyncEngine) -> None:
+    """Make the engine's pool skip connections the driver already knows are closed.
+
+    asyncpg notices at once when the server ends an idle connection (it reads the server's
+    termination message and the end of the stream); without this check the pool would hand
+    that connection to the next call, which would fail. The check is local: nothing is sent.
+    Registered once per engine; harmless for drivers without `is_closed()`.
+
+    Args:
+        engine: Any async engine, also one the caller owns.
+    """
+    target = engine.sync_engine
+    if not event.contains(target, "checkout", _refuse_closed):
+        event.listen(target, "checkout", _refuse_closed)
 
 
 def storage_error(operation: str, session_id: str, exc: BaseException) -> SessionStorageError:
@@ -148,4 +196,5 @@ def create_engine_for_url(url: str, **engine_kwargs: Any) -> AsyncEngine:
             "Use an async driver, for example postgresql+asyncpg:// or mysql+asyncmy://"
         ) from exc
     watch_for_pooler(engine, pgbouncer)
+    discard_closed_connections(engine)
     return engine

@@ -33,7 +33,9 @@ from .engine import (
     DEFAULT_COMMAND_TIMEOUT,
     check_command_timeout,
     create_engine_for_url,
+    discard_closed_connections,
     retry_deadlocks,
+    retry_lost_read,
     storage_error,
 )
 from .schema import (
@@ -130,6 +132,7 @@ class SQLAlchemySession(PooledSession):
             )
         self._command_timeout = check_command_timeout(command_timeout)
         validate_table_names(sessions_table, messages_table)
+        discard_closed_connections(engine)
         self._engine = engine
         self._create_tables = create_tables
         self._sessions_table = sessions_table
@@ -342,6 +345,9 @@ class SQLAlchemySession(PooledSession):
             ready.add(key)
 
     async def _read(self, count: int | None) -> list[TResponseInputItem]:
+        return await retry_lost_read(lambda: self._read_once(count))
+
+    async def _read_once(self, count: int | None) -> list[TResponseInputItem]:
         m = self._messages
         where = f"session {self.session_id!r}"
         async with self._engine.connect() as conn:
@@ -439,6 +445,9 @@ class SQLAlchemySession(PooledSession):
             await conn.execute(delete(self._sessions).where(self._sessions.c.session_id == sid))
 
     async def _snapshot(self) -> HistorySnapshot:
+        return await retry_lost_read(self._snapshot_once)
+
+    async def _snapshot_once(self) -> HistorySnapshot:
         m = self._messages
         where = f"session {self.session_id!r}"
         async with self._engine.connect() as conn:
