@@ -238,9 +238,7 @@ async def insert_messages(
     if created_at is not None and len(created_at) != len(data):
         raise ValueError("created_at must hold one value per row")
     if conn.dialect.name != "postgresql":
-        rows: list[dict[str, Any]] = [
-            {"session_id": session_id, "message_data": d} for d in data
-        ]
+        rows: list[dict[str, Any]] = [{"session_id": session_id, "message_data": d} for d in data]
         if created_at is not None:
             for row, at in zip(rows, created_at, strict=True):
                 row["created_at"] = at
@@ -259,6 +257,4 @@ async def insert_messages(
     if created_at is not None:
         names.append("created_at")
         picked.append(rows_in.c.at)
-    await conn.execute(
-        insert(m).from_select(names, select(*picked).order_by(rows_in.c.ord))
-    )
+    await conn.execute(insert(m).from_select(names, select(*picked).order_by(rows_in.c.ord)))
