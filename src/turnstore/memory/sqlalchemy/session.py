@@ -61,8 +61,10 @@ class SQLAlchemySession(PooledSession):
 
     Errors of the driver are raised as [`SessionStorageError`][turnstore.SessionStorageError]
     with the original exception chained. A lost connection (a restarted server, a killed backend)
-    fails the current call only: the pool replaces the connection for the next call. Nothing is
-    retried automatically, so a write is never applied twice.
+    fails the current call only, as soon as the driver sees it, whatever the size of the batch
+    being sent: the pool replaces the connection for the next call, and never hands out one the
+    driver knows is closed. A write is never retried, so it is never applied twice; a read that
+    meets a lost connection runs once more on a new one.
 
     Args:
         session_id: Identifies the conversation (at most 255 characters).
@@ -76,9 +78,9 @@ class SQLAlchemySession(PooledSession):
         command_timeout: The most seconds one operation (`get_items`, `add_items`, `pop_item`,
             `clear_session`: each one transaction) may spend in the database, 60 by default;
             `None` for no bound. Past it the connection is dropped (a database that stops
-            answering, or a connection killed mid-write, can otherwise leave the driver waiting
-            forever) and the call raises [`SessionStorageError`][turnstore.SessionStorageError];
-            the session stays usable.
+            answering can otherwise leave the driver waiting forever) and the call raises
+            [`SessionStorageError`][turnstore.SessionStorageError]; the session stays usable.
+            A connection the server ends fails the call at once, without waiting for it.
 
     Raises:
         TypeError: `session_id` is not a string, or the settings are invalid.
