@@ -11,6 +11,7 @@ import subprocess
 import sys
 from importlib.metadata import packages_distributions
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -29,9 +30,10 @@ NOT_DEPENDENCIES = {
 }
 
 
-def _floors_module():  # type: ignore[no-untyped-def]
+def _floors_module() -> ModuleType:
     spec = importlib.util.spec_from_file_location("ci_floors", FLOORS)
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules["ci_floors"] = module
     spec.loader.exec_module(module)

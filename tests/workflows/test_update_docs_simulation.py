@@ -263,7 +263,13 @@ def simulate(
         workflow_path=WORKFLOW,
         job_id="translate",
         workspace=world.workspace,
-        expressions={"secrets.OPENAI_API_KEY": api_key, "inputs.scope": scope},
+        # No token: the push goes to the local `origin` (the token path is tested on the script
+        # itself in test_commit_translations_script.py).
+        expressions={
+            "secrets.OPENAI_API_KEY": api_key,
+            "secrets.GITHUB_TOKEN": "",
+            "inputs.scope": scope,
+        },
         base_env=env,
         emulators={"checkout": checkout},
         skip={"install": "the venv already has every dependency", **(skip or {})},
