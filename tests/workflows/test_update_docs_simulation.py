@@ -449,7 +449,7 @@ def test_push_rebases_when_main_moved(world: World, translator: FakeOpenAIServer
     results = simulate(world, translator, before_step={"commit": someone_pushes})
 
     assert_succeeded(results)
-    assert "rebasing onto origin/main" in results["commit"].output
+    assert "rebasing onto main as it is now" in results["commit"].output
     log = world.log()
     assert git(world.origin, "show", "-s", "--format=%s", log[1]) == "Unrelated change"
     files = world.changed_files(log[0])
