@@ -2,6 +2,8 @@
 #   make docs   build the documentation site and serve it at http://127.0.0.1:8000 (PORT=8001 ...)
 #   make test   ruff, mypy --strict, typos and the whole pytest suite
 #   make test-fast  the edit-run loop: no browser, service or slow tests, on every core (xdist)
+#   make test-floors  every runtime dependency at its declared floor, in a fresh venv: the import,
+#               the README example on the fake server, the backend smoke tests (.ci/floors.py)
 #   make bench  every benchmark in bench/, each table printed; FAIL lines for missed targets
 
 PYTHON ?= python3
@@ -13,7 +15,7 @@ HASH   := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 STAMP      := $(VENV)/.installed-$(HASH)
 DOCS_STAMP := $(VENV)/.installed-docs-$(HASH)
 
-.PHONY: docs docs-build docs-venv test test-fast lint venv bench clean
+.PHONY: docs docs-build docs-venv test test-fast test-floors lint venv bench clean
 
 venv: $(STAMP)
 
@@ -64,6 +66,10 @@ test: lint
 
 test-fast: venv
 	$(BIN)/python -m pytest -n auto -m "not browser and not services and not slow" -q
+
+# Its own venv (a temporary one); the services are those `make test` uses (.ci/services starts them).
+test-floors:
+	$(PYTHON) .ci/floors.py
 
 # Every benchmark runs even when an earlier one missed its target; the status says if any did.
 # scripts/ is on the path for the benchmarks of the docs translation tool (docs_i18n).

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -240,4 +241,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    # Ctrl-C stops the run even when it was started from a process that ignores SIGINT (a shell
+    # job started with `&` passes SIG_IGN on, and Python keeps it): every file stays old or new.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.exit(main())

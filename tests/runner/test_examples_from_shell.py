@@ -33,10 +33,15 @@ class RunningServer:
         return self.process.returncode, err
 
 
-def start_server(*args: str) -> RunningServer:
+# Start a command with SIGINT ignored, as a shell job started with `&` is: `trap "" INT` sets
+# SIG_IGN, which exec keeps.
+SIGINT_IGNORED = ["bash", "-c", 'trap "" INT; exec "$@"', "bash"]
+
+
+def start_server(*args: str, sigint_ignored: bool = False) -> RunningServer:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     process = subprocess.Popen(
-        [*SERVER, *args],
+        [*(SIGINT_IGNORED if sigint_ignored else []), *SERVER, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -88,6 +93,19 @@ def test_the_server_prints_two_lines_to_export_and_stops_cleanly_on_ctrl_c(
     assert code == 0
     assert "Traceback" not in err
     assert "KeyboardInterrupt" not in err
+
+
+def test_ctrl_c_stops_the_server_started_from_a_process_that_ignores_it() -> None:
+    running = start_server(sigint_ignored=True)
+    try:
+        code, err = running.stop()
+    finally:
+        if running.process.poll() is None:
+            running.process.kill()
+            running.process.communicate(timeout=30)
+    assert code == 0
+    assert "fake OpenAI server stopped" in err
+    assert "Traceback" not in err
 
 
 def test_port_option_and_busy_port() -> None:

@@ -92,24 +92,45 @@ def test_ci_run_honours_base_url_and_writes_only_translations(
     assert again.returncode == 0, again.stdout
 
 
-def test_ctrl_c_leaves_every_file_old_or_new(site: Path, fake_openai: FakeOpenAIServer) -> None:
+# A shell job started with `&` runs with SIGINT ignored: `trap "" INT` sets SIG_IGN, which exec
+# keeps; the script must still stop on Ctrl-C.
+SIGINT_IGNORED = ["bash", "-c", 'trap "" INT; exec "$@"', "bash"]
+
+
+@pytest.mark.parametrize("sigint_ignored", [False, True], ids=["shell", "sigint-ignored-job"])
+def test_ctrl_c_leaves_every_file_old_or_new(
+    site: Path, fake_openai: FakeOpenAIServer, sigint_ignored: bool
+) -> None:
     echo = EchoTranslator(latency=0.4).install(fake_openai)
     env = _env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=fake_openai.base_url, CI="true")
     process = subprocess.Popen(
-        [sys.executable, str(SCRIPT), "--root", str(site), "--concurrency", "2"],
+        [
+            *(SIGINT_IGNORED if sigint_ignored else []),
+            sys.executable,
+            str(SCRIPT),
+            "--root",
+            str(site),
+            "--concurrency",
+            "2",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=env,
     )
-    deadline = time.monotonic() + 60
-    while not list((site / "docs").glob("*/index.md")) and not list(
-        (site / "docs").glob("*/guide/*.md")
-    ):
-        assert time.monotonic() < deadline, "no translation was written"
-        time.sleep(0.05)
-    process.send_signal(signal.SIGINT)
-    stdout, stderr = process.communicate(timeout=60)
+    try:
+        deadline = time.monotonic() + 60
+        while not list((site / "docs").glob("*/index.md")) and not list(
+            (site / "docs").glob("*/guide/*.md")
+        ):
+            assert time.monotonic() < deadline, "no translation was written"
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate(timeout=30)
     assert process.returncode == 130, stderr
     assert "translated: " in stdout  # the summary of what was done before the interruption
     assert "interrupted" in stderr

@@ -140,3 +140,36 @@ def test_a_conflicting_remote_fails_without_pushing(repo: Repo) -> None:
     # The rebase was aborted: the workspace is not left mid-rebase.
     assert not (repo.work / ".git" / "rebase-merge").exists()
     assert not (repo.work / ".git" / "rebase-apply").exists()
+
+
+def test_with_a_token_it_pushes_through_the_authenticated_url_not_the_checkouts_remote(
+    repo: Repo, tmp_path: Path
+) -> None:
+    # The workflow's checkout keeps no credentials; the commit step gets GITHUB_TOKEN and must
+    # fetch and push through its own authenticated URL. Here `origin` points nowhere, and git
+    # maps only the authenticated URL (token included) to the real bare repository.
+    repo.git(repo.work, "remote", "set-url", "origin", str(tmp_path / "nowhere.git"))
+    authenticated = "https://x-access-token:tok-123@github.example/owner/repo.git"
+    config = tmp_path / "gitconfig"
+    config.write_text(f'[url "{repo.origin}"]\n\tinsteadOf = {authenticated}\n', encoding="utf-8")
+    # Someone else pushes first, so the script's first push is refused and it must fetch.
+    repo.write(repo.other, "README.md", "moved on\n")
+    repo.commit(repo.other, "other change")
+    repo.write(repo.work, "docs/ja/index.md", "# ホーム（新）\n")
+    env = {
+        **_env(repo.home),
+        "GIT_CONFIG_GLOBAL": str(config),
+        "GITHUB_TOKEN": "tok-123",
+        "GITHUB_SERVER_URL": "https://github.example",
+        "GITHUB_REPOSITORY": "owner/repo",
+    }
+    done = subprocess.run(
+        [str(SCRIPT), "main"], cwd=repo.work, env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [line.split("|")[1] for line in repo.origin_log()[:2]] == [
+        "docs: update translations",
+        "other change",
+    ]
+    # The token was never written into the clone's configuration.
+    assert "tok-123" not in (repo.work / ".git" / "config").read_text(encoding="utf-8")

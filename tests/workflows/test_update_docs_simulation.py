@@ -263,7 +263,13 @@ def simulate(
         workflow_path=WORKFLOW,
         job_id="translate",
         workspace=world.workspace,
-        expressions={"secrets.OPENAI_API_KEY": api_key, "inputs.scope": scope},
+        # No token: the push goes to the local `origin` (the token path is tested on the script
+        # itself in test_commit_translations_script.py).
+        expressions={
+            "secrets.OPENAI_API_KEY": api_key,
+            "secrets.GITHUB_TOKEN": "",
+            "inputs.scope": scope,
+        },
         base_env=env,
         emulators={"checkout": checkout},
         skip={"install": "the venv already has every dependency", **(skip or {})},
@@ -443,7 +449,7 @@ def test_push_rebases_when_main_moved(world: World, translator: FakeOpenAIServer
     results = simulate(world, translator, before_step={"commit": someone_pushes})
 
     assert_succeeded(results)
-    assert "rebasing onto origin/main" in results["commit"].output
+    assert "rebasing onto main as it is now" in results["commit"].output
     log = world.log()
     assert git(world.origin, "show", "-s", "--format=%s", log[1]) == "Unrelated change"
     files = world.changed_files(log[0])

@@ -147,4 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    # Ctrl-C stops the server even when it was started from a process that ignores SIGINT (a
+    # shell job started with `&` passes SIG_IGN on, and Python keeps an inherited SIG_IGN).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.exit(main())
