@@ -358,7 +358,7 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
     # --- branches -------------------------------------------------------------------------------
 
     async def create_branch_from_turn(
-        self, turn_number: int, branch_name: str | None = None
+        self, turn_number: int, branch_name: str | None = None, *, user_row: int | None = None
     ) -> str:
         """Start a branch holding the current branch's turns before `turn_number`; switch to it.
 
@@ -378,6 +378,8 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
             ValueError: The branch has no turn `turn_number`, or `branch_name` is blank, holds
                 a NUL character, or was used before.
         """
+        # `user_row`: the row id of the turn's user message, from `snapshot_history()`, for a
+        # wrapper that stores items this session cannot read (`EncryptedSession`).
         if isinstance(turn_number, bool) or not isinstance(turn_number, int):
             raise TypeError(f"turn_number must be an int, not {type(turn_number).__name__}")
         if branch_name is not None:
@@ -385,8 +387,17 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
             if not branch_name.strip():
                 raise ValueError("Branch name cannot be empty")
 
+        schema = self._schema
+
         def create(branches: Branches, source: str) -> tuple[str, str]:
-            at = branches.nth_user(source, turn_number) if turn_number >= 1 else None
+            if user_row is None:
+                at = branches.nth_user(source, turn_number) if turn_number >= 1 else None
+            else:
+                view, params = schema.view(branches.chain(source), branches.sid)
+                seen = branches.conn.execute(
+                    f"SELECT 1 FROM ({view}) WHERE id = ?", [*params, user_row]
+                ).fetchone()
+                at = user_row if seen is not None else None
             if at is None:
                 raise ValueError(
                     f"Turn {turn_number} does not contain a user message in branch '{source}'"
