@@ -23,7 +23,7 @@ from .advanced_items import (
     usage_row,
 )
 
-__all__ = ["BranchAnalytics"]
+__all__ = ["BranchAnalytics", "user_turns"]
 
 _USAGE_COLUMNS = (
     "requests, input_tokens, output_tokens, total_tokens, input_tokens_details, "
