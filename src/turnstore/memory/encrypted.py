@@ -374,10 +374,9 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
                 result (too many expired or plaintext items in the way); nothing changed.
         """
         budget = self.max_scan_items
-        resolved = resolve_session_limit(limit, self.session_settings)
-        if budget is not None and isinstance(resolved, int) and resolved < 0:
+        if budget is not None and isinstance(limit, int) and limit < 0:
             raise ValueError("limit must be non-negative when max_scan_items is set")
-        wanted = check_limit(resolved)
+        wanted = check_limit(resolve_session_limit(limit, self.session_settings))
         if wanted == 0:
             return []
         window = WHOLE_HISTORY if wanted is None else wanted
