@@ -66,7 +66,7 @@ _PASSED_THROUGH = frozenset(
         "ping",
     }
 )
-"""What `EncryptedSession` passes through to the wrapped session: only what is right on ciphertext."""
+"""What `EncryptedSession` passes through to the wrapped session: what is right on ciphertext."""
 
 _ON_PLAINTEXT = {
     "get_archived_items": "_archived_items",
@@ -166,16 +166,28 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
     ciphertext. Each session id gets its own key, derived from the master key with HKDF, so one
     session's ciphertext cannot be moved into another.
 
-    Reading: items older than `ttl` seconds are skipped. Writing: on a session with an atomic
-    replacement (`SQLiteSession`, `SQLAlchemySession`, `RedisSession`), `add_items` also
+    Reading: items older than `ttl` seconds are skipped (an item stays readable for its whole
+    `ttl`, and up to a second longer: the token's time is whole seconds). Writing: on a
+    session with an atomic replacement (`SQLiteSession`, `SQLAlchemySession`,
+    `RedisSession`), `add_items` also
     deletes the expired items from storage, at most once a minute per session object;
     elsewhere they stay stored until the wrapped session's own expiry (a Redis `ttl`) or a
     retention job removes them. Stored items that
     are not envelopes (plaintext written around this wrapper) are skipped with a logged
     warning: they were never authenticated.
-    An envelope that none of the keys authenticates raises
-    [`SessionDecryptionError`][turnstore.SessionDecryptionError] and changes nothing: a wrong
-    key never reads as an empty history, and `pop_item` does not remove what it cannot read.
+    An envelope that none of the keys authenticates, or a damaged one (`__enc__` set, the rest
+    missing), raises [`SessionDecryptionError`][turnstore.SessionDecryptionError] and changes
+    nothing: a wrong key never reads as an empty history, and `pop_item` does not remove what
+    it cannot read.
+
+    Over a session with an atomic replacement, this session has one too
+    ([`is_atomic_replacement_session`][turnstore.is_atomic_replacement_session] tells): wrapped
+    in [`OpenAIResponsesCompactionSession`][turnstore.OpenAIResponsesCompactionSession], it is
+    compacted in one atomic step. Methods of the wrapped session do not pass through, since
+    they would work on ciphertext; only an allow-list does (branch switching and deletion,
+    `current_branch_id`, usage counts, connection attributes), and the turn, search, branching
+    and usage methods of an [`AdvancedSQLiteSession`][turnstore.AdvancedSQLiteSession] run on
+    the decrypted items. Any other raises `AttributeError` naming `.underlying_session`.
 
     Key rotation: pass a list of keys. New items are encrypted with the first; every key of the
     list decrypts. [`rotate`][turnstore.EncryptedSession.rotate] re-encrypts the stored history
@@ -190,11 +202,15 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
             A list of keys enables rotation; the first encrypts.
         ttl: Seconds after which an item is no longer returned; `None` keeps items readable
             forever. The OpenAI Agents SDK's default, 600, applies when omitted.
+        max_scan_items: At most this many stored items are read by one `get_items` while it
+            looks for `limit` readable ones (past it, `RuntimeError`); `None` reads as many as
+            needed. As in the OpenAI Agents SDK.
 
     Raises:
         ImportError: The `encryption` extra is not installed.
-        TypeError: A key is not str or bytes, or `ttl` is not a number.
-        ValueError: No key, an empty key, or a `ttl` that is not positive.
+        TypeError: A key is not str or bytes, `ttl` is not a number, or `max_scan_items` is
+            not an int.
+        ValueError: No key, an empty key, or a `ttl` or `max_scan_items` that is not positive.
         UserError: `underlying_session` is not a session.
 
     Example:
@@ -209,7 +225,7 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
         ```
     """
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> EncryptedSession:
+    def __new__(cls, *args: Any, **kwargs: Any) -> EncryptedSession:  # noqa: D102
         # Over a session with an atomic replacement, the wrapper has one too (so that
         # compaction swaps the history in one step); over any other, it has none, and
         # `is_atomic_replacement_session` says so.
@@ -568,9 +584,7 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
 
     # -- the wrapped session's own methods, on the decrypted items ------------------------------
 
-    async def _plain(
-        self, items: list[Any]
-    ) -> list[tuple[dict[str, Any], int]]:
+    async def _plain(self, items: list[Any]) -> list[tuple[dict[str, Any], int]]:
         """(item, token time) of the readable, unexpired items among stored ones."""
         opened = await _off_loop_if_large(self._open_all, items)
         now = time.time()
@@ -596,9 +610,7 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
             entry["user_turns"] = sum(1 for item, _ in items if is_user(item))
         return listed
 
-    async def _turns(
-        self, branch_id: str | None, search_term: str | None
-    ) -> list[dict[str, Any]]:
+    async def _turns(self, branch_id: str | None, search_term: str | None) -> list[dict[str, Any]]:
         from .sqlite.advanced_analytics import user_turns
 
         if search_term is not None and not isinstance(search_term, str):
@@ -673,9 +685,7 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
                 f"Turn {turn_number} does not contain a user message in branch "
                 f"'{underlying.current_branch_id}'"
             )
-        name: str = await underlying.create_branch_from_turn(
-            turn_number, branch_name, user_row=row
-        )
+        name: str = await underlying.create_branch_from_turn(turn_number, branch_name, user_row=row)
         return name
 
     async def _create_branch_from_content(

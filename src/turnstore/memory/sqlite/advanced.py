@@ -369,6 +369,9 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
                 replaces; see `get_conversation_turns`.
             branch_name: The new branch's id (default `branch_from_turn_<n>_<unix time>`). A name
                 used before in this session, deleted branches included, is refused.
+            user_row: For a wrapper that stores items this session cannot read
+                (`EncryptedSession`): the row id, from `snapshot_history()`, of the user
+                message that starts turn `turn_number`, found on the decrypted items.
 
         Returns:
             The id of the new branch, now the current one.
@@ -376,10 +379,9 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
         Raises:
             TypeError: `turn_number` is not an int, or `branch_name` is not a str.
             ValueError: The branch has no turn `turn_number`, or `branch_name` is blank, holds
-                a NUL character, or was used before.
+                a NUL character, or was used before; or `user_row` is not a row of the
+                current branch.
         """
-        # `user_row`: the row id of the turn's user message, from `snapshot_history()`, for a
-        # wrapper that stores items this session cannot read (`EncryptedSession`).
         if isinstance(turn_number, bool) or not isinstance(turn_number, int):
             raise TypeError(f"turn_number must be an int, not {type(turn_number).__name__}")
         if branch_name is not None:
