@@ -302,11 +302,13 @@ async def test_an_item_is_readable_for_its_whole_ttl(tmp_path: Path) -> None:
 
 async def test_a_real_short_ttl_keeps_the_item_until_it_ends(tmp_path: Path) -> None:
     async with EncryptedSession("r", SQLiteSession("r", tmp_path / "r.db"), KEY, ttl=1) as s:
-        while time.time() % 1 < 0.7:  # write late in a second: its token time is cut down
-            await asyncio.sleep(0.01)
+        while time.time() % 1 < 0.9:  # write late in a second: its token time is cut down
+            await asyncio.sleep(0.005)
         written = time.time()
         await s.add_items([user("short-lived")])
-        await asyncio.sleep(max(0.0, written + 0.5 - time.time()))  # well within the ttl
+        # 1.1 s after the token's time, 0.2 s after the write: within the ttl, with 0.8 s to
+        # spare on a busy machine.
+        await asyncio.sleep(max(0.0, written + 0.2 - time.time()))
         assert await s.get_items() == [user("short-lived")]
         await asyncio.sleep(max(0.0, written + 2.1 - time.time()))  # past ttl and the margin
         assert await s.get_items() == []
@@ -334,3 +336,12 @@ async def test_rotation_covers_the_compaction_archive(
         new_fernet.decrypt(payload.encode())  # every row opens with the new key alone
     async with EncryptedSession("z", SQLiteSession("z", path), KEY) as new:
         assert await new.get_archived_items() == turns(2)
+
+
+async def test_a_subclass_keeps_the_atomic_replacement(tmp_path: Path) -> None:
+    class Audited(EncryptedSession):
+        pass
+
+    async with Audited("s", SQLiteSession("s", tmp_path / "s.db"), KEY) as session:
+        assert isinstance(session, Audited)
+        assert is_atomic_replacement_session(session)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import functools
 import json
 import logging
 import re
@@ -230,8 +231,8 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
         # compaction swaps the history in one step); over any other, it has none, and
         # `is_atomic_replacement_session` says so.
         underlying = kwargs.get("underlying_session", args[1] if len(args) > 1 else None)
-        if cls is EncryptedSession and is_atomic_replacement_session(underlying):
-            cls = _AtomicEncryptedSession
+        if is_atomic_replacement_session(underlying):
+            cls = _with_atomic_replacement(cls)
         return super().__new__(cls)
 
     def __init__(
@@ -780,3 +781,13 @@ class _AtomicEncryptedSession(EncryptedSession):
         return await underlying.replace_history(
             snapshot, cast(list[TResponseInputItem], sealed), archive=archive
         )
+
+
+@functools.cache
+def _with_atomic_replacement(cls: type[EncryptedSession]) -> type[EncryptedSession]:
+    """`cls` with the atomic replacement of `_AtomicEncryptedSession` (a subclass keeps its own)."""
+    if cls is EncryptedSession:
+        return _AtomicEncryptedSession
+    if issubclass(cls, _AtomicEncryptedSession):
+        return cls
+    return type(cls.__name__, (cls, _AtomicEncryptedSession), {"__module__": cls.__module__})
