@@ -110,8 +110,14 @@ async def test_add_items_does_not_fail_after_storing_when_pruning_fails(
     assert await opened.get_items() == [msg("x"), msg("mine")]
 
 
-async def test_encrypted_session_hides_the_atomic_replacement(tmp_path: Any) -> None:
-    session = EncryptedSession("s", SQLiteSession("s", tmp_path / "e.db"), NEW)
-    assert not hasattr(session, "snapshot_history")
-    assert not hasattr(session, "replace_history")
+async def test_encrypted_session_replaces_with_ciphertext(tmp_path: Any) -> None:
+    # Its atomic replacement reads plaintext and stores envelopes, never the other way round.
+    underlying = SQLiteSession("s", tmp_path / "e.db")
+    session = EncryptedSession("s", underlying, NEW)
+    await session.add_items([msg("a"), msg("b")])
+    snapshot = await session.snapshot_history()
+    assert snapshot.items == [msg("a"), msg("b")]
+    assert await session.replace_history(snapshot.prefix(1), [msg("A")])
+    assert await session.get_items() == [msg("A"), msg("b")]
+    assert all("__enc__" in item for item in await underlying.get_items())
     await session.close()

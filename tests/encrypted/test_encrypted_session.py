@@ -25,6 +25,7 @@ from turnstore import (
     SQLAlchemySession,
     SQLiteSession,
     UserError,
+    is_atomic_replacement_session,
 )
 from turnstore.memory.encrypted import _master_bytes, _session_fernet
 from turnstore.testing import SessionConformanceTests
@@ -201,10 +202,11 @@ async def test_rotate_needs_an_atomic_replacement() -> None:
     await session.add_items(ITEMS)
     with pytest.raises(UserError, match="atomic replacement"):
         await session.rotate()
-    # Nor is the wrapped session's replacement reachable through the encrypted session.
+    # The encrypted session offers an atomic replacement exactly when the wrapped one does.
+    assert not is_atomic_replacement_session(session)
     async with EncryptedSession("s", SQLiteSession("s"), KEY) as encrypted:
-        assert not hasattr(encrypted, "replace_history")
-        assert not hasattr(encrypted, "snapshot_history")
+        assert is_atomic_replacement_session(encrypted)
+        assert isinstance(encrypted, EncryptedSession)
 
 
 async def test_reads_what_the_sdks_encrypted_session_wrote(tmp_path: Path) -> None:

@@ -16,8 +16,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import functools
 import json
 import logging
+import re
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -26,7 +28,13 @@ from ..exceptions import SessionDecryptionError, UserError
 from ..items import TResponseInputItem
 from .closing import AsyncCloseable, Release
 from .codec import WHOLE_HISTORY, check_limit, encode_items
-from .session import Session, WrapperSessionABC, is_atomic_replacement_session
+from .session import (
+    AtomicReplacementSession,
+    HistorySnapshot,
+    Session,
+    WrapperSessionABC,
+    is_atomic_replacement_session,
+)
 from .settings import resolve_session_limit
 
 if TYPE_CHECKING:
@@ -44,8 +52,37 @@ _ROTATE_ATTEMPTS = 5
 _PRUNE_EVERY = 60.0
 """Seconds between two prunes of expired items triggered by `add_items`."""
 
-_NOT_PASSED_THROUGH = frozenset({"run_compaction", "snapshot_history", "replace_history"})
-"""Methods of the wrapped session that must not be reached through `EncryptedSession`."""
+_PASSED_THROUGH = frozenset(
+    {
+        # AdvancedSQLiteSession: branch names and token counts hold no item content.
+        "current_branch_id",
+        "switch_to_branch",
+        "delete_branch",
+        "get_session_usage",
+        "get_turn_usage",
+        # Connection-level attributes of the built-in backends.
+        "db_path",
+        "client",
+        "engine",
+        "ping",
+    }
+)
+"""What `EncryptedSession` passes through to the wrapped session: what is right on ciphertext."""
+
+_ON_PLAINTEXT = {
+    "get_archived_items": "_archived_items",
+    "list_branches": "_list_branches",
+    "get_conversation_turns": "_conversation_turns",
+    "find_turns_by_content": "_find_turns_by_content",
+    "get_conversation_by_turns": "_conversation_by_turns",
+    "get_tool_usage": "_tool_usage",
+    "create_branch_from_turn": "_create_branch_from_turn",
+    "create_branch_from_content": "_create_branch_from_content",
+    "record_turn_usage": "_record_turn_usage",
+    "store_run_usage": "_store_run_usage",
+}
+"""Methods of the wrapped session that `EncryptedSession` offers, when the wrapped session has
+them, by running them on the decrypted items (name -> this class's implementation)."""
 
 
 def _fernet_module() -> Any:
@@ -103,6 +140,11 @@ def _is_envelope(item: object) -> bool:
     )
 
 
+def _claims_envelope(item: object) -> bool:
+    """Whether a stored item says it is an envelope (has `__enc__`), valid or not."""
+    return isinstance(item, dict) and "__enc__" in item
+
+
 _OFF_LOOP_ITEMS = 64
 """Batches at least this long are encrypted or decrypted on a worker thread, so that the event
 loop is not held up for the length of the batch."""
@@ -125,16 +167,28 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
     ciphertext. Each session id gets its own key, derived from the master key with HKDF, so one
     session's ciphertext cannot be moved into another.
 
-    Reading: items older than `ttl` seconds are skipped. Writing: on a session with an atomic
-    replacement (`SQLiteSession`, `SQLAlchemySession`, `RedisSession`), `add_items` also
+    Reading: items older than `ttl` seconds are skipped (an item stays readable for its whole
+    `ttl`, and up to a second longer: the token's time is whole seconds). Writing: on a
+    session with an atomic replacement (`SQLiteSession`, `SQLAlchemySession`,
+    `RedisSession`), `add_items` also
     deletes the expired items from storage, at most once a minute per session object;
     elsewhere they stay stored until the wrapped session's own expiry (a Redis `ttl`) or a
     retention job removes them. Stored items that
     are not envelopes (plaintext written around this wrapper) are skipped with a logged
     warning: they were never authenticated.
-    An envelope that none of the keys authenticates raises
-    [`SessionDecryptionError`][turnstore.SessionDecryptionError] and changes nothing: a wrong
-    key never reads as an empty history, and `pop_item` does not remove what it cannot read.
+    An envelope that none of the keys authenticates, or a damaged one (`__enc__` set, the rest
+    missing), raises [`SessionDecryptionError`][turnstore.SessionDecryptionError] and changes
+    nothing: a wrong key never reads as an empty history, and `pop_item` does not remove what
+    it cannot read.
+
+    Over a session with an atomic replacement, this session has one too
+    ([`is_atomic_replacement_session`][turnstore.is_atomic_replacement_session] tells): wrapped
+    in [`OpenAIResponsesCompactionSession`][turnstore.OpenAIResponsesCompactionSession], it is
+    compacted in one atomic step. Methods of the wrapped session do not pass through, since
+    they would work on ciphertext; only an allow-list does (branch switching and deletion,
+    `current_branch_id`, usage counts, connection attributes), and the turn, search, branching
+    and usage methods of an [`AdvancedSQLiteSession`][turnstore.AdvancedSQLiteSession] run on
+    the decrypted items. Any other raises `AttributeError` naming `.underlying_session`.
 
     Key rotation: pass a list of keys. New items are encrypted with the first; every key of the
     list decrypts. [`rotate`][turnstore.EncryptedSession.rotate] re-encrypts the stored history
@@ -149,11 +203,15 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
             A list of keys enables rotation; the first encrypts.
         ttl: Seconds after which an item is no longer returned; `None` keeps items readable
             forever. The OpenAI Agents SDK's default, 600, applies when omitted.
+        max_scan_items: At most this many stored items are read by one `get_items` while it
+            looks for `limit` readable ones (past it, `RuntimeError`); `None` reads as many as
+            needed. As in the OpenAI Agents SDK.
 
     Raises:
         ImportError: The `encryption` extra is not installed.
-        TypeError: A key is not str or bytes, or `ttl` is not a number.
-        ValueError: No key, an empty key, or a `ttl` that is not positive.
+        TypeError: A key is not str or bytes, `ttl` is not a number, or `max_scan_items` is
+            not an int.
+        ValueError: No key, an empty key, or a `ttl` or `max_scan_items` that is not positive.
         UserError: `underlying_session` is not a session.
 
     Example:
@@ -168,12 +226,22 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
         ```
     """
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> EncryptedSession:  # noqa: D102
+        # Over a session with an atomic replacement, the wrapper has one too (so that
+        # compaction swaps the history in one step); over any other, it has none, and
+        # `is_atomic_replacement_session` says so.
+        underlying = kwargs.get("underlying_session", args[1] if len(args) > 1 else None)
+        if is_atomic_replacement_session(underlying):
+            cls = _with_atomic_replacement(cls)
+        return super().__new__(cls)
+
     def __init__(
         self,
         session_id: str,
         underlying_session: Session,
         encryption_key: str | bytes | Sequence[str | bytes],
         ttl: float | None = 600,
+        max_scan_items: int | None = None,
     ) -> None:
         fernet = _fernet_module()  # first: a missing extra is the error to report
         if not isinstance(session_id, str):
@@ -188,6 +256,13 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
                 raise TypeError(f"ttl must be seconds (int or float) or None, not {ttl!r}")
             if not ttl > 0:
                 raise ValueError(f"ttl must be positive or None, got {ttl!r}")
+        if max_scan_items is not None:
+            if isinstance(max_scan_items, bool) or not isinstance(max_scan_items, int):
+                raise TypeError(
+                    f"max_scan_items must be an int or None, not {type(max_scan_items).__name__}"
+                )
+            if max_scan_items <= 0:
+                raise ValueError("max_scan_items must be positive or None")
         keys = [encryption_key] if isinstance(encryption_key, str | bytes) else encryption_key
         if not isinstance(keys, Sequence) or not keys:
             raise ValueError("encryption_key must be a key or a non-empty list of keys")
@@ -195,6 +270,7 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
         self.session_id = session_id
         self.underlying_session = underlying_session
         self.ttl = ttl
+        self.max_scan_items = max_scan_items
         self._fernets = [_session_fernet(master, session_id) for master in masters]
         self._invalid_token: type[Exception] = fernet.InvalidToken
         self._last_prune: float | None = None
@@ -205,17 +281,27 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
         return self._fernets[0]
 
     def __getattr__(self, name: str) -> Any:
-        # Other public methods of the wrapped session (for example `get_archived_items`) pass
-        # through, as in the OpenAI Agents SDK. Compaction does not: it would send ciphertext
-        # to the model. Nor does the atomic replacement: it would read ciphertext and store
-        # plaintext.
-        if (
-            name.startswith("_")
-            or name in _NOT_PASSED_THROUGH
-            or "underlying_session" not in vars(self)
-        ):
+        # Nothing passes through by default: a method of the wrapped session would search,
+        # count or copy ciphertext and answer as if the history were empty.
+        if name.startswith("_") or "underlying_session" not in vars(self):
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        return getattr(self.underlying_session, name)
+        underlying = self.underlying_session
+        if name in _PASSED_THROUGH:
+            return getattr(underlying, name)
+        own = _ON_PLAINTEXT.get(name)
+        if own is not None and callable(getattr(underlying, name, None)):
+            return getattr(self, own)
+        kind = type(underlying).__name__
+        if hasattr(underlying, name):
+            raise AttributeError(
+                f"EncryptedSession does not pass {name!r} through to the wrapped {kind}: it "
+                "would work on the encrypted envelopes, not on the items. Call it on "
+                "`.underlying_session` only if it needs no item content."
+            )
+        raise AttributeError(
+            f"{type(self).__name__!r} object has no attribute {name!r} (nor has the wrapped "
+            f"{kind}, `.underlying_session`)"
+        )
 
     # -- envelopes -----------------------------------------------------------------------------
 
@@ -238,6 +324,13 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
             SessionDecryptionError: No key authenticates the envelope.
         """
         if not _is_envelope(stored):
+            if _claims_envelope(stored):
+                raise SessionDecryptionError(
+                    f"{where} of encrypted session {self.session_id!r} is a damaged envelope "
+                    "(it has `__enc__` but not a version, key id and text payload): it was "
+                    "altered in storage. Nothing was changed; remove or restore that item in "
+                    "the wrapped session."
+                )
             logger.warning(
                 "skipping %s of encrypted session %r: it is not an encrypted envelope",
                 where,
@@ -266,7 +359,9 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
         )
 
     def _expired(self, stamp: int, now: float) -> bool:
-        return self.ttl is not None and now - stamp > self.ttl
+        # The token's time is whole seconds, cut down: the item was written within the second
+        # after `stamp`, so it expires only once a whole `ttl` has passed since the end of it.
+        return self.ttl is not None and now - stamp >= self.ttl + 1
 
     def _open_all(self, stored: list[Any]) -> list[tuple[dict[str, Any], int, int]]:
         opened = []
@@ -289,21 +384,40 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
             The decrypted items.
 
         Raises:
-            SessionDecryptionError: A stored envelope cannot be decrypted with the keys given.
+            SessionDecryptionError: A stored envelope cannot be decrypted with the keys given,
+                or is damaged.
             ValueError: `limit` is negative.
+            RuntimeError: `max_scan_items` stored items were read without establishing the
+                result (too many expired or plaintext items in the way); nothing changed.
         """
+        budget = self.max_scan_items
+        if budget is not None and isinstance(limit, int) and limit < 0:
+            raise ValueError("limit must be non-negative when max_scan_items is set")
         wanted = check_limit(resolve_session_limit(limit, self.session_settings))
         if wanted == 0:
             return []
         window = WHOLE_HISTORY if wanted is None else wanted
+        if budget is not None:
+            window = min(window, budget)
         while True:
             stored = await self.underlying_session.get_items(window)
             opened = await _off_loop_if_large(self._open_all, stored)
             now = time.time()
             items = [item for item, stamp, _ in opened if not self._expired(stamp, now)]
-            if wanted is None or len(items) >= wanted or len(stored) < window:
+            if (wanted is not None and len(items) >= wanted) or len(stored) < window:
                 return cast(list[TResponseInputItem], items if wanted is None else items[-wanted:])
-            window = min(window * 2, WHOLE_HISTORY)
+            next_window = min(window * 2, WHOLE_HISTORY)
+            if budget is not None:
+                budget -= len(stored)
+                next_window = min(next_window, budget)
+                if next_window <= window:
+                    raise RuntimeError(
+                        f"EncryptedSession max_scan_items exhausted: {self.max_scan_items} "
+                        f"stored items of session {self.session_id!r} were read without "
+                        "finding the requested history (expired or plaintext items in the "
+                        "way); raise max_scan_items, or prune_expired()"
+                    )
+            window = next_window
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Encrypt the items and append them to the wrapped session, all or none.
@@ -385,6 +499,11 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
         item was added); expired items and non-envelopes are dropped. Afterwards the other keys
         are no longer needed for this session.
 
+        On a `SQLiteSession` (and so an `AdvancedSQLiteSession`) every row the session owns is
+        re-encrypted in place in one transaction: every branch, and the compaction archive;
+        the expired items of the current history are then pruned. Elsewhere the history is
+        replaced in one atomic replacement.
+
         Returns:
             How many items the history holds after the rotation.
 
@@ -396,7 +515,22 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
             SessionStorageError: The history kept changing during five attempts; nothing
                 changed.
         """
+        rewrite_rows = getattr(self.underlying_session, "rewrite_stored_items", None)
+        if callable(rewrite_rows):
+            await rewrite_rows(self._rotated)
+            return await self._rewrite(rotate=False)
         return await self._rewrite(rotate=True)
+
+    def _rotated(self, text: str) -> str | None:
+        """The stored JSON text of an envelope re-encrypted with the first key, or `None`."""
+        try:
+            stored = json.loads(text)
+        except ValueError:
+            return None  # a corrupt row: no ciphertext to rotate
+        opened = self._open(stored, "a stored item")
+        if opened is None or opened[2] == 0:
+            return None
+        return encode_items([self._reseal(stored, opened[2])])[0]
 
     async def prune_expired(self) -> int:
         """Delete the expired items (and non-envelopes) from storage, in one atomic replacement.
@@ -449,6 +583,120 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
         token = multi.rotate(envelope["payload"].encode("ascii")).decode("ascii")
         return {**envelope, "payload": token}
 
+    # -- the wrapped session's own methods, on the decrypted items ------------------------------
+
+    async def _plain(self, items: list[Any]) -> list[tuple[dict[str, Any], int]]:
+        """(item, token time) of the readable, unexpired items among stored ones."""
+        opened = await _off_loop_if_large(self._open_all, items)
+        now = time.time()
+        return [(item, stamp) for item, stamp, _ in opened if not self._expired(stamp, now)]
+
+    async def _branch_items(self, branch_id: str | None) -> list[tuple[dict[str, Any], int]]:
+        underlying: Any = self.underlying_session
+        stored = await underlying.get_items(WHOLE_HISTORY, branch_id=branch_id)
+        return await self._plain(stored)
+
+    async def _archived_items(self) -> list[TResponseInputItem]:
+        underlying: Any = self.underlying_session
+        stored = await underlying.get_archived_items()
+        return cast(list[TResponseInputItem], [item for item, _ in await self._plain(stored)])
+
+    async def _list_branches(self) -> list[dict[str, Any]]:
+        from .sqlite.advanced_items import is_user
+
+        underlying: Any = self.underlying_session
+        listed: list[dict[str, Any]] = await underlying.list_branches()
+        for entry in listed:
+            items = await self._branch_items(entry["branch_id"])
+            entry["user_turns"] = sum(1 for item, _ in items if is_user(item))
+        return listed
+
+    async def _turns(self, branch_id: str | None, search_term: str | None) -> list[dict[str, Any]]:
+        from .sqlite.advanced_analytics import user_turns
+
+        if search_term is not None and not isinstance(search_term, str):
+            raise TypeError(f"search_term must be a str, not {type(search_term).__name__}")
+        rows = [
+            (index, item, time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(stamp)))
+            for index, (item, stamp) in enumerate(await self._branch_items(branch_id))
+        ]
+        if search_term is None:
+            return user_turns(rows, None, 100)
+        return user_turns(rows, re.compile(re.escape(search_term), re.I | re.ASCII), None)
+
+    async def _conversation_turns(self, branch_id: str | None = None) -> list[dict[str, Any]]:
+        return await self._turns(branch_id, None)
+
+    async def _find_turns_by_content(
+        self, search_term: str, branch_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        return await self._turns(branch_id, search_term)
+
+    async def _conversation_by_turns(
+        self, branch_id: str | None = None
+    ) -> dict[int, list[dict[str, str | None]]]:
+        from .sqlite.advanced_items import message_type, numbered_turns, tool_name
+
+        items = [item for item, _ in await self._branch_items(branch_id)]
+        grouped: dict[int, list[dict[str, str | None]]] = {}
+        for turn, item in numbered_turns(items):
+            entry = {"type": message_type(item), "tool_name": tool_name(item)}
+            grouped.setdefault(turn, []).append(entry)
+        return grouped
+
+    async def _tool_usage(self, branch_id: str | None = None) -> list[tuple[str, int, int]]:
+        from .sqlite.advanced_items import tool_usage
+
+        return tool_usage(item for item, _ in await self._branch_items(branch_id))
+
+    async def _current_turn(self) -> int:
+        from .sqlite.advanced_items import is_user
+
+        return sum(1 for item, _ in await self._branch_items(None) if is_user(item))
+
+    async def _record_turn_usage(self, usage: Any) -> None:
+        underlying: Any = self.underlying_session
+        await underlying.record_turn_usage(usage, turn=await self._current_turn())
+
+    async def _store_run_usage(self, result: Any) -> None:
+        underlying: Any = self.underlying_session
+        await underlying.store_run_usage(result, turn=await self._current_turn())
+
+    async def _create_branch_from_turn(
+        self, turn_number: int, branch_name: str | None = None
+    ) -> str:
+        from .sqlite.advanced_items import is_user
+
+        underlying: Any = self.underlying_session
+        if isinstance(turn_number, bool) or not isinstance(turn_number, int):
+            raise TypeError(f"turn_number must be an int, not {type(turn_number).__name__}")
+        snapshot = await underlying.snapshot_history()
+        now = time.time()
+        turn, row = 0, None
+        for index, stored in enumerate(snapshot.items):
+            opened = self._open(stored, f"item {index}")
+            if opened is None or self._expired(opened[1], now) or not is_user(opened[0]):
+                continue
+            turn += 1
+            if turn == turn_number:
+                row = snapshot.rows[snapshot.item_rows[index]]
+                break
+        if row is None:
+            raise ValueError(
+                f"Turn {turn_number} does not contain a user message in branch "
+                f"'{underlying.current_branch_id}'"
+            )
+        name: str = await underlying.create_branch_from_turn(turn_number, branch_name, user_row=row)
+        return name
+
+    async def _create_branch_from_content(
+        self, search_term: str, branch_name: str | None = None
+    ) -> str:
+        matches = await self._turns(None, search_term)
+        if not matches:
+            raise ValueError(f"No user turns found containing '{search_term}'")
+        return await self._create_branch_from_turn(int(matches[0]["turn"]), branch_name)
+
     # -- lifecycle -----------------------------------------------------------------------------
 
     def _close_now(self) -> Release | None:
@@ -464,3 +712,82 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
             await result
 
         return wait
+
+
+class _AtomicEncryptedSession(EncryptedSession):
+    """`EncryptedSession` over a session with an atomic replacement: it offers one too.
+
+    `EncryptedSession(...)` returns this class when the wrapped session is an
+    [`AtomicReplacementSession`][turnstore.AtomicReplacementSession], so that compaction over
+    an encrypted session swaps the history in one step (never clear, then add).
+    """
+
+    async def snapshot_history(self) -> HistorySnapshot:
+        """Read the wrapped session's snapshot and decrypt its items.
+
+        Expired items and non-envelopes count as rows without an item: a replacement that
+        covers them removes them.
+
+        Raises:
+            SessionDecryptionError: A stored envelope cannot be decrypted, or is damaged.
+        """
+        underlying = cast(AtomicReplacementSession, self.underlying_session)
+        stored = await underlying.snapshot_history()
+        opened = await _off_loop_if_large(self._open_each, list(stored.items))
+        now = time.time()
+        mapped = len(stored.item_rows) == len(stored.items)
+        items: list[TResponseInputItem] = []
+        item_rows: list[int] = []
+        for index, result in enumerate(opened):
+            if result is None or self._expired(result[1], now):
+                continue
+            items.append(cast(TResponseInputItem, result[0]))
+            if mapped:
+                item_rows.append(stored.item_rows[index])
+        return HistorySnapshot(items, stored.rows, tuple(item_rows))
+
+    def _open_each(self, stored: list[Any]) -> list[tuple[dict[str, Any], int, int] | None]:
+        return [self._open(element, f"item {index}") for index, element in enumerate(stored)]
+
+    async def replace_history(
+        self,
+        snapshot: HistorySnapshot,
+        new_items: list[TResponseInputItem],
+        *,
+        archive: bool = True,
+    ) -> bool:
+        """Encrypt `new_items` and replace the snapshot's rows by them, atomically.
+
+        Args:
+            snapshot: What `snapshot_history` returned, possibly narrowed with `prefix`.
+            new_items: The plaintext items that take the place of the snapshot's rows.
+            archive: Passed to the wrapped session (its archive holds envelopes).
+
+        Returns:
+            `True` when replaced; `False`, changing nothing, when the rows changed meanwhile.
+
+        Raises:
+            TypeError: An item of `new_items` is not a JSON-serialisable mapping; nothing
+                changed.
+        """
+        HistorySnapshot.check(snapshot)
+        if not isinstance(new_items, list):
+            raise TypeError(
+                f"new_items must be a list of item dicts, not {type(new_items).__name__}"
+            )
+        sealed = await _off_loop_if_large(self._seal_all, new_items)
+        underlying = cast(AtomicReplacementSession, self.underlying_session)
+        # The wrapped session identifies its rows by `snapshot.rows`, which are its own.
+        return await underlying.replace_history(
+            snapshot, cast(list[TResponseInputItem], sealed), archive=archive
+        )
+
+
+@functools.cache
+def _with_atomic_replacement(cls: type[EncryptedSession]) -> type[EncryptedSession]:
+    """`cls` with the atomic replacement of `_AtomicEncryptedSession` (a subclass keeps its own)."""
+    if cls is EncryptedSession:
+        return _AtomicEncryptedSession
+    if issubclass(cls, _AtomicEncryptedSession):
+        return cls
+    return type(cls.__name__, (cls, _AtomicEncryptedSession), {"__module__": cls.__module__})

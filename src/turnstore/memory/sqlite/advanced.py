@@ -358,7 +358,7 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
     # --- branches -------------------------------------------------------------------------------
 
     async def create_branch_from_turn(
-        self, turn_number: int, branch_name: str | None = None
+        self, turn_number: int, branch_name: str | None = None, *, user_row: int | None = None
     ) -> str:
         """Start a branch holding the current branch's turns before `turn_number`; switch to it.
 
@@ -369,6 +369,9 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
                 replaces; see `get_conversation_turns`.
             branch_name: The new branch's id (default `branch_from_turn_<n>_<unix time>`). A name
                 used before in this session, deleted branches included, is refused.
+            user_row: For a wrapper that stores items this session cannot read
+                (`EncryptedSession`): the row id, from `snapshot_history()`, of the user
+                message that starts turn `turn_number`, found on the decrypted items.
 
         Returns:
             The id of the new branch, now the current one.
@@ -376,7 +379,8 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
         Raises:
             TypeError: `turn_number` is not an int, or `branch_name` is not a str.
             ValueError: The branch has no turn `turn_number`, or `branch_name` is blank, holds
-                a NUL character, or was used before.
+                a NUL character, or was used before; or `user_row` is not a row of the
+                current branch.
         """
         if isinstance(turn_number, bool) or not isinstance(turn_number, int):
             raise TypeError(f"turn_number must be an int, not {type(turn_number).__name__}")
@@ -385,8 +389,17 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
             if not branch_name.strip():
                 raise ValueError("Branch name cannot be empty")
 
+        schema = self._schema
+
         def create(branches: Branches, source: str) -> tuple[str, str]:
-            at = branches.nth_user(source, turn_number) if turn_number >= 1 else None
+            if user_row is None:
+                at = branches.nth_user(source, turn_number) if turn_number >= 1 else None
+            else:
+                view, params = schema.view(branches.chain(source), branches.sid)
+                seen = branches.conn.execute(
+                    f"SELECT 1 FROM ({view}) WHERE id = ?", [*params, user_row]
+                ).fetchone()
+                at = user_row if seen is not None else None
             if at is None:
                 raise ValueError(
                     f"Turn {turn_number} does not contain a user message in branch '{source}'"

@@ -23,7 +23,7 @@ from .advanced_items import (
     usage_row,
 )
 
-__all__ = ["BranchAnalytics"]
+__all__ = ["BranchAnalytics", "user_turns"]
 
 _USAGE_COLUMNS = (
     "requests, input_tokens, output_tokens, total_tokens, input_tokens_details, "
@@ -66,7 +66,7 @@ class BranchAnalytics:
             ValueError: `branch_id` does not exist.
         """
         turns: list[dict[str, Any]] = await self._on_branch(
-            lambda branches, name: _turns(branches.read_rows(name), None, 100),
+            lambda branches, name: user_turns(branches.read_rows(name), None, 100),
             branch_id,
             write=False,
         )
@@ -88,7 +88,7 @@ class BranchAnalytics:
             raise TypeError(f"search_term must be a str, not {type(search_term).__name__}")
         pattern = re.compile(re.escape(search_term), re.IGNORECASE | re.ASCII)
         turns: list[dict[str, Any]] = await self._on_branch(
-            lambda branches, name: _turns(branches.read_rows(name), pattern, None),
+            lambda branches, name: user_turns(branches.read_rows(name), pattern, None),
             branch_id,
             write=False,
         )
@@ -135,7 +135,7 @@ class BranchAnalytics:
 
     # --- usage ----------------------------------------------------------------------------------
 
-    async def store_run_usage(self, result: Any) -> None:
+    async def store_run_usage(self, result: Any, *, turn: int | None = None) -> None:
         """Record a run's token usage against the current turn of the current branch.
 
         Not needed with turnstore's `Runner`, which records it by itself.
@@ -143,6 +143,8 @@ class BranchAnalytics:
         Args:
             result: A run result: turnstore's (its `usage`) or the OpenAI Agents SDK's (its
                 `context_wrapper.usage`).
+            turn: The turn to record against, for a wrapper that stores items this session
+                cannot read (`EncryptedSession` counts the turns of the decrypted items).
 
         Raises:
             TypeError: `result` carries no usage, or its counts are not non-negative ints.
@@ -161,9 +163,9 @@ class BranchAnalytics:
                 f"SDK's), not {type(result).__name__}"
             )
         if usage is not None:
-            await self.record_turn_usage(usage)
+            await self.record_turn_usage(usage, turn=turn)
 
-    async def record_turn_usage(self, usage: Any) -> None:
+    async def record_turn_usage(self, usage: Any, *, turn: int | None = None) -> None:
         """Record token usage against the current turn (replacing what the turn had).
 
         Called by `Runner` after each run (see
@@ -173,6 +175,7 @@ class BranchAnalytics:
         Args:
             usage: Counts `requests`, `input_tokens`, `output_tokens`, `total_tokens`, and
                 token details (turnstore's `Usage` or the SDK's).
+            turn: As in `store_run_usage`; `None` counts the user messages of the branch.
 
         Raises:
             TypeError: A count is missing or not a non-negative int.
@@ -184,13 +187,13 @@ class BranchAnalytics:
         table = self._usage_table
 
         def record(branches: Branches, name: str) -> None:
-            turn = branches.count_users(name)
-            if turn == 0:
+            number = branches.count_users(name) if turn is None else turn
+            if number == 0:
                 return
             branches.conn.execute(
                 f"INSERT OR REPLACE INTO {table} (session_id, branch_id, user_turn_number, "
                 f"{_USAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (branches.sid, name, turn, *values),
+                (branches.sid, name, number, *values),
             )
 
         await self._on_branch(record, write=True)
@@ -267,9 +270,10 @@ class BranchAnalytics:
         return entries[0]
 
 
-def _turns(
+def user_turns(
     rows: list[tuple[int, Any, Any]], pattern: re.Pattern[str] | None, cut: int | None
 ) -> list[dict[str, Any]]:
+    """The user turns among (id, item, created_at) rows, as `get_conversation_turns` lists them."""
     out = []
     for turn, (item, created) in _numbered_with_time(rows):
         if not is_user(item):

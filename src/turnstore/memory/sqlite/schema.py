@@ -179,6 +179,22 @@ class SQLiteSchema:
         )
 
     @property
+    def stored_rows(self) -> tuple[tuple[str, str], ...]:
+        """Every row of a session in the messages and archive tables, each with its update.
+
+        Pairs of (`SELECT id, message_data ... WHERE session_id = ?`,
+        `UPDATE ... SET message_data = ? WHERE id = ?`), for rewriting every stored item in place.
+        """
+        return tuple(
+            (
+                f"SELECT id, message_data FROM {quote_identifier(table)} WHERE session_id = ? "
+                "ORDER BY id",
+                f"UPDATE {quote_identifier(table)} SET message_data = ? WHERE id = ?",
+            )
+            for table in (self.messages_table, self.archive_table)
+        )
+
+    @property
     def delete_row(self) -> str:
         """Delete one row by id."""
         return f"DELETE FROM {quote_identifier(self.messages_table)} WHERE id = ?"

@@ -18,6 +18,7 @@ import os
 import sqlite3
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from ...exceptions import SessionClosedError
@@ -365,6 +366,45 @@ class SQLiteSession(SessionABC, AsyncCloseable):
 
         replaced: bool = await self._write(replace)
         return replaced
+
+    async def rewrite_stored_items(self, rewrite: Callable[[str], str | None]) -> int:
+        """Rewrite every stored item of this session in place, in one transaction.
+
+        Every row counts: the history, the archive, and, on an `AdvancedSQLiteSession`, the
+        rows of every branch (they all live in the messages table). Row ids, order and
+        `created_at` stay, so branches keep sharing what they shared. Used by
+        [`EncryptedSession.rotate`][turnstore.EncryptedSession.rotate].
+
+        Args:
+            rewrite: Called on the writer thread with each row's stored JSON text; returns the
+                new text, or `None` to leave the row as it is. If it raises, nothing changes
+                and the exception propagates.
+
+        Returns:
+            How many rows were rewritten.
+
+        Raises:
+            SessionClosedError: The session was closed.
+            SessionStorageError: SQLite failed; nothing changed.
+        """
+        self._check_open()
+        schema, session_id = self._schema, self.session_id
+
+        def run(conn: sqlite3.Connection) -> int:
+            changed = 0
+            for select, update in schema.stored_rows:
+                rows = conn.execute(select, (session_id,)).fetchall()
+                updates = []
+                for row_id, data in rows:
+                    new = rewrite(data) if isinstance(data, str) else None
+                    if new is not None and new != data:
+                        updates.append((new, row_id))
+                conn.executemany(update, updates)
+                changed += len(updates)
+            return changed
+
+        rewritten: int = await self._write(run)
+        return rewritten
 
 
 class _Insert:
