@@ -79,7 +79,9 @@ _NOT_HONOURED = frozenset(
 """libpq parameters asyncpg has no equivalent for (it would send them to the server as
 settings, which the server refuses or, worse, ignores)."""
 
-_SQLALCHEMY_OWN = frozenset({"host", "prepared_statement_cache_size", "prepared_statement_name_func"})
+_SQLALCHEMY_OWN = frozenset(
+    {"host", "prepared_statement_cache_size", "prepared_statement_name_func"}
+)
 """Query parameters SQLAlchemy's asyncpg dialect reads itself."""
 
 
@@ -139,8 +141,7 @@ def split_libpq_params(url: URL) -> tuple[URL, dict[str, Any]]:
     attrs = dsn.get("target_session_attrs")
     if attrs is not None and attrs not in _TARGET_SESSION_ATTRS:
         raise ValueError(
-            f"target_session_attrs must be one of {', '.join(_TARGET_SESSION_ATTRS)}; "
-            f"got {attrs!r}"
+            f"target_session_attrs must be one of {', '.join(_TARGET_SESSION_ATTRS)}; got {attrs!r}"
         )
     if dsn:
         connect_args["dsn"] = "postgresql://?" + urlencode(dsn)
