@@ -26,6 +26,7 @@ from ..exceptions import SessionDecryptionError, UserError
 from ..items import TResponseInputItem
 from .closing import AsyncCloseable, Release
 from .codec import WHOLE_HISTORY, check_limit, encode_items
+from .extras import missing_extra
 from .session import Session, WrapperSessionABC, is_atomic_replacement_session
 from .settings import resolve_session_limit
 
@@ -52,9 +53,7 @@ def _fernet_module() -> Any:
     try:
         from cryptography import fernet
     except ImportError as exc:
-        raise ImportError(
-            "EncryptedSession needs the encryption extra: pip install 'turnstore[encryption]'"
-        ) from exc
+        raise missing_extra("EncryptedSession", "encryption") from exc
     return fernet
 
 

@@ -12,6 +12,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from ...exceptions import SessionStorageError
+from ..extras import missing_extra
 from .libpq import split_libpq_params
 from .pgbouncer import split_pgbouncer_flag, watch_for_pooler
 from .timeouts import DEFAULT_COMMAND_TIMEOUT, check_command_timeout
@@ -140,10 +141,7 @@ def create_engine_for_url(url: str, **engine_kwargs: Any) -> AsyncEngine:
         engine = create_async_engine(parsed, **engine_kwargs)
     except ModuleNotFoundError as exc:
         if parsed.drivername == "postgresql+asyncpg":
-            raise ImportError(
-                f"the {parsed.drivername} driver is not installed: "
-                "pip install 'turnstore[postgres]'"
-            ) from exc
+            raise missing_extra(f"the {parsed.drivername} driver", "postgres") from exc
         # A missing synchronous driver (psycopg2, MySQLdb) would be refused once installed:
         # point at an async driver instead of at the missing module.
         raise ImportError(
@@ -165,6 +163,4 @@ def _libpq_params(url: URL) -> tuple[URL, dict[str, Any]]:
     try:
         return split_libpq_params(url)
     except ModuleNotFoundError as exc:  # asyncpg itself is missing: say which extra brings it
-        raise ImportError(
-            f"the {url.drivername} driver is not installed: pip install 'turnstore[postgres]'"
-        ) from exc
+        raise missing_extra(f"the {url.drivername} driver", "postgres") from exc
