@@ -138,7 +138,7 @@ async def _export(store: SessionStore, args: argparse.Namespace) -> None:
         refuse_empty = (
             None
             if args.allow_empty
-            else _nothing_to_export(store, args.session_ids, f"{args.output} was left as it was")
+            else _nothing_to_export(store, args, f"{args.output} was left as it was")
         )
         count = await _export_to_file(store, session_ids, args.output, refuse_empty)
         print(
@@ -149,16 +149,18 @@ async def _export(store: SessionStore, args: argparse.Namespace) -> None:
     else:
         count = await _write_records(store, session_ids, sys.stdout)
         if not count and not args.allow_empty:
-            raise CommandError(_nothing_to_export(store, args.session_ids, "nothing was written"))
+            raise CommandError(_nothing_to_export(store, args, "nothing was written"))
 
 
-def _nothing_to_export(store: SessionStore, session_ids: list[str], outcome: str) -> str:
+def _nothing_to_export(store: SessionStore, args: argparse.Namespace, outcome: str) -> str:
+    session_ids: list[str] = args.session_ids
+    under = f" under the key prefix {args.key_prefix!r}" if store.backend == "redis" else ""
     where = (
         f"{'the session' if len(session_ids) == 1 else 'the sessions'} "
         f"{', '.join(map(repr, session_ids))} {'holds' if len(session_ids) == 1 else 'hold'} "
         "no items"
         if session_ids
-        else f"{store.target} holds no sessions"
+        else f"{store.target} holds no sessions{under}"
     )
     key = " and --key-prefix" if store.backend == "redis" else ""
     return (
