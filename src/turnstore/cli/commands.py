@@ -343,7 +343,7 @@ async def _clear(store: SessionStore, args: argparse.Namespace) -> None:
 
 async def _prune(store: SessionStore, args: argparse.Namespace) -> None:
     seconds = int(args.idle.total_seconds())
-    unit = next(u for u in "dhms" if seconds % UNITS[u] == 0)
+    unit = next(u for u in "dhms" if seconds % UNITS[u] == 0) if seconds else "s"
     age = f"{seconds // UNITS[unit]}{unit}"
     if args.dry_run:
         idle = await store.find_idle_sessions(args.idle)
