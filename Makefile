@@ -40,9 +40,13 @@ $(DOCS_STAMP): pyproject.toml
 	@rm -f $(VENV)/.installed-docs-*
 	@touch $(DOCS_STAMP)
 
-# `make docs` checks its port before anything is installed or built: a busy port stops make with
-# one line, not a traceback after the build.
+# `make docs` checks its port before anything is installed or built: a port that is not a number,
+# or one in use, stops make with one line, not a traceback after the build.
 ifneq ($(filter docs,$(MAKECMDGOALS)),)
+PORT_OK := $(shell $(PYTHON) -c 'import sys; p = sys.argv[1]; print("yes" if p.isascii() and p.isdigit() and 0 < int(p) < 65536 else "no")' '$(PORT)')
+ifneq ($(PORT_OK),yes)
+$(error PORT=$(PORT) is not a port number: give a whole number from 1 to 65535, e.g. make docs PORT=8001)
+endif
 PORT_BUSY := $(shell $(PYTHON) -c 'import socket, sys; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", int(sys.argv[1])))' '$(PORT)' 2>/dev/null || echo busy)
 ifneq ($(PORT_BUSY),)
 $(error port $(PORT) on 127.0.0.1 is in use: stop what serves there, or choose another port, e.g. make docs PORT=$(shell expr $(PORT) + 1))

@@ -11,6 +11,7 @@ import os
 import shutil
 import socket
 from collections.abc import Iterator
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import pytest
@@ -30,6 +31,14 @@ REDIS_URL = os.environ.get("TURNSTORE_REDIS_URL", "redis://127.0.0.1:6379/15")
 REDIS_CLUSTER_URL = os.environ.get("TURNSTORE_REDIS_CLUSTER_URL", "redis+cluster://127.0.0.1:7001")
 PGBOUNCER_URL = os.environ.get(
     "TURNSTORE_PGBOUNCER_URL", "postgresql+asyncpg://postgres@127.0.0.1:6432/test?pgbouncer=true"
+)
+# The SSL-only PostgreSQL that .ci/ssl-postgres starts, and the CA that signed its certificate
+# (for 127.0.0.1 and localhost only; it also listens on 127.0.0.2, a name the certificate lacks).
+SSL_POSTGRES_URL = os.environ.get(
+    "TURNSTORE_SSL_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5433/test"
+)
+SSL_POSTGRES_CA = os.environ.get(
+    "TURNSTORE_SSL_POSTGRES_CA", "/var/lib/turnstore-ssl-postgres/ca.crt"
 )
 CHROMIUM = os.environ.get("TURNSTORE_CHROMIUM", "/usr/bin/chromium")
 
@@ -112,6 +121,27 @@ def pgbouncer_url() -> str:
     return PGBOUNCER_URL
 
 
+@dataclass(frozen=True)
+class SSLPostgres:
+    """A PostgreSQL that accepts only SSL connections, and its CA certificate."""
+
+    url: str
+    """An async SQLAlchemy URL without SSL parameters."""
+    ca: str
+    """The path of the CA certificate that signed the server's certificate."""
+
+
+@pytest.fixture(scope="session")
+def ssl_postgres() -> SSLPostgres:
+    """The SSL PostgreSQL of `.ci/ssl-postgres` (127.0.0.1:5433) and its CA certificate."""
+    host, port = _endpoint(SSL_POSTGRES_URL, 5433)
+    if not _port_open(host, port):
+        skip_or_fail(f"the SSL PostgreSQL is not reachable on {host}:{port} (.ci/ssl-postgres)")
+    if not os.path.isfile(SSL_POSTGRES_CA):
+        skip_or_fail(f"the SSL PostgreSQL's CA certificate {SSL_POSTGRES_CA} is missing")
+    return SSLPostgres(SSL_POSTGRES_URL, SSL_POSTGRES_CA)
+
+
 @pytest.fixture(scope="session")
 def chromium_path() -> str:
     """The path of a Chromium executable for Playwright."""
@@ -130,7 +160,7 @@ def fake_openai() -> Iterator[FakeOpenAIServer]:
 
 
 SERVICE_FIXTURES = frozenset(
-    {"postgres_url", "mysql_url", "redis_url", "redis_cluster_url", "pgbouncer_url"}
+    {"postgres_url", "mysql_url", "redis_url", "redis_cluster_url", "pgbouncer_url", "ssl_postgres"}
 )
 
 

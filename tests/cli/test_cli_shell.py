@@ -74,9 +74,10 @@ def test_storage_options_after_the_command_win(tmp_path: Path) -> None:
     done = turnstore_cli("--db", "other.db", "show", "alpha", "--db", "chats.db", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert len(done.stdout.splitlines()) == 2
-    # Table names given after the command reach the store too (no such tables: no sessions).
+    # Table names given after the command reach the store too (no such table: an error).
     done = turnstore_cli("list", "--db", "chats.db", "--messages-table", "nope", cwd=tmp_path)
-    assert (done.returncode, done.stdout) == (0, "no sessions\n")
+    assert (done.returncode, done.stdout) == (1, "")
+    assert "has no table 'nope'" in done.stderr
 
 
 def test_list_piped_into_head_exits_quietly(tmp_path: Path) -> None:

@@ -179,7 +179,7 @@ def test_list_show_stats_clear(backend: Backend, capsys: pytest.CaptureFixture[s
     code, out, _ = run_cli(capsys, *backend.args, "clear", "o'hara; DROP TABLE x")
     assert code == 0
     assert "cleared session" in out
-    assert "(1 items)" in out
+    assert out.endswith("(1 item)\n")
     assert backend.items("o'hara; DROP TABLE x") == []
     assert backend.items("alpha") == ITEMS["alpha"]
 
@@ -250,7 +250,7 @@ def test_import_replace_and_bad_files(
     )
     code, _, err = run_cli(capsys, *backend.args, "import", str(export))
     assert code == 1
-    assert "'alpha' (1 items)" in err
+    assert "'alpha' (1 item)" in err
     assert "--append" in err
     assert "--replace" in err
     assert backend.items("alpha") == [{"old": True}]  # a plain import wrote nothing
@@ -405,7 +405,7 @@ def test_importing_a_file_twice_refuses_and_names_the_sessions(
     backend.fill({"c": [{"old": True}]})
     code, _, err = run_cli(capsys, *backend.args, "import", str(export))
     assert code == 1
-    assert "'c' (1 items)" in err
+    assert "'c' (1 item)" in err
     assert backend.items("a") == []
     assert backend.items("b") == []
     code, _, err = run_cli(capsys, *backend.args, "import", "--replace", str(export))
@@ -413,8 +413,8 @@ def test_importing_a_file_twice_refuses_and_names_the_sessions(
     code, _, err = run_cli(capsys, *backend.args, "import", str(export))
     assert code == 1
     assert "'a' (2 items)" in err
-    assert "'b' (1 items)" in err
-    assert "'c' (1 items)" in err
+    assert "'b' (1 item)" in err
+    assert "'c' (1 item)" in err
     assert backend.items("a") == [{"n": 0}, {"n": 1}]  # not doubled
     code, _, err = run_cli(capsys, *backend.args, "import", "--replace", str(export))
     assert code == 0, err
@@ -501,7 +501,7 @@ def test_a_session_that_fails_at_write_time_is_written_whole_or_not_at_all(
         assert backend.items("a") == [{"old": True}]
         return
     assert "importing session 'b' failed, nothing of it was written" in err
-    assert "1 sessions were imported before it ('a')" in err
+    assert "1 session was imported before it ('a')" in err
     assert backend.items("a") == [{"n": 0}, {"n": 1}, {"n": 2}]
     assert backend.items("b") == [{"old": True}]  # the replacement was rolled back whole
 
@@ -622,17 +622,42 @@ def test_an_export_file_that_cannot_be_written_is_named(
     assert left == {"a-dir", Path(sqlite.target).name}  # no temp file left behind
 
 
-def test_missing_tables_read_as_an_empty_store(
-    postgres_url: str, mysql_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["list"],
+        ["stats"],
+        ["export", "--all"],
+        ["show", "a"],
+        ["clear", "a"],
+        ["prune", "--idle", "1d"],
+    ],
+)
+def test_missing_tables_are_an_error_naming_them(
+    command: list[str],
+    postgres_url: str,
+    mysql_url: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
+    import sqlite3
+
+    other = tmp_path / "other-app.db"  # a SQLite file of another application
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE notes (body TEXT)")
+    conn.close()
     tag = uuid.uuid4().hex[:8]
-    for url in (postgres_url, mysql_url):
-        args = ["--db", url, "--sessions-table", f"none{tag}_s", "--messages-table", f"none{tag}_m"]
-        code, out, err = run_cli(capsys, *args, "stats", "--json")
-        assert code == 0, err
-        assert json.loads(out)["sessions"] == 0
-        code, out, err = run_cli(capsys, *args, "export", "--all")
-        assert (code, out) == (0, "")
+    named = ["--sessions-table", f"none{tag}_s", "--messages-table", f"none{tag}_m"]
+    for args, missing in (
+        (["--db", str(other)], "'agent_sessions' and 'agent_messages'"),
+        (["--db", str(other), *named], f"'none{tag}_s' and 'none{tag}_m'"),
+        (["--db", postgres_url, *named], f"'none{tag}_s' and 'none{tag}_m'"),
+        (["--db", mysql_url, *named], f"'none{tag}_s' and 'none{tag}_m'"),
+    ):
+        code, out, err = run_cli(capsys, *args, *command)
+        assert (code, out) == (1, ""), err
+        assert f"has no table {missing}" in err
+        assert "Check --db" in err
 
 
 def test_a_wrong_mariadb_database_is_an_error(

@@ -49,6 +49,21 @@ def test_make_docs_on_a_busy_port_says_so_in_one_line_before_installing(tmp_path
     assert not venv.exists()  # checked before anything was installed or built
 
 
+@pytest.mark.parametrize("port", ["abc", "0", "70000", "80 80"])
+def test_make_docs_with_a_port_that_is_not_a_number_says_so_in_one_line(
+    port: str, tmp_path: Path
+) -> None:
+    venv = tmp_path / "venv"
+    done = make("docs", f"PORT={port}", f"VENV={venv}", timeout=60)
+    assert done.returncode != 0
+    assert done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert f"PORT={port} is not a port number" in lines[0]
+    assert "Traceback" not in done.stderr
+    assert not venv.exists()  # checked before anything was installed or built
+
+
 def test_make_bench_runs_every_benchmark_and_reports_each_miss(tmp_path: Path) -> None:
     missed = tmp_path / "bench_missed.py"
     missed.write_text(

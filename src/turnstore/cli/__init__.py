@@ -56,7 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     listing = commands.add_parser(
-        "list", parents=[storage], help="list sessions, most recently active first"
+        "list",
+        parents=[storage],
+        help="list sessions, most recently active first",
+        description="List the stored sessions, the most recently active first, with their "
+        "item counts and last activity, a page at a time.",
     )
     listing.add_argument("--page", type=_positive, default=1, help="page number (from 1)")
     listing.add_argument("--page-size", type=_positive, default=50, help="sessions per page")
@@ -64,22 +68,41 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--json", action="store_true", help="print JSON Lines")
 
     show = commands.add_parser(
-        "show", parents=[storage], help="print a session's items, one JSON object a line"
+        "show",
+        parents=[storage],
+        help="print a session's items, one JSON object a line",
+        description="Print the items of one session, oldest first, one JSON object a line.",
     )
     show.add_argument("session_id", metavar="ID")
     show.add_argument("--limit", type=_non_negative, help="only the latest N items")
 
-    export = commands.add_parser("export", parents=[storage], help="write sessions as JSON Lines")
+    export = commands.add_parser(
+        "export",
+        parents=[storage],
+        help="write sessions as JSON Lines",
+        description="Write sessions as JSON Lines, one item a line with its session and time. "
+        "With -o the file is replaced only once the export is complete. An export that finds "
+        "nothing fails and leaves the file as it was, unless --allow-empty.",
+    )
     which = export.add_mutually_exclusive_group(required=True)
     which.add_argument("session_ids", metavar="ID", nargs="*", default=[])
     which.add_argument("--all", action="store_true", help="every session")
     export.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    export.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="succeed when there is nothing to export (with -o, write an empty file)",
+    )
 
     imports = commands.add_parser(
         "import",
         parents=[storage],
         help="write the sessions of a JSON Lines export (refuses sessions that hold items, "
         "unless --append or --replace)",
+        description="Write the sessions of a JSON Lines export into the storage, one "
+        "transaction per session, creating the tables if needed. Every line is checked before "
+        "the first write. Sessions that already hold items are refused unless --append or "
+        "--replace.",
     )
     imports.add_argument("file", metavar="FILE", help="the export to read ('-' for stdin)")
     mode = imports.add_mutually_exclusive_group()
@@ -92,13 +115,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="replace the items of each imported session (in the same transaction)",
     )
 
-    clear = commands.add_parser("clear", parents=[storage], help="remove every item of a session")
+    clear = commands.add_parser(
+        "clear",
+        parents=[storage],
+        help="remove every item of a session",
+        description="Remove one session and every item it holds, in one transaction.",
+    )
     clear.add_argument("session_id", metavar="ID")
 
     prune = commands.add_parser(
         "prune",
         parents=[storage],
-        help="delete the sessions with no activity for longer than a given time",
+        help="delete every session (with all its items) idle for longer than --idle",
+        description="Delete every session, with all its items, whose last write is older "
+        "than --idle. --dry-run lists those sessions and deletes nothing.",
     )
     prune.add_argument(
         "--idle",
@@ -107,8 +137,16 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         help="idle time: a number with a unit, s, m, h or d (for example 30d, 12h)",
     )
+    prune.add_argument(
+        "--dry-run", action="store_true", help="list the sessions it would delete; delete nothing"
+    )
 
-    stats = commands.add_parser("stats", parents=[storage], help="count sessions and items")
+    stats = commands.add_parser(
+        "stats",
+        parents=[storage],
+        help="count sessions and items",
+        description="Count the sessions and items of the storage and show its last activity.",
+    )
     stats.add_argument("--json", action="store_true", help="print JSON")
     return parser
 
@@ -210,7 +248,7 @@ def _main(args: argparse.Namespace) -> int:
     if args.command == "import":
         try:
             args.records = load_export(args.file)
-        except (CommandError, OSError, UnicodeDecodeError) as exc:
+        except CommandError as exc:
             print(f"turnstore: error: {exc}", file=sys.stderr)
             return 1
     try:

@@ -33,6 +33,11 @@ class CommandError(Exception):
     """A command could not be carried out; the message is shown to the user."""
 
 
+def _count(number: int, noun: str) -> str:
+    """`1 session`, `2 sessions`, `0 items`."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 def _time(value: datetime | None) -> str:
     return "-" if value is None else value.strftime("%Y-%m-%d %H:%M:%S")
 
@@ -130,16 +135,43 @@ async def _export(store: SessionStore, args: argparse.Namespace) -> None:
             await _require(store, session_id)
         session_ids = list(args.session_ids)
     if args.output:
-        count = await _export_to_file(store, session_ids, args.output)
+        refuse_empty = (
+            None
+            if args.allow_empty
+            else _nothing_to_export(store, args, f"{args.output} was left as it was")
+        )
+        count = await _export_to_file(store, session_ids, args.output, refuse_empty)
         print(
-            f"exported {count} items of {len(session_ids)} sessions to {args.output}",
+            f"exported {_count(count, 'item')} of {_count(len(session_ids), 'session')} "
+            f"to {args.output}",
             file=sys.stderr,
         )
     else:
-        await _write_records(store, session_ids, sys.stdout)
+        count = await _write_records(store, session_ids, sys.stdout)
+        if not count and not args.allow_empty:
+            raise CommandError(_nothing_to_export(store, args, "nothing was written"))
 
 
-async def _export_to_file(store: SessionStore, session_ids: list[str], path: str) -> int:
+def _nothing_to_export(store: SessionStore, args: argparse.Namespace, outcome: str) -> str:
+    session_ids: list[str] = args.session_ids
+    under = f" under the key prefix {args.key_prefix!r}" if store.backend == "redis" else ""
+    where = (
+        f"{'the session' if len(session_ids) == 1 else 'the sessions'} "
+        f"{', '.join(map(repr, session_ids))} {'holds' if len(session_ids) == 1 else 'hold'} "
+        "no items"
+        if session_ids
+        else f"{store.target} holds no sessions{under}"
+    )
+    key = " and --key-prefix" if store.backend == "redis" else ""
+    return (
+        f"nothing to export: {where}; {outcome}. Check --db{key}, or pass --allow-empty "
+        "when an empty export is what you want"
+    )
+
+
+async def _export_to_file(
+    store: SessionStore, session_ids: list[str], path: str, refuse_empty: str | None
+) -> int:
     # Written to a temporary file beside the target and renamed over it only once complete: an
     # error never leaves an empty or partial backup (and never clobbers an older one).
     directory = os.path.dirname(await asyncio.to_thread(os.path.abspath, path))
@@ -160,6 +192,9 @@ async def _export_to_file(store: SessionStore, session_ids: list[str], path: str
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             count = await _write_records(store, session_ids, out)
+            if not count and refuse_empty is not None:
+                # A wrong --db must not replace the last good backup with an empty file.
+                raise CommandError(refuse_empty)
             await asyncio.to_thread(os.fsync, out.fileno())
         try:
             await asyncio.to_thread(os.replace, temp, path)
@@ -212,11 +247,30 @@ def _read_export(lines: Iterable[bytes], source: str) -> _Entries:
 
 
 def load_export(path: str) -> _Entries:
-    """Read an export file (`-` for stdin), every line checked, before anything is opened."""
+    """Read an export file (`-` for stdin), every line checked, before anything is opened.
+
+    Raises:
+        CommandError: The file cannot be read (`cannot read FILE: ...`, as an export says
+            `cannot write FILE: ...`), a line is not a record, or it holds no record at all.
+    """
     if path == "-":
-        return _read_export(sys.stdin.buffer, "stdin")
-    with open(path, "rb") as source:
-        return _read_export(source, path)
+        entries = _read_export(sys.stdin.buffer, "stdin")
+    else:
+        if os.path.isdir(path):
+            raise CommandError(
+                f"cannot read {path}: it is a directory; give the export file's path"
+            )
+        try:
+            with open(path, "rb") as source:
+                entries = _read_export(source, path)
+        except OSError as exc:
+            raise CommandError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if not entries:
+        raise CommandError(
+            f"nothing to import: {'stdin' if path == '-' else path} holds no records "
+            "(an export has one JSON object a line); nothing was written"
+        )
+    return entries
 
 
 async def _import(store: SessionStore, args: argparse.Namespace) -> None:
@@ -242,10 +296,11 @@ async def _import(store: SessionStore, args: argparse.Namespace) -> None:
     for session_id in by_session:
         info = await store.get_info(session_id)
         if info is not None and info.item_count:
-            occupied.append(f"{session_id!r} ({info.item_count} items)")
+            occupied.append(f"{session_id!r} ({_count(info.item_count, 'item')})")
     if occupied and not (args.append or args.replace):
         raise CommandError(
-            f"nothing imported: {len(occupied)} of the file's sessions already hold items in "
+            f"nothing imported: {len(occupied)} of the file's sessions already "
+            f"{'holds' if len(occupied) == 1 else 'hold'} items in "
             f"{store.target}: {', '.join(occupied)}. Pass --append to add to them, or "
             "--replace to replace their items"
         )
@@ -258,7 +313,8 @@ async def _import(store: SessionStore, args: argparse.Namespace) -> None:
             await store.write_records(session_id, records, replace=args.replace)
         except (TurnstoreError, TypeError, ValueError, OSError) as exc:
             written = (
-                f"{len(done)} sessions were imported before it ({', '.join(map(repr, done))}); "
+                f"{_count(len(done), 'session')} {'was' if len(done) == 1 else 'were'} imported "
+                f"before it ({', '.join(map(repr, done))}); "
                 "rerun with --replace to import the file again without duplicates"
                 if done
                 else "nothing was imported"
@@ -269,7 +325,10 @@ async def _import(store: SessionStore, args: argparse.Namespace) -> None:
             ) from exc
         done.append(session_id)
         total += len(records)
-    print(f"imported {total} items into {len(by_session)} sessions", file=sys.stderr)
+    print(
+        f"imported {_count(total, 'item')} into {_count(len(by_session), 'session')}",
+        file=sys.stderr,
+    )
 
 
 async def _clear(store: SessionStore, args: argparse.Namespace) -> None:
@@ -279,15 +338,27 @@ async def _clear(store: SessionStore, args: argparse.Namespace) -> None:
         await session.clear_session()
     finally:
         await _close(session)
-    print(f"cleared session {args.session_id!r} ({info.item_count} items)")
+    print(f"cleared session {args.session_id!r} ({_count(info.item_count, 'item')})")
 
 
 async def _prune(store: SessionStore, args: argparse.Namespace) -> None:
-    deleted = await store.delete_idle_sessions(args.idle)
     seconds = int(args.idle.total_seconds())
-    unit = next(u for u in "dhms" if seconds % UNITS[u] == 0)
+    unit = next(u for u in "dhms" if seconds % UNITS[u] == 0) if seconds else "s"
     age = f"{seconds // UNITS[unit]}{unit}"
-    print(f"deleted {deleted} session{'' if deleted == 1 else 's'} idle for more than {age}")
+    if args.dry_run:
+        idle = await store.find_idle_sessions(args.idle)
+        for info in idle:
+            print(
+                f"would delete {info.session_id!r} ({_count(info.item_count, 'item')}, "
+                f"last activity {_time(info.last_activity)} UTC)"
+            )
+        print(
+            f"dry run: {_count(len(idle), 'session')} idle for more than {age} "
+            "would be deleted; nothing was deleted"
+        )
+        return
+    deleted = await store.delete_idle_sessions(args.idle)
+    print(f"deleted {_count(deleted, 'session')} idle for more than {age}")
 
 
 async def _stats(store: SessionStore, args: argparse.Namespace) -> None:
@@ -334,6 +405,21 @@ async def run(store: SessionStore, args: argparse.Namespace) -> None:
         args: The parsed command line (`args.records` holds an import's file, read already).
     """
     try:
+        if args.command != "import":  # import creates the tables
+            await _require_tables(store)
         await COMMANDS[args.command](store, args)
     finally:
         await store.close()
+
+
+async def _require_tables(store: SessionStore) -> None:
+    """A SQL storage without the tables is a wrong --db or table name, never an empty result."""
+    missing = await store.missing_tables()
+    if missing:
+        names = " and ".join(map(repr, missing))
+        raise CommandError(
+            f"{store.target} has no table {names}: no session was ever stored there under "
+            f"{'this name' if len(missing) == 1 else 'these names'}. Check --db, "
+            "--sessions-table and --messages-table (an application's first write creates the "
+            "tables, as does turnstore import)"
+        )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .closing import Closing
+from .extras import missing_extra
 from .mutation import await_session_mutation
 from .open_store import open_session_store
 from .openai.compaction import CompactionTriggerContext, OpenAIResponsesCompactionSession
@@ -106,8 +107,6 @@ def __getattr__(name: str) -> Any:
         try:
             module = importlib.import_module(module_name, __name__)
         except ImportError as exc:
-            raise ImportError(
-                f"{name} needs the {extra} extra: pip install 'turnstore[{extra}]'"
-            ) from exc
+            raise missing_extra(name, extra) from exc
         return getattr(module, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

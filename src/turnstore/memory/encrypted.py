@@ -28,6 +28,7 @@ from ..exceptions import SessionDecryptionError, UserError
 from ..items import TResponseInputItem
 from .closing import AsyncCloseable, Release
 from .codec import WHOLE_HISTORY, check_limit, encode_items
+from .extras import missing_extra
 from .session import (
     AtomicReplacementSession,
     HistorySnapshot,
@@ -89,9 +90,7 @@ def _fernet_module() -> Any:
     try:
         from cryptography import fernet
     except ImportError as exc:
-        raise ImportError(
-            "EncryptedSession needs the encryption extra: pip install 'turnstore[encryption]'"
-        ) from exc
+        raise missing_extra("EncryptedSession", "encryption") from exc
     return fernet
 
 

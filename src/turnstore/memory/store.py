@@ -277,6 +277,57 @@ class SessionStore(AsyncCloseable):
         """
         return await self._delete_idle_before(_idle_cutoff(older_than))
 
+    async def find_idle_sessions(self, older_than: timedelta | float) -> list[SessionInfo]:
+        """Return the sessions `delete_idle_sessions(older_than)` would delete now.
+
+        For a dry run before deleting (the command line's `prune --dry-run`): nothing is
+        changed. A session written to between this call and the deletion is not deleted.
+
+        Args:
+            older_than: The idle time, as a `timedelta` or seconds.
+
+        Returns:
+            The idle sessions, the most recently active first.
+
+        Raises:
+            TypeError: `older_than` is not a `timedelta` or a number.
+            ValueError: `older_than` is negative.
+            SessionStorageError: The storage failed.
+
+        Example:
+            ```python
+            for info in await store.find_idle_sessions(timedelta(days=30)):
+                print(info.session_id, info.last_activity)
+            ```
+        """
+        cutoff = _idle_cutoff(older_than)
+        return [
+            info
+            async for info in self.iter_sessions()
+            if info.last_activity is not None and info.last_activity < cutoff
+        ]
+
+    async def missing_tables(self) -> list[str]:
+        """Return the tables this store reads that do not exist in the storage.
+
+        A SQL store reads a sessions table and a messages table, created by the first write of
+        a session. Until then, or with a wrong database or table name, every read finds
+        nothing: this tells such a storage apart from an empty one. Redis has no tables.
+
+        Returns:
+            The missing table names (`[]` when both exist, and always for Redis).
+
+        Raises:
+            SessionStorageError: The storage failed.
+
+        Example:
+            ```python
+            if missing := await store.missing_tables():
+                raise SystemExit(f"{store.target} has no table {missing[0]}: wrong database?")
+            ```
+        """
+        return []
+
     @abstractmethod
     async def _delete_idle_before(self, cutoff: datetime) -> int:
         """Delete the sessions last active before `cutoff`; return how many."""

@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, cast
 
+from ..extras import missing_extra
+
 try:
     from redis.asyncio import Redis
     from redis.asyncio.cluster import RedisCluster
@@ -29,7 +31,7 @@ try:
     from redis.exceptions import RedisClusterException, RedisError
     from redis.retry import Retry
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("RedisSession needs redis-py: pip install 'turnstore[redis]'") from exc
+    raise missing_extra("RedisSession", "redis") from exc
 
 from ...exceptions import SessionStorageError, UserError
 from ...items import TResponseInputItem
@@ -46,7 +48,7 @@ from .keys import (
     layout_for,
 )
 from .scripts import MAX_TTL_SECONDS
-from .urls import CLUSTER_SCHEMES, SCHEMES
+from .urls import CLUSTER_SCHEMES, SCHEMES, check_database
 
 __all__ = [
     "CLIENT_ERRORS",
@@ -190,7 +192,7 @@ class RedisSession(PooledSession):
             A session that owns its client.
 
         Raises:
-            ValueError: The URL is not a Redis URL.
+            ValueError: The URL is not a Redis URL, or its database is not a number.
             TypeError: `redis_kwargs` is not a dict, repeats a keyword given directly, or holds
                 an option the client does not take.
         """
@@ -421,6 +423,7 @@ def create_client_for_url(url: str, **redis_kwargs: Any) -> Redis | RedisCluster
             f"not a Redis URL: {url!r}; expected redis://host:port/db, rediss://..., unix://... "
             "or redis+cluster://host:port"
         )
+    check_database(url)
     redis_kwargs.setdefault("retry", Retry(NoBackoff(), 0))
     try:
         if url.startswith(CLUSTER_SCHEMES):

@@ -8,11 +8,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from sqlalchemy import event
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, DisconnectionError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from ...exceptions import SessionStorageError
+from ..extras import missing_extra
+from .libpq import split_libpq_params
 from .pgbouncer import split_pgbouncer_flag, watch_for_pooler
 from .timeouts import DEFAULT_COMMAND_TIMEOUT, check_command_timeout
 
@@ -157,14 +159,18 @@ def create_engine_for_url(url: str, **engine_kwargs: Any) -> AsyncEngine:
             A `pgbouncer=true` or `pgbouncer=false` query parameter says whether PostgreSQL is
             reached through a transaction pooler; it is taken out before the driver sees it,
             and without it an asyncpg engine finds out on its first connection.
+            The libpq parameters hosted providers put in their URLs (`sslmode`, `sslrootcert`,
+            `sslcert`, `sslkey`, `application_name`, `connect_timeout`, `options`, ...) are
+            given to asyncpg with libpq's meaning (see `libpq.py`).
         **engine_kwargs: Passed to `create_async_engine`.
 
     Returns:
         The engine (no connection is opened yet).
 
     Raises:
-        ValueError: The URL cannot be parsed, names a synchronous driver, or has a
-            `pgbouncer` value other than true/false (or `pgbouncer=true` without asyncpg).
+        ValueError: The URL cannot be parsed, names a synchronous driver, has a `pgbouncer`
+            value other than true/false (or `pgbouncer=true` without asyncpg), or a libpq
+            parameter asyncpg cannot honour (or a value libpq does not define).
         ImportError: The driver is not installed.
     """
     try:
@@ -174,14 +180,16 @@ def create_engine_for_url(url: str, **engine_kwargs: Any) -> AsyncEngine:
     if parsed.drivername in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+asyncpg")
     parsed, pgbouncer = split_pgbouncer_flag(parsed)
+    if parsed.drivername == "postgresql+asyncpg":
+        parsed, libpq_args = _libpq_params(parsed)
+        if libpq_args:
+            # The caller's connect_args win, as asyncpg's keywords win over its URI.
+            engine_kwargs["connect_args"] = {**libpq_args, **engine_kwargs.get("connect_args", {})}
     try:
         engine = create_async_engine(parsed, **engine_kwargs)
     except ModuleNotFoundError as exc:
         if parsed.drivername == "postgresql+asyncpg":
-            raise ImportError(
-                f"the {parsed.drivername} driver is not installed: "
-                "pip install 'turnstore[postgres]'"
-            ) from exc
+            raise missing_extra(f"the {parsed.drivername} driver", "postgres") from exc
         # A missing synchronous driver (psycopg2, MySQLdb) would be refused once installed:
         # point at an async driver instead of at the missing module.
         raise ImportError(
@@ -198,3 +206,10 @@ def create_engine_for_url(url: str, **engine_kwargs: Any) -> AsyncEngine:
     watch_for_pooler(engine, pgbouncer)
     discard_closed_connections(engine)
     return engine
+
+
+def _libpq_params(url: URL) -> tuple[URL, dict[str, Any]]:
+    try:
+        return split_libpq_params(url)
+    except ModuleNotFoundError as exc:  # asyncpg itself is missing: say which extra brings it
+        raise missing_extra(f"the {url.drivername} driver", "postgres") from exc

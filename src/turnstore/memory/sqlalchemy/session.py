@@ -12,12 +12,12 @@ import weakref
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from ..extras import missing_extra
+
 try:
     import sqlalchemy  # noqa: F401  (fail here, with the extra to install, when it is missing)
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "SQLAlchemySession needs SQLAlchemy and asyncpg: pip install 'turnstore[postgres]'"
-    ) from exc
+    raise missing_extra("SQLAlchemySession", "postgres") from exc
 
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.exc import SQLAlchemyError

@@ -92,6 +92,20 @@ class SQLAlchemyStore(SessionStore):
         except _MissingTable:
             return None
 
+    async def missing_tables(self) -> list[str]:
+        """Return the sessions and messages tables that the database lacks."""
+        from sqlalchemy import inspect
+
+        names = (self._sessions_table, self._messages_table)
+
+        def work(sync_conn: Any) -> list[str]:
+            inspector = inspect(sync_conn)
+            return [name for name in names if not inspector.has_table(name)]
+
+        async with self._errors(missing_table_ok=False), self._engine.connect() as conn:
+            missing: list[str] = await conn.run_sync(work)
+        return missing
+
     def _info_query(self) -> Any:
         from sqlalchemy import func, select
 

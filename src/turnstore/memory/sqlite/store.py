@@ -59,7 +59,7 @@ class SQLiteStore(SessionStore):
         conn.execute("PRAGMA busy_timeout = 30000")
         return conn
 
-    def _has_tables(self, conn: sqlite3.Connection) -> bool:
+    def _missing_tables(self, conn: sqlite3.Connection) -> list[str]:
         names = {
             row[0]
             for row in conn.execute(
@@ -67,7 +67,15 @@ class SQLiteStore(SessionStore):
                 (self._sessions_table, self._messages_table),
             )
         }
-        return len(names) == 2
+        return [name for name in (self._sessions_table, self._messages_table) if name not in names]
+
+    def _has_tables(self, conn: sqlite3.Connection) -> bool:
+        return not self._missing_tables(conn)
+
+    async def missing_tables(self) -> list[str]:
+        """Return the sessions and messages tables that the file lacks."""
+        result: list[str] = await self._call(self._missing_tables)
+        return result
 
     async def _call(self, work: Any) -> Any:
         def run() -> Any:
