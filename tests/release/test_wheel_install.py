@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tarfile
@@ -78,6 +79,22 @@ def test_build_check_and_install_the_wheel_into_a_fresh_venv(tmp_path: Path) -> 
     assert f"Version: {version}" in metadata
     assert "Requires-Dist: openai" in metadata
     assert "License-Expression: MIT" in metadata
+    # What users see on the package index: their extras only (the contributor tools are
+    # dependency groups, not published), the project links, and the README for users.
+    extras = set(re.findall(r"^Provides-Extra: (\S+)$", metadata, re.M))
+    assert extras == {"postgres", "redis", "encryption"}, extras
+    assert not re.search(r"^Requires-Dist: .*extra == \"(dev|docs)\"", metadata, re.M)
+    for project_url in (
+        "Project-URL: Source, https://github.com/turnstore/turnstore",
+        "Project-URL: Issues, https://github.com/turnstore/turnstore/issues",
+        "Project-URL: Changelog, https://github.com/turnstore/turnstore/blob/main/CHANGELOG.md",
+        "Project-URL: Documentation, https://turnstore.github.io/turnstore/",
+    ):
+        assert project_url in metadata, project_url
+    assert "Description-Content-Type: text/markdown" in metadata
+    description = metadata.split("\n\n", 1)[1]
+    assert description.strip() == (ROOT / "README.md").read_text(encoding="utf-8").strip()
+    assert "make bench" not in description  # contributor material is on the docs site
     print(f"\n{wheel.name}: {wheel.stat().st_size} bytes, {len(names)} files")
     print("\n".join(names))
 
@@ -118,7 +135,9 @@ def test_build_check_and_install_the_wheel_into_a_fresh_venv(tmp_path: Path) -> 
     )
     try:
         assert server.stdout is not None
-        exports = dict(server.stdout.readline().strip().split("=", 1) for _ in range(2))
+        command, *assignments = shlex.split(server.stdout.readline())
+        assert command == "export"
+        exports = dict(assignment.split("=", 1) for assignment in assignments)
         assert set(exports) == {"OPENAI_BASE_URL", "OPENAI_API_KEY"}
         out = run(python, "readme_example.py", cwd=home, env={**env, **exports}, timeout=300)
     finally:
