@@ -88,7 +88,8 @@ async def test_a_response_id_the_server_never_served_is_a_404_and_nothing_is_rep
 ) -> None:
     store = MemorySession(items=turns(2))
     session = wrap(store, client, compaction_mode="previous_response_id")
-    with pytest.raises(SessionError, match="history is unchanged.*'resp_unknown' not found") as info:
+    unchanged = r"history is unchanged.*'resp_unknown' not found"
+    with pytest.raises(SessionError, match=unchanged) as info:
         await session.run_compaction({"force": True, "response_id": "resp_unknown"})
     assert isinstance(info.value.__cause__, openai.NotFoundError)
     assert store.items == turns(2)
