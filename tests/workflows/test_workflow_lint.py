@@ -249,7 +249,7 @@ def test_docs_workflow_deploys_with_least_permissions() -> None:
 
 
 def test_typos_config_checks_english_and_skips_translations(tmp_path: Path) -> None:
-    typos = _tool("typos", "pip install typos, in the dev extra")
+    typos = _tool("typos", "pip install typos, in the dev group")
     shutil.copy(ROOT / "_typos.toml", tmp_path / "_typos.toml")
     misspelled = "Te" + "h session is saved.\n"  # split, or typos flags this very file
     for path in ["docs/guide.md", "docs/ja/guide.md", "docs/zh/guide.md", "README.md"]:
