@@ -11,7 +11,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8000
 HASH   := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
-# Everything (tests, linters, database drivers, docs); `make docs` alone needs only the docs extra.
+# Everything (tests, linters, database drivers, docs); `make docs` alone needs only the docs group.
 STAMP      := $(VENV)/.installed-$(HASH)
 DOCS_STAMP := $(VENV)/.installed-docs-$(HASH)
 
@@ -22,7 +22,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,docs,postgres,redis,encryption]'
+	$(BIN)/python -m pip install --quiet -e '.[postgres,redis,encryption]' --group dev --group docs
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP) $(DOCS_STAMP)
 
@@ -33,9 +33,9 @@ docs-venv: $(DOCS_STAMP)
 $(DOCS_STAMP): pyproject.toml
 	@if [ ! -f $(STAMP) ]; then \
 	  test -x $(BIN)/python || $(PYTHON) -m venv $(VENV); \
-	  echo "installing the docs extra into $(VENV)"; \
+	  echo "installing the docs group into $(VENV)"; \
 	  $(BIN)/python -m pip install --quiet --upgrade pip && \
-	  $(BIN)/python -m pip install --quiet -e '.[docs]'; \
+	  $(BIN)/python -m pip install --quiet -e . --group docs; \
 	fi
 	@rm -f $(VENV)/.installed-docs-*
 	@touch $(DOCS_STAMP)

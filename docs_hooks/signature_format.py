@@ -35,7 +35,7 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     if not formatter_available():
         raise PluginError(
             "The API reference's signatures need Ruff or Black to be formatted "
-            "(pip install -e '.[docs]' installs Black); without them each signature "
+            "(pip install -e . --group docs installs Black); without them each signature "
             "is one line that scrolls sideways."
         )
     return config

@@ -10,7 +10,13 @@ import pytest
 from openai import AsyncOpenAI
 
 from support.items import assistant, user
-from turnstore.testing import FakeCompactionAPI, FakeConversationsAPI, FakeOpenAIServer, FakeReply
+from turnstore.testing import (
+    FakeCompactionAPI,
+    FakeConversationsAPI,
+    FakeOpenAIServer,
+    FakeReply,
+    text_response,
+)
 
 
 def call(call_id: str, name: str = "lookup") -> dict[str, Any]:
@@ -27,6 +33,18 @@ def turns(count: int) -> list[dict[str, Any]]:
     for n in range(count):
         items += [user(f"question {n}"), assistant(f"answer {n}")]
     return items
+
+
+async def serve(
+    client: AsyncOpenAI, server: FakeOpenAIServer, response_id: str, items: list[Any]
+) -> None:
+    """Have the server answer (and keep) response `response_id` to a model call on `items`.
+
+    The server keeps what it served, as the API does, so a compaction that names the response
+    compacts that chain; an id it never served is answered with 404.
+    """
+    server.enqueue(text_response(f"answer to {len(items)} items", response_id=response_id))
+    await client.responses.create(model="gpt-5.5", input=items)
 
 
 def slow_compaction(

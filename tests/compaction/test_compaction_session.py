@@ -22,7 +22,16 @@ from turnstore import (
 from turnstore.agent import DEFAULT_MODEL
 from turnstore.testing import FakeCompactionAPI, FakeOpenAIServer, FakeReply
 
-from .conftest import assistant, call, compaction_in_flight, output, slow_compaction, turns, user
+from .conftest import (
+    assistant,
+    call,
+    compaction_in_flight,
+    output,
+    serve,
+    slow_compaction,
+    turns,
+    user,
+)
 
 MODEL = "gpt-5.5"
 
@@ -54,17 +63,37 @@ async def test_input_mode_sends_the_stored_items(
 
 
 async def test_previous_response_id_mode_sends_only_the_response_id(
-    client: AsyncOpenAI, compaction_api: FakeCompactionAPI
+    client: AsyncOpenAI, compaction_api: FakeCompactionAPI, fake_openai: FakeOpenAIServer
 ) -> None:
+    await serve(client, fake_openai, "resp_7", turns(2))
     session = wrap(MemorySession(items=turns(2)), client, compaction_mode="previous_response_id")
     await session.run_compaction({"force": True, "response_id": "resp_7"})
     assert compaction_api.bodies == [{"model": MODEL, "previous_response_id": "resp_7"}]
+    # Like the API: the chain's user messages are kept, then one compaction item.
     items = await session.get_items()
+    assert [item["content"] for item in items[:-1]] == [
+        [{"type": "input_text", "text": "question 0"}],
+        [{"type": "input_text", "text": "question 1"}],
+    ]
+    assert [item["role"] for item in items[:-1]] == ["user", "user"]
     assert items[-1] == {
         "type": "compaction",
         "encrypted_content": "compacted:resp_7",
         "id": items[-1]["id"],
     }
+
+
+async def test_a_response_id_the_server_never_served_is_a_404_and_nothing_is_replaced(
+    client: AsyncOpenAI, compaction_api: FakeCompactionAPI
+) -> None:
+    store = MemorySession(items=turns(2))
+    session = wrap(store, client, compaction_mode="previous_response_id")
+    unchanged = r"history is unchanged.*'resp_unknown' not found"
+    with pytest.raises(SessionError, match=unchanged) as info:
+        await session.run_compaction({"force": True, "response_id": "resp_unknown"})
+    assert isinstance(info.value.__cause__, openai.NotFoundError)
+    assert store.items == turns(2)
+    assert compaction_api.bodies == []  # answered before the route, as the API answers
 
 
 async def test_previous_response_id_mode_without_a_response_id_is_a_clear_error(
@@ -90,8 +119,13 @@ async def test_previous_response_id_mode_without_a_response_id_is_a_clear_error(
     ],
 )
 async def test_auto_mode_picks_input_or_response_id(
-    client: AsyncOpenAI, compaction_api: FakeCompactionAPI, args: dict[str, Any], expected: str
+    client: AsyncOpenAI,
+    compaction_api: FakeCompactionAPI,
+    fake_openai: FakeOpenAIServer,
+    args: dict[str, Any],
+    expected: str,
 ) -> None:
+    await serve(client, fake_openai, "resp_1", turns(2))
     session = wrap(MemorySession(items=turns(2)), client)
     await session.run_compaction({**args, "force": True})  # type: ignore[typeddict-item]
     body = compaction_api.bodies[0]
@@ -102,13 +136,14 @@ async def test_auto_mode_picks_input_or_response_id(
 
 
 async def test_auto_mode_remembers_an_unstored_response(
-    client: AsyncOpenAI, compaction_api: FakeCompactionAPI
+    client: AsyncOpenAI, compaction_api: FakeCompactionAPI, fake_openai: FakeOpenAIServer
 ) -> None:
     session = wrap(MemorySession(items=turns(2)), client)
     await session.run_compaction({"response_id": "resp_1", "store": False})  # not triggered
     await session.run_compaction({"force": True})
     assert "input" in compaction_api.bodies[0]
     await session.add_items(turns(1))
+    await serve(client, fake_openai, "resp_2", await session.get_items())
     await session.run_compaction({"response_id": "resp_2", "force": True})  # a new response
     assert compaction_api.bodies[1] == {"model": MODEL, "previous_response_id": "resp_2"}
 
@@ -401,12 +436,13 @@ async def test_auto_mode_defers_what_the_latest_response_does_not_cover(
 
 
 async def test_auto_mode_compacts_the_chain_once_the_answer_is_stored(
-    client: AsyncOpenAI, compaction_api: FakeCompactionAPI
+    client: AsyncOpenAI, compaction_api: FakeCompactionAPI, fake_openai: FakeOpenAIServer
 ) -> None:
     store = MemorySession(items=[*turns(9), call("c1"), output("c1")])
     session = wrap(store, client)
     assert await session.run_compaction({"response_id": "resp_1"}) is None  # deferred
     await session.add_items([assistant("with the tool's answer")])
+    await serve(client, fake_openai, "resp_2", store.items[:-1])
     assert await session.run_compaction({"response_id": "resp_2"}) is not None
     assert compaction_api.bodies == [{"model": MODEL, "previous_response_id": "resp_2"}]
 

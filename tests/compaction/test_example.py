@@ -37,10 +37,12 @@ def test_compaction_example(fake_openai: FakeOpenAIServer, tmp_path: Path) -> No
     assert len(compaction.bodies) == 2
     out = done.stdout
     assert "[stored items: 6, tokens this run: 5]" in out  # three turns: nothing compacted
-    assert "[stored items: 1, tokens this run: 53]" in out  # the fourth turn compacted
+    # The fourth turn compacted the chain of resp_3: its four questions stay, plus one item.
+    assert "[stored items: 5, tokens this run: 53]" in out
     assert "forced compaction used 48 tokens" in out
-    assert "stored now: ['compaction']" in out
-    assert "archived items: 11" in out
+    # The forced one compacted the chain of resp_4: five questions and one compaction item.
+    assert f"stored now: {['message'] * 5 + ['compaction']}" in out
+    assert "archived items: 15" in out  # the 8 items replaced first, then the 7 after
 
 
 def test_the_docs_show_the_example_as_it_is() -> None:

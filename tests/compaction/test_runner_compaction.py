@@ -63,18 +63,24 @@ async def test_runner_compacts_after_ten_answers_and_counts_the_usage(
         last = results[-1].usage
         assert (last.requests, last.input_tokens, last.output_tokens) == (2, 3 + 40, 2 + 8)
         assert last.total_tokens == 5 + 48
+        # Like the API: the chain's user messages stay, then one compaction item.
         items = await session.get_items()
-        assert items == [
-            {"type": "compaction", "id": items[0]["id"], "encrypted_content": "compacted:resp_10"}
+        assert [item["content"][0]["text"] for item in items[:-1]] == [
+            f"question {n}" for n in range(1, 11)
         ]
+        assert items[-1] == {
+            "type": "compaction",
+            "id": items[-1]["id"],
+            "encrypted_content": "compacted:resp_10",
+        }
         archived = await store.get_archived_items()
         assert len(archived) == 20
         assert archived[0]["content"] == "question 1"
         # The next run sends the compacted history, then the new question.
         await Runner.run(agent, "question 11", session=session, run_config=config)
         model_input = fake_openai.requests_to("/v1/responses")[-1].body["input"]
-        assert model_input[0]["type"] == "compaction"
-        assert model_input[1]["content"] == "question 11"
+        assert [item.get("type") for item in model_input[9:11]] == ["message", "compaction"]
+        assert model_input[11]["content"] == "question 11"
 
 
 async def test_unstored_responses_are_compacted_from_input_and_tool_pairs_stay_whole(

@@ -52,7 +52,11 @@ async def test_only_the_runs_own_read_until_compaction_is_due(
     await Runner.run(agent, "question 9", session=session, run_config=config)
     assert _reads(store) - before > 1  # the tenth answer: due, so the history is read
     assert len(compaction_api.bodies) == 1
-    assert [item.get("type") for item in store.items] == ["compaction"]
+    # The chain of the tenth response is compacted: its ten questions stay, then one item.
+    assert [item.get("role") or item.get("type") for item in store.items] == [
+        *["user"] * 10,
+        "compaction",
+    ]
 
     before = _reads(store)
     await Runner.run(agent, "question 10", session=session, run_config=config)
@@ -94,6 +98,8 @@ async def test_items_written_elsewhere_are_counted_when_the_history_is_read(
         "content": [{"type": "output_text", "text": "x", "annotations": []}],
     }
     store.items += [answer] * 12
+    fake_openai.enqueue(text_response("answer", response_id="r0"))
+    await client.responses.create(model="gpt-5.5", input=store.items)
     assert await session.run_compaction({"response_id": "r0"}) is None
     assert compaction_api.bodies == []
     # ... until a forced compaction (or a due one) reads the history.

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
+import socket
 import subprocess
 import sys
 import tarfile
@@ -78,6 +80,22 @@ def test_build_check_and_install_the_wheel_into_a_fresh_venv(tmp_path: Path) -> 
     assert f"Version: {version}" in metadata
     assert "Requires-Dist: openai" in metadata
     assert "License-Expression: MIT" in metadata
+    # What users see on the package index: their extras only (the contributor tools are
+    # dependency groups, not published), the project links, and the README for users.
+    extras = set(re.findall(r"^Provides-Extra: (\S+)$", metadata, re.M))
+    assert extras == {"postgres", "redis", "encryption"}, extras
+    assert not re.search(r"^Requires-Dist: .*extra == \"(dev|docs)\"", metadata, re.M)
+    for project_url in (
+        "Project-URL: Source, https://github.com/turnstore/turnstore",
+        "Project-URL: Issues, https://github.com/turnstore/turnstore/issues",
+        "Project-URL: Changelog, https://github.com/turnstore/turnstore/blob/main/CHANGELOG.md",
+        "Project-URL: Documentation, https://turnstore.github.io/turnstore/",
+    ):
+        assert project_url in metadata, project_url
+    assert "Description-Content-Type: text/markdown" in metadata
+    description = metadata.split("\n\n", 1)[1]
+    assert description.strip() == (ROOT / "README.md").read_text(encoding="utf-8").strip()
+    assert "make bench" not in description  # contributor material is on the docs site
     print(f"\n{wheel.name}: {wheel.stat().st_size} bytes, {len(names)} files")
     print("\n".join(names))
 
@@ -118,7 +136,9 @@ def test_build_check_and_install_the_wheel_into_a_fresh_venv(tmp_path: Path) -> 
     )
     try:
         assert server.stdout is not None
-        exports = dict(server.stdout.readline().strip().split("=", 1) for _ in range(2))
+        command, *assignments = shlex.split(server.stdout.readline())
+        assert command == "export"
+        exports = dict(assignment.split("=", 1) for assignment in assignments)
         assert set(exports) == {"OPENAI_BASE_URL", "OPENAI_API_KEY"}
         out = run(python, "readme_example.py", cwd=home, env={**env, **exports}, timeout=300)
     finally:
@@ -135,3 +155,42 @@ def test_build_check_and_install_the_wheel_into_a_fresh_venv(tmp_path: Path) -> 
     assert (home / "conversations.db").is_file()
     listed = run(venv / "bin" / "turnstore", "--db", "conversations.db", "list", cwd=home, env=env)
     assert re.search(r"conversation_123\s+4\s", listed), listed
+
+    # The README's try-out, its shell lines as written (a free port instead of 8787): the
+    # server in one shell, `eval` of its export line and the example in another.
+    section = readme_try_out()
+    start, client = re.findall(r"```bash\n(.*?)```", section, re.S)
+    (expected,) = re.findall(r"```text\n(.*?)```", section, re.S)
+    assert "pip install turnstore" in start
+    server_line = next(line for line in start.splitlines() if "fake_openai" in line)
+    port = str(free_port())
+    (home / ".venv").symlink_to(venv)  # the README's `python3 -m venv .venv`, done above
+    (home / "example.py").write_text(readme_first_example(), encoding="utf-8")
+    (home / "conversations.db").unlink()
+    shell_server = subprocess.Popen(
+        ["bash", "-c", f". .venv/bin/activate\nexec {server_line.replace('8787', port)}"],
+        cwd=home,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert shell_server.stdout is not None
+        assert shell_server.stdout.readline().startswith("export OPENAI_BASE_URL=")
+        out = run("bash", "-c", client.replace("8787", port), cwd=home, env=env, timeout=300)
+    finally:
+        shell_server.terminate()
+        shell_server.communicate(timeout=30)
+    assert out == expected
+
+
+def readme_try_out() -> str:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    return readme.split("## Try it without an API key\n", 1)[1].split("\n## ", 1)[0]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

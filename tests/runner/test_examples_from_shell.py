@@ -1,5 +1,6 @@
 """Every example, run the way its docstring says: `python -m turnstore.testing.fake_openai` in
-one process, its two printed lines exported in a shell, then the example from that shell."""
+one process, the export line it prints first run in a shell (`eval`), then the example from that
+shell."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ SERVER = [sys.executable, "-m", "turnstore.testing.fake_openai"]
 @dataclass
 class RunningServer:
     process: subprocess.Popen[str]
-    exports: list[str]
+    export_line: str
 
     def stop(self) -> tuple[int, str]:
         """Ctrl-C, as a user stops it; returns the exit status and what it wrote to stderr."""
@@ -49,12 +50,12 @@ def start_server(*args: str, sigint_ignored: bool = False) -> RunningServer:
         start_new_session=True,  # a Ctrl-C in the test's terminal is not sent to it as well
     )
     assert process.stdout is not None
-    exports = [process.stdout.readline().strip() for _ in range(2)]
-    if not all(exports):
+    line = process.stdout.readline().strip()
+    if not line:
         process.kill()
         _, err = process.communicate(timeout=30)
-        pytest.fail(f"the fake server printed no exports; stderr: {err}")
-    return RunningServer(process, exports)
+        pytest.fail(f"the fake server printed no export line; stderr: {err}")
+    return RunningServer(process, line)
 
 
 @pytest.fixture
@@ -68,10 +69,11 @@ def server() -> Iterator[RunningServer]:
             running.process.communicate(timeout=30)
 
 
-def run_in_shell(exports: list[str], command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def run_in_shell(export_line: str, command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run `command` in bash after `eval` of the server's export line, as the README says."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     env["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
-    script = f"export {' '.join(shlex.quote(line) for line in exports)}\n{command}\n"
+    script = f"eval {shlex.quote(export_line)}\n{command}\n"
     return subprocess.run(
         ["bash", "-c", script],
         cwd=cwd,
@@ -83,12 +85,17 @@ def run_in_shell(exports: list[str], command: str, cwd: Path) -> subprocess.Comp
     )
 
 
-def test_the_server_prints_two_lines_to_export_and_stops_cleanly_on_ctrl_c(
-    server: RunningServer,
+def test_eval_of_the_first_line_sets_the_variables_and_ctrl_c_stops_cleanly(
+    server: RunningServer, tmp_path: Path
 ) -> None:
-    base_url, api_key = server.exports
-    assert re.fullmatch(r"OPENAI_BASE_URL=http://127\.0\.0\.1:\d+/v1", base_url)
-    assert re.fullmatch(r"OPENAI_API_KEY=\S+", api_key)
+    assert re.fullmatch(
+        r"export OPENAI_BASE_URL=http://127\.0\.0\.1:\d+/v1 OPENAI_API_KEY=\S+", server.export_line
+    )
+    shown = run_in_shell(
+        server.export_line, 'printf "%s\\n" "$OPENAI_BASE_URL" "$OPENAI_API_KEY"', tmp_path
+    )
+    port = server.export_line.split(":")[2].split("/")[0]
+    assert shown.stdout.splitlines() == [f"http://127.0.0.1:{port}/v1", "sk-fake"]
     code, err = server.stop()
     assert code == 0
     assert "Traceback" not in err
@@ -108,13 +115,38 @@ def test_ctrl_c_stops_the_server_started_from_a_process_that_ignores_it() -> Non
     assert "Traceback" not in err
 
 
+def test_print_env_prints_the_same_line_for_eval_in_another_shell(
+    server: RunningServer, tmp_path: Path
+) -> None:
+    port = server.export_line.split(":")[2].split("/")[0]
+    command = f"{shlex.join([*SERVER, '--print-env', '--port', port])}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    done = subprocess.run(
+        ["bash", "-c", f'eval "$({command})"\nprintf "%s\\n" "$OPENAI_BASE_URL" "$OPENAI_API_KEY"'],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [f"http://127.0.0.1:{port}/v1", "sk-fake"]
+    without_port = subprocess.run(
+        [*SERVER, "--print-env"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert without_port.returncode == 2
+    assert without_port.stdout == ""
+    assert "--print-env needs the --port" in without_port.stderr
+
+
 def test_port_option_and_busy_port() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     first = start_server("--port", str(port))
     try:
-        assert first.exports[0] == f"OPENAI_BASE_URL=http://127.0.0.1:{port}/v1"
+        assert first.export_line.startswith(f"export OPENAI_BASE_URL=http://127.0.0.1:{port}/v1 ")
         second = subprocess.run(
             [*SERVER, "--port", str(port)], capture_output=True, text=True, timeout=60, check=False
         )
@@ -140,7 +172,9 @@ def test_docstring_says_how_to_run_it_on_the_fake_server(example: Path) -> None:
 def test_every_example_runs_from_the_shell(server: RunningServer, tmp_path: Path) -> None:
     outputs: dict[str, str] = {}
     for example in EXAMPLES:
-        done = run_in_shell(server.exports, f"{shlex.quote(sys.executable)} {example}", tmp_path)
+        done = run_in_shell(
+            server.export_line, f"{shlex.quote(sys.executable)} {example}", tmp_path
+        )
         assert done.returncode == 0, f"{example.name}: {done.stderr}"
         assert "Traceback" not in done.stderr
         outputs[example.name] = done.stdout
@@ -159,8 +193,17 @@ def test_every_example_runs_from_the_shell(server: RunningServer, tmp_path: Path
     assert "2 items stored" in outputs["message_correction.py"]
     assert "(4 items carried)" in outputs["manual_vs_session.py"]
     compaction = outputs["compaction.py"]
-    assert "[stored items: 1, tokens this run: 53]" in compaction  # compacted on the 4th turn
-    assert "compacted (1 compaction item)" in compaction
+    # Compacted on the 4th turn, as the docs say: the user messages stay, plus one compaction item
+    # (auto mode sends previous_response_id: the server compacts the chain it kept).
+    assert "[stored items: 5, tokens this run: 53]" in compaction
+    assert (
+        'You said "Remind me: which month am I travelling in?". Your earlier messages: '
+        '"I am planning a week in Japan in April. Where should I start?"; '
+        '"How do I get from there to Kyoto?"; "What should I see in Kyoto in two days?"; '
+        '"Is a rail pass worth it for this trip?". '
+        "Earlier turns reached me compacted (1 compaction item)." in compaction
+    )
+    assert f"stored now: {['message'] * 5 + ['compaction']}" in compaction
     code, err = server.stop()
     assert code == 0, err
 
@@ -182,7 +225,53 @@ async def main() -> None:
 asyncio.run(main())
 """
     (tmp_path / "program.py").write_text(program, encoding="utf-8")
-    done = run_in_shell(server.exports, f"{shlex.quote(sys.executable)} program.py", tmp_path)
+    done = run_in_shell(server.export_line, f"{shlex.quote(sys.executable)} program.py", tmp_path)
     assert done.returncode == 0, done.stderr
     assert 'You said "second question". Your earlier message: "first question".' in done.stdout
     assert "4 items in the conversation" in done.stdout
+
+
+def test_the_server_keeps_response_chains_like_the_api(
+    server: RunningServer, tmp_path: Path
+) -> None:
+    program = """
+import asyncio
+import openai
+
+async def main() -> None:
+    async with openai.AsyncOpenAI(max_retries=0) as client:
+        first = await client.responses.create(model="o3", input="My name is Ada.")
+        second = await client.responses.create(
+            model="o3", input="What is my name?", previous_response_id=first.id
+        )
+        print(second.output_text)
+        compacted = await client.responses.compact(model="o3", previous_response_id=second.id)
+        print([(item.type, getattr(item, "role", None)) for item in compacted.output])
+        unstored = await client.responses.create(model="o3", input="secret", store=False)
+        for unknown in (unstored.id, "resp_never_served"):
+            for call in (client.responses.create, client.responses.compact):
+                try:
+                    await call(model="o3", input="x", previous_response_id=unknown)
+                except openai.NotFoundError as exc:
+                    print(exc.status_code, exc.body["message"])
+
+asyncio.run(main())
+"""
+    (tmp_path / "program.py").write_text(program, encoding="utf-8")
+    done = run_in_shell(server.export_line, f"{shlex.quote(sys.executable)} program.py", tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    # The second request carried only its question: the server fed the model the chain.
+    assert lines[0] == (
+        '(fake model) You said "What is my name?". Your earlier message: "My name is Ada.".'
+    )
+    # Compacting the chain keeps its user messages, then one compaction item.
+    assert lines[1] == str([("message", "user"), ("message", "user"), ("compaction", None)])
+    unstored = re.search(r"Previous response with id '(resp_\w+)' not found", lines[2])
+    assert unstored is not None
+    assert lines[2:] == [
+        f"404 Previous response with id '{unstored.group(1)}' not found.",
+        f"404 Previous response with id '{unstored.group(1)}' not found.",
+        "404 Previous response with id 'resp_never_served' not found.",
+        "404 Previous response with id 'resp_never_served' not found.",
+    ]

@@ -228,6 +228,7 @@ async def test_previous_response_id_chains_without_resending_history(
     fake_openai: FakeOpenAIServer,
 ) -> None:
     fake_openai.enqueue(
+        text_response("Hello.", response_id="resp_0"),
         tool_call_response("get_weather", {"city": "Oslo"}, call_id="c1", response_id="resp_a"),
         text_response("Sunny.", response_id="resp_b"),
     )
@@ -236,6 +237,7 @@ async def test_previous_response_id_chains_without_resending_history(
         name="W", tools=[get_weather], model_settings=ModelSettings(tool_choice="required")
     )
     try:
+        await client.responses.create(model="o3", input="Hi")  # the server keeps resp_0
         result = await Runner.run(
             agent,
             "Oslo?",
@@ -244,7 +246,7 @@ async def test_previous_response_id_chains_without_resending_history(
         )
     finally:
         await client.close()
-    first, second = (r.body for r in fake_openai.requests_to("/v1/responses"))
+    _, first, second = (r.body for r in fake_openai.requests_to("/v1/responses"))
     assert first["previous_response_id"] == "resp_0"
     assert first["input"] == [{"role": "user", "content": "Oslo?"}]
     assert first["tool_choice"] == "required"
@@ -255,6 +257,16 @@ async def test_previous_response_id_chains_without_resending_history(
     assert "tool_choice" not in second  # a forced choice is not forced again
     assert result.last_response_id == "resp_b"
     assert len(result.to_input_list()) == 4
+    # The server kept the chain: the last call continued it from the first message on.
+    chain = fake_openai.response_chain("resp_b")
+    assert [item.get("role") or item["type"] for item in chain] == [
+        "user",  # Hi
+        "assistant",  # Hello.
+        "user",  # Oslo?
+        "function_call",
+        "function_call_output",
+        "assistant",  # Sunny.
+    ]
 
 
 async def test_conversation_id_is_sent_and_only_new_items_travel(

@@ -244,12 +244,12 @@ def test_translated_pages_have_no_english_interface_labels(
 
 
 def test_the_build_stops_without_a_signature_formatter(tmp_path: Path) -> None:
-    # The published site is built with the docs extra alone (docs.yml). Without Ruff or Black,
+    # The published site is built with the docs group alone (docs.yml). Without Ruff or Black,
     # mkdocstrings printed every API signature on one line (341 characters on ref/backends):
-    # the docs extra installs Black, and a build that could not format them stops, saying why.
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    docs_extra = extras["project"]["optional-dependencies"]["docs"]
-    assert any(re.match(r"(ruff|black)\b", requirement) for requirement in docs_extra)
+    # the docs group installs Black, and a build that could not format them stops, saying why.
+    groups = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    docs_group = groups["dependency-groups"]["docs"]
+    assert any(re.match(r"(ruff|black)\b", requirement) for requirement in docs_group)
     hide_formatters = (
         "import sys; sys.modules['black'] = None; sys.modules['ruff'] = None; "
         "from mkdocs.__main__ import cli; cli()"

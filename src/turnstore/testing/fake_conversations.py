@@ -30,7 +30,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, cast
 
-from .fake_openai import FakeOpenAIServer, FakeReply, RecordedRequest
+from .fake_openai import FakeOpenAIServer, FakeReply, RecordedRequest, input_items
 
 __all__ = ["FakeCompactionAPI", "FakeConversationsAPI"]
 
@@ -265,10 +265,13 @@ CompactionOutput = Callable[[dict[str, Any]], list[dict[str, Any]]]
 class FakeCompactionAPI:
     """A fake `POST /v1/responses/compact`.
 
-    By default it answers like the real API: the user messages of the request's `input`,
-    followed by one `compaction` item whose `encrypted_content` records how many input items it
-    replaced (`"compacted:<n>"`, or `"compacted:<previous_response_id>"`). Pass `output` to
-    build a different answer, and use `fail_next` to inject errors or delays.
+    By default it answers like the real API: the user messages of what it compacts, followed by
+    one `compaction` item whose `encrypted_content` records how many items it replaced
+    (`"compacted:<n>"`, or `"compacted:<previous_response_id>"`). What it compacts is the
+    request's `input`, after the whole response chain that `previous_response_id` names (the
+    server keeps the responses it served; an unknown id is answered with 404 before this
+    route). Pass `output` to build a different answer, and use `fail_next` to inject errors or
+    delays.
 
     Args:
         output: A function from the request body to the output items.
@@ -306,12 +309,18 @@ class FakeCompactionAPI:
 
     @staticmethod
     def default_output(body: dict[str, Any]) -> list[dict[str, Any]]:
-        """The real API's shape: the user messages, then one compaction item."""
+        """The real API's shape: the user messages, then one compaction item.
+
+        Args:
+            body: The request body, its `input` holding every item to compact (the
+                `previous_response_id` chain first, when the request named one).
+
+        Returns:
+            The output items.
+        """
         kept: list[dict[str, Any]] = []
-        items = body.get("input")
-        if isinstance(items, str):
-            items = [{"role": "user", "content": items}]
-        for item in items or []:
+        items = input_items(body.get("input"))
+        for item in items:
             if item.get("role") == "user" and item.get("type", "message") == "message":
                 content = item.get("content")
                 if isinstance(content, str):
@@ -320,7 +329,7 @@ class FakeCompactionAPI:
         if "previous_response_id" in body:
             summary = f"compacted:{body['previous_response_id']}"
         else:
-            summary = f"compacted:{len(items or [])}"
+            summary = f"compacted:{len(items)}"
         return [*kept, {"type": "compaction", "encrypted_content": summary}]
 
     def _handle(self, request: RecordedRequest) -> FakeReply | dict[str, Any] | None:
@@ -331,7 +340,10 @@ class FakeCompactionAPI:
         fault = self._faults.take(request)
         if fault is not None:
             return fault
-        output = self._output(body)
+        compacted = dict(body)
+        if request.history:
+            compacted["input"] = [*request.history, *input_items(body.get("input"))]
+        output = self._output(compacted)
         for index, item in enumerate(output):
             if item.get("type") == "compaction":
                 item.setdefault("id", f"cmp_fake{number}_{index}")

@@ -4,6 +4,12 @@ Point the real `openai` client at it (`base_url=server.base_url`) and script wha
 Nothing in the client is patched: requests travel over a real socket, so retries, streaming and
 error mapping are exercised exactly as in production.
 
+Like the API, the server keeps every response it serves to `POST /v1/responses` (its input and
+output items) unless the request says `"store": false`. A request naming a
+`previous_response_id` continues that chain: handlers see the chain's items in
+`RecordedRequest.history`, and an id the server never served (or did not store) is answered
+with the API's 404, for `/v1/responses` and `/v1/responses/compact` alike.
+
 From a shell, `python -m turnstore.testing.fake_openai [--port N]` runs it with every endpoint
 the examples use and replies that quote the conversation, until Ctrl-C (see `__main__.py`).
 
@@ -22,6 +28,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import threading
@@ -41,6 +48,7 @@ __all__ = [
     "FakeReply",
     "RecordedRequest",
     "function_call_item",
+    "input_items",
     "message_item",
     "response_body",
     "sse_events_for",
@@ -49,6 +57,9 @@ __all__ = [
 ]
 
 _ids = itertools.count(1)
+
+# The requests that continue a stored response chain when they name a previous_response_id.
+_CHAINED_PATHS = frozenset({"/v1/responses", "/v1/responses/compact"})
 
 
 def _next_id(prefix: str) -> str:
@@ -65,6 +76,9 @@ class RecordedRequest:
         query: The query string parsed into lists of values.
         headers: The request headers (lower-case names).
         body: The JSON body, or `None` when there was none.
+        history: For a request naming a `previous_response_id` the server served, the items of
+            that response chain, oldest first: each stored response's input items, then its
+            output items. Empty otherwise.
     """
 
     method: str
@@ -72,6 +86,7 @@ class RecordedRequest:
     query: dict[str, list[str]]
     headers: dict[str, str]
     body: Any
+    history: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -175,6 +190,44 @@ def tool_call_response(
 ) -> dict[str, Any]:
     """Build a response that asks for one function call."""
     return response_body([function_call_item(name, arguments, call_id=call_id)], **kwargs)
+
+
+def input_items(value: Any) -> list[dict[str, Any]]:
+    """The input of a request as a list of items: a string becomes one user message.
+
+    Args:
+        value: The request's `input`: a string, a list of items, or `None`.
+
+    Returns:
+        Copies of the items (never the request's own objects).
+    """
+    if isinstance(value, str):
+        return [{"type": "message", "role": "user", "content": value}]
+    if isinstance(value, list):
+        return [copy.deepcopy(item) for item in value if isinstance(item, dict)]
+    return []
+
+
+def _previous_response_not_found(response_id: str) -> FakeReply:
+    # The body the API sends for an unknown (or unstored) previous_response_id.
+    return FakeReply(
+        status=404,
+        body={
+            "error": {
+                "message": f"Previous response with id '{response_id}' not found.",
+                "type": "invalid_request_error",
+                "param": "previous_response_id",
+                "code": "previous_response_not_found",
+            }
+        },
+    )
+
+
+@dataclass
+class _StoredResponse:
+    previous_response_id: str | None
+    input: list[dict[str, Any]]
+    output: list[dict[str, Any]]
 
 
 def sse_events_for(body: dict[str, Any], *, chunk: int = 4) -> list[dict[str, Any]]:
@@ -283,7 +336,10 @@ class FakeOpenAIServer:
     2. the queue filled by `enqueue(...)`, for `POST /v1/responses` only;
     3. a default `text_response("ok")` for `POST /v1/responses`, and 404 otherwise.
 
-    Every request is recorded in `requests` before it is answered.
+    Every request is recorded in `requests` before it is answered. A successful response to
+    `POST /v1/responses` is kept with its input, as the API keeps it (not with `"store": false`),
+    so a later request can continue it with `previous_response_id` (see `response_chain`); an
+    unknown `previous_response_id` is answered with 404 before any route sees the request.
 
     Args:
         default_delay: Seconds added before every answer (to simulate network latency).
@@ -296,6 +352,7 @@ class FakeOpenAIServer:
         self.requests: list[RecordedRequest] = []
         self._queue: deque[FakeReply | dict[str, Any] | Handler] = deque()
         self._routes: list[tuple[str, str, Handler]] = []
+        self._stored: dict[str, _StoredResponse] = {}
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -397,6 +454,37 @@ class FakeOpenAIServer:
         with self._lock:
             return [r for r in self.requests if r.path == path and r.method == method]
 
+    def response_chain(self, response_id: str) -> list[dict[str, Any]]:
+        """Return the items the chain ending at `response_id` holds, oldest first.
+
+        Each response of the chain contributes its input items, then its output items, as the
+        API feeds them to the model when a request continues the chain.
+
+        Args:
+            response_id: The id of a response this server served and stored.
+
+        Returns:
+            Copies of the chain's items.
+
+        Raises:
+            KeyError: The server never served (or did not store) a response with that id, or
+                one of the chain's earlier responses.
+        """
+        with self._lock:
+            chain: list[_StoredResponse] = []
+            current: str | None = response_id
+            while current is not None:
+                stored = self._stored.get(current)
+                if stored is None:
+                    raise KeyError(current)
+                chain.append(stored)
+                current = stored.previous_response_id
+        items: list[dict[str, Any]] = []
+        for stored in reversed(chain):
+            items.extend(copy.deepcopy(stored.input))
+            items.extend(copy.deepcopy(stored.output))
+        return items
+
     def pending(self) -> int:
         """How many queued replies have not been used yet."""
         with self._lock:
@@ -423,7 +511,13 @@ class FakeOpenAIServer:
             self.requests.append(request)
             routes = list(self._routes)
         reply: FakeReply | dict[str, Any] | None = None
-        for method, prefix, handler in routes:
+        previous = self._previous_response_id(request)
+        if previous is not None:
+            try:
+                request.history = self.response_chain(previous)
+            except KeyError:
+                reply = _previous_response_not_found(previous)
+        for method, prefix, handler in routes if reply is None else []:
             if method == request.method and request.path.startswith(prefix):
                 reply = handler(request)
                 if reply is not None:
@@ -440,7 +534,42 @@ class FakeOpenAIServer:
             )
         if not isinstance(reply, FakeReply):
             reply = FakeReply(body=reply)
+        self._remember(request, previous, reply)
         self._send(http, request, reply)
+
+    @staticmethod
+    def _previous_response_id(request: RecordedRequest) -> str | None:
+        if request.method != "POST" or request.path not in _CHAINED_PATHS:
+            return None
+        if not isinstance(request.body, dict):
+            return None
+        previous = request.body.get("previous_response_id")
+        return previous if isinstance(previous, str) else None
+
+    def _remember(self, request: RecordedRequest, previous: str | None, reply: FakeReply) -> None:
+        """Keep a served response and its input, as the API does unless `store` is false."""
+        if request.method != "POST" or request.path != "/v1/responses":
+            return
+        if reply.status != 200 or reply.raw is not None or not isinstance(request.body, dict):
+            return
+        if request.body.get("store") is False:
+            return
+        body = reply.body
+        if reply.events is not None:
+            completed = [e for e in reply.events if e.get("type") == "response.completed"]
+            body = completed[-1].get("response") if completed else None
+        if not isinstance(body, dict) or not isinstance(body.get("id"), str):
+            return
+        output = body.get("output")
+        stored = _StoredResponse(
+            previous_response_id=previous,
+            input=input_items(request.body.get("input")),
+            output=[copy.deepcopy(i) for i in output if isinstance(i, dict)]
+            if isinstance(output, list)
+            else [],
+        )
+        with self._lock:
+            self._stored[body["id"]] = stored
 
     def _send(
         self, http: BaseHTTPRequestHandler, request: RecordedRequest, reply: FakeReply

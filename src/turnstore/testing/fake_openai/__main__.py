@@ -2,19 +2,21 @@
 
 ```bash
 python -m turnstore.testing.fake_openai --port 8787
-# OPENAI_BASE_URL=http://127.0.0.1:8787/v1
-# OPENAI_API_KEY=sk-fake
+# export OPENAI_BASE_URL=http://127.0.0.1:8787/v1 OPENAI_API_KEY=sk-fake
 ```
 
-Export the two printed lines in another shell and run any example: the server answers the
-Responses API (streaming too), `responses/compact` and the Conversations API on 127.0.0.1. Each
-answer quotes the user messages the request carried, so a reply shows what history reached the
-model. Ctrl-C stops it.
+Its first line on stdout is a shell command (everything else goes to stderr): run it in the
+shell of your code, or there `eval "$(python -m turnstore.testing.fake_openai --print-env
+--port 8787)"`, which prints the same line and exits. The server answers the Responses API
+(streaming too, keeping each response so `previous_response_id` continues its chain),
+`responses/compact` and the Conversations API on 127.0.0.1. Each answer quotes the user
+messages the model would see, so a reply shows what history reached it. Ctrl-C stops it.
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import signal
 import sys
 import threading
@@ -23,9 +25,9 @@ from types import FrameType
 from typing import Any
 
 from ..fake_conversations import FakeCompactionAPI, FakeConversationsAPI
-from . import FakeOpenAIServer, RecordedRequest, text_response
+from . import FakeOpenAIServer, RecordedRequest, input_items, text_response
 
-__all__ = ["echo_history_reply", "main"]
+__all__ = ["echo_history_reply", "export_line", "main"]
 
 API_KEY = "sk-fake"
 """The key the server prints: any value works, the server checks none."""
@@ -45,7 +47,8 @@ def echo_history_reply(request: RecordedRequest) -> dict[str, Any] | None:
     """Answer `POST /v1/responses` by quoting the user messages the request carried.
 
     The newest user message is quoted first, then the earlier ones, oldest first: a reply
-    that lists an earlier question proves the history reached the model.
+    that lists an earlier question proves the history reached the model. The history is what
+    the API would feed the model: the `previous_response_id` chain, if any, then the input.
 
     Args:
         request: The recorded request.
@@ -55,14 +58,8 @@ def echo_history_reply(request: RecordedRequest) -> dict[str, Any] | None:
     """
     if request.path != "/v1/responses" or not isinstance(request.body, dict):
         return None
-    items = request.body.get("input")
-    if isinstance(items, str):
-        items = [{"role": "user", "content": items}]
-    said = [
-        _text_of(item.get("content"))
-        for item in items or []
-        if isinstance(item, dict) and item.get("role") == "user"
-    ]
+    items = [*request.history, *input_items(request.body.get("input"))]
+    said = [_text_of(item.get("content")) for item in items if item.get("role") == "user"]
     said = [text for text in said if text]
     if not said:
         reply = "(fake model) I received no user message."
@@ -73,9 +70,7 @@ def echo_history_reply(request: RecordedRequest) -> dict[str, Any] | None:
         count = len(said) - 1
         noun = "message" if count == 1 else "messages"
         reply = f'(fake model) You said "{said[-1]}". Your earlier {noun}: {earlier}.'
-    compacted = sum(
-        1 for item in items or [] if isinstance(item, dict) and item.get("type") == "compaction"
-    )
+    compacted = sum(1 for item in items if item.get("type") == "compaction")
     if compacted:
         reply += f" Earlier turns reached me compacted ({compacted} compaction item)."
     return text_response(reply, model=str(request.body.get("model") or "o3"))
@@ -89,6 +84,19 @@ def _port(text: str) -> int:
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"a port is 0-65535, got {value}")
     return value
+
+
+def export_line(base_url: str) -> str:
+    """The shell command that points the `openai` client at a server on `base_url`.
+
+    Args:
+        base_url: The server's base URL, ending in `/v1`.
+
+    Returns:
+        One line for `eval` (or to paste):
+        `export OPENAI_BASE_URL=http://127.0.0.1:8787/v1 OPENAI_API_KEY=sk-fake`.
+    """
+    return f"export OPENAI_BASE_URL={shlex.quote(base_url)} OPENAI_API_KEY={shlex.quote(API_KEY)}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -108,7 +116,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--port", type=_port, default=0, help="the TCP port on 127.0.0.1 (default: a free port)"
     )
+    parser.add_argument(
+        "--print-env",
+        action="store_true",
+        help="print the export line for a server on --port and exit, without serving: "
+        'eval "$(python -m turnstore.testing.fake_openai --print-env --port 8787)"',
+    )
     args = parser.parse_args(argv)
+    if args.print_env:
+        if not args.port:
+            parser.error("--print-env needs the --port of the running server")
+        print(export_line(f"http://127.0.0.1:{args.port}/v1"))
+        return 0
 
     server = FakeOpenAIServer(port=args.port)
     FakeCompactionAPI().install(server)
@@ -129,11 +148,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     try:
-        print(f"OPENAI_BASE_URL={server.base_url}")
-        print(f"OPENAI_API_KEY={API_KEY}", flush=True)
+        print(export_line(server.base_url), flush=True)
         print(
-            "fake OpenAI server running: export the two lines above in the shell that runs "
-            "your code (or examples/*.py); Ctrl-C stops it",
+            "fake OpenAI server running: run the export line above in the shell that runs "
+            f'your code (or there: eval "$(python -m turnstore.testing.fake_openai --print-env '
+            f'--port {server.port})"); Ctrl-C stops it',
             file=sys.stderr,
             flush=True,
         )
