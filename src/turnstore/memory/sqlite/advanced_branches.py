@@ -165,13 +165,24 @@ class Branches:
         return is_user(decode_item(data, where=f"row {row_id} of session {self.sid!r}"))
 
     def newest(self, branch_id: str) -> tuple[int, Any, bool] | None:
-        """The newest valid row of a branch: (id, item, written on this branch)."""
-        view, params = self.schema.view(self.chain(branch_id), self.sid)
-        for row_id, data, _valid in self.conn.execute(f"{view} ORDER BY id DESC", params):
-            item = decode_item(data, where=f"row {row_id} of session {self.sid!r}")
-            if item is not None:
-                return row_id, item, self.owner(row_id) == branch_id
-        return None
+        """The newest valid row of a branch: (id, item, written on this branch).
+
+        Reads a window of the newest rows of each branch of the chain through its index (never
+        the whole view), doubling it while only corrupt rows are found.
+        """
+        chain = self.chain(branch_id)
+        window = 4
+        while True:
+            view, params = self.schema.view(chain, self.sid, newest=window)
+            rows = self.conn.execute(f"{view} ORDER BY id DESC LIMIT ?", [*params, window])
+            fetched = rows.fetchall()
+            for row_id, data, _valid in fetched:
+                item = decode_item(data, where=f"row {row_id} of session {self.sid!r}")
+                if item is not None:
+                    return row_id, item, self.owner(row_id) == branch_id
+            if len(fetched) < window:
+                return None
+            window *= 2
 
     def owner(self, row_id: int) -> str:
         """The branch (or segment) that wrote a row."""
@@ -238,8 +249,7 @@ class Branches:
             m = quote_identifier(self.schema.messages_table)
             self.conn.execute(
                 f"INSERT INTO {i} (message_id, session_id, branch_id) SELECT m.id, ?, ? "
-                f"FROM {m} m WHERE m.session_id = ? "
-                f"AND NOT EXISTS (SELECT 1 FROM {i} x WHERE x.message_id = m.id)",
+                f"FROM {m} m WHERE m.session_id = ? AND m.branch_id IS NULL",
                 (self.sid, segment, self.sid),
             )
         else:
@@ -261,8 +271,7 @@ class Branches:
         i = quote_identifier(self.schema.items_table)
         if branch_id == MAIN:
             self.conn.execute(
-                f"DELETE FROM {m} WHERE session_id = ? AND id >= ? "
-                f"AND NOT EXISTS (SELECT 1 FROM {i} x WHERE x.message_id = {m}.id)",
+                f"DELETE FROM {m} WHERE session_id = ? AND branch_id IS NULL AND id >= ?",
                 (self.sid, from_id),
             )
             return

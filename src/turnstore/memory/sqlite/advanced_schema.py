@@ -13,6 +13,12 @@ Layout (added to the tables of `schema.py`, named after the messages table):
                          primary key (session_id, branch_id, user_turn_number)
 ```
 
+<messages> gains one column, `branch_id` (NULL on `main`): a copy of the `_branch_items` row's
+branch, kept by triggers on that table (so every writer keeps it, whatever its release), with the
+index (session_id, branch_id, id). It lets a read of one branch's newest rows, `main` included,
+go straight to them through an index, however many rows other branches wrote after them. A file
+written before the column existed gains it, filled from `_branch_items`, on first use.
+
 A branch shares its parent's history without copying it: the rows a branch sees (its *view*) are
 the rows its parent saw below `fork_before` (a message id), then the rows written on the branch.
 Rows written on `main` have no `branch_items` row, so a session that never branched is stored
@@ -154,6 +160,60 @@ class AdvancedSQLiteSchema(SQLiteSchema):
             f"{quote_identifier(f'idx_{self.items_table}_branch')} "
             f"ON {i} (session_id, branch_id, message_id)"
         )
+        self._create_branch_column(conn)
+
+    @property
+    def branch_index(self) -> str:
+        """The index of the messages table by (session_id, branch_id, id)."""
+        return f"idx_{self.messages_table}_branch"
+
+    def _triggers(self) -> dict[str, str]:
+        """The triggers that copy `_branch_items` rows into the messages table's `branch_id`."""
+        m = quote_identifier(self.messages_table)
+        i = quote_identifier(self.items_table)
+        copy = f"UPDATE {m} SET branch_id = NEW.branch_id WHERE id = NEW.message_id;"
+        return {
+            f"{self.items_table}_after_insert": f"AFTER INSERT ON {i} BEGIN {copy} END",
+            f"{self.items_table}_after_update": (
+                f"AFTER UPDATE OF branch_id, message_id ON {i} BEGIN "
+                f"UPDATE {m} SET branch_id = NULL WHERE id = OLD.message_id; {copy} END"
+            ),
+            f"{self.items_table}_after_delete": (
+                f"AFTER DELETE ON {i} BEGIN "
+                f"UPDATE {m} SET branch_id = NULL WHERE id = OLD.message_id; END"
+            ),
+        }
+
+    def _create_branch_column(self, conn: sqlite3.Connection) -> None:
+        """Add the messages table's `branch_id`, its index and triggers; idempotent.
+
+        When a trigger is missing (a file written before they existed), the column is filled
+        again from `_branch_items`, in the caller's transaction.
+        """
+        m = quote_identifier(self.messages_table)
+        i = quote_identifier(self.items_table)
+        triggers = self._triggers()
+        present = {
+            row[0]
+            for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ?",
+                (self.items_table,),
+            )
+        }
+        if set(triggers) - present:
+            columns = {row[1] for row in conn.execute(f"PRAGMA table_info({m})")}
+            if "branch_id" not in columns:
+                conn.execute(f"ALTER TABLE {m} ADD COLUMN branch_id TEXT")
+            conn.execute(
+                f"UPDATE {m} SET branch_id = "
+                f"(SELECT b.branch_id FROM {i} b WHERE b.message_id = {m}.id)"
+            )
+            for name, body in triggers.items():
+                conn.execute(f"CREATE TRIGGER IF NOT EXISTS {quote_identifier(name)} {body}")
+        conn.execute(
+            f"CREATE INDEX IF NOT EXISTS {quote_identifier(self.branch_index)} "
+            f"ON {m} (session_id, branch_id, id)"
+        )
 
     # --- reading a branch -----------------------------------------------------------------
 
@@ -186,8 +246,8 @@ class AdvancedSQLiteSchema(SQLiteSchema):
         for branch_id, below in chain:
             if branch_id == MAIN:
                 parts.append(
-                    f"SELECT {columns} FROM {m} m WHERE m.session_id = ? AND m.id < ? "
-                    f"AND NOT EXISTS (SELECT 1 FROM {i} b WHERE b.message_id = m.id)"
+                    f"SELECT {columns} FROM {m} m WHERE m.session_id = ? "
+                    "AND m.branch_id IS NULL AND m.id < ?"
                 )
                 params += [session_id, below]
             else:
@@ -197,8 +257,8 @@ class AdvancedSQLiteSchema(SQLiteSchema):
                 )
                 params += [session_id, branch_id, below]
         if newest is not None:
-            # Each branch through its own index: `main` by (session_id, id), others by
-            # (session_id, branch_id, message_id).
+            # Each branch through its own index: `main` by (session_id, branch_id, id) of the
+            # messages table, others by (session_id, branch_id, message_id) of `_branch_items`.
             parts = [
                 f"SELECT * FROM ({part} ORDER BY {'m.id' if name == MAIN else 'b.message_id'} "
                 f"DESC LIMIT {int(newest)})"
