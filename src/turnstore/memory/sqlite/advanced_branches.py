@@ -17,10 +17,15 @@ from .advanced_schema import MAIN, AdvancedSQLiteSchema, Chain
 from .reads import decode_checked, read_all, read_latest
 from .schema import quote_identifier
 
-__all__ = ["SEGMENT_PREFIX", "Branches"]
+__all__ = ["CLEARED", "DELETED", "SEGMENT_PREFIX", "Branches"]
 
 SEGMENT_PREFIX = "\x00"
 """Internal segments start with NUL, which a branch name may not contain."""
+
+DELETED = 1
+"""`deleted` of a branch that `delete_branch` deleted (and of internal segments)."""
+CLEARED = 2
+"""`deleted` of a branch that `clear_session` removed with the rest of the session."""
 
 
 @dataclass(slots=True)
@@ -29,6 +34,7 @@ class _Branch:
     fork_before: int | None
     deleted: bool
     created_at: Any
+    cleared: bool = False
 
 
 class Branches:
@@ -39,7 +45,7 @@ class Branches:
         self.schema = schema
         self.sid = sid
         self.rows: dict[str, _Branch] = {
-            name: _Branch(parent, before, bool(deleted), created)
+            name: _Branch(parent, before, bool(deleted), created, deleted == CLEARED)
             for name, parent, before, deleted, created in conn.execute(
                 schema.select_branches, (sid,)
             )
@@ -51,6 +57,11 @@ class Branches:
         """Whether a branch can be read, written and switched to (`main` always can)."""
         row = self.rows.get(branch_id)
         return branch_id == MAIN or (row is not None and not row.deleted)
+
+    def deleted_by_delete_branch(self, branch_id: str) -> bool:
+        """Whether `delete_branch` deleted this branch (not `clear_session`, not unknown)."""
+        row = self.rows.get(branch_id)
+        return row is not None and row.deleted and not row.cleared
 
     def used(self, branch_id: str) -> bool:
         """Whether a name is taken: a living branch, `main`, or a deleted branch (reserved)."""
