@@ -11,6 +11,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from ...exceptions import SessionSchemaError
 from ..codec import MAX_LIMIT, decode_item
 from .advanced_items import is_user
 from .advanced_schema import MAIN, AdvancedSQLiteSchema, Chain
@@ -44,6 +45,15 @@ class Branches:
         self.conn = conn
         self.schema = schema
         self.sid = sid
+        sdk = schema.sdk_branches(conn, sid)
+        if sdk:
+            raise SessionSchemaError(
+                f"session {sid!r} has branches written by the OpenAI Agents SDK's "
+                f"AdvancedSQLiteSession ({', '.join(map(repr, sdk))}), kept in its "
+                "message_structure table, which turnstore does not read: it would show their "
+                "items in 'main'. Open this session with the SDK's class, or use another session "
+                "id or file"
+            )
         self.rows: dict[str, _Branch] = {
             name: _Branch(parent, before, bool(deleted), created, deleted == CLEARED)
             for name, parent, before, deleted, created in conn.execute(

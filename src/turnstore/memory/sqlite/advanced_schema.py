@@ -288,6 +288,30 @@ class AdvancedSQLiteSchema(SQLiteSchema):
             "ORDER BY id"
         )
 
+    def sdk_branches(self, conn: sqlite3.Connection, session_id: str) -> list[str]:
+        """The branches other than `main` that the OpenAI Agents SDK's class wrote in a session.
+
+        The SDK's `AdvancedSQLiteSession` keeps its branches in a `message_structure` table
+        (one row per message and branch) whose foreign key names the messages table. Its rows
+        are not ours: this class would read them all as `main`.
+        """
+        if not conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'message_structure'"
+        ).fetchone():
+            return []
+        targets = {
+            str(row[2]).lower() for row in conn.execute("PRAGMA foreign_key_list(message_structure)")
+        }
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(message_structure)")}
+        if self.messages_table.lower() not in targets or "branch_id" not in columns:
+            return []
+        rows = conn.execute(
+            "SELECT DISTINCT branch_id FROM message_structure WHERE session_id = ? "
+            "AND branch_id <> ? ORDER BY branch_id LIMIT 5",
+            (session_id, MAIN),
+        )
+        return [str(row[0]) for row in rows]
+
     @property
     def select_branches(self) -> str:
         """Every branch row of a session: (branch_id, parent, fork_before, deleted, created_at)."""
