@@ -128,7 +128,7 @@ class SQLAlchemySession(PooledSession):
                 f"got {len(session_id)}"
             )
         self._command_timeout = check_command_timeout(command_timeout)
-        validate_table_names(sessions_table, messages_table)
+        sessions_table, messages_table = validate_table_names(sessions_table, messages_table)
         self._engine = engine
         self._create_tables = create_tables
         self._sessions_table = sessions_table

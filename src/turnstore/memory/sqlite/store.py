@@ -32,7 +32,7 @@ class SQLiteStore(SessionStore):
 
     def __init__(self, path: str, sessions_table: str, messages_table: str, create: bool) -> None:
 
-        validate_table_names(sessions_table, messages_table)
+        sessions_table, messages_table = validate_table_names(sessions_table, messages_table)
         if path in ("", ":memory:"):
             raise ValueError("an in-memory SQLite database cannot be opened from another process")
         file = Path(path)
