@@ -160,7 +160,7 @@ class AdvancedSQLiteSchema(SQLiteSchema):
             f"{quote_identifier(f'idx_{self.items_table}_branch')} "
             f"ON {i} (session_id, branch_id, message_id)"
         )
-        self._create_branch_column(conn)
+        self.ensure_branch_column(conn)
 
     @property
     def branch_index(self) -> str:
@@ -184,7 +184,18 @@ class AdvancedSQLiteSchema(SQLiteSchema):
             ),
         }
 
-    def _create_branch_column(self, conn: sqlite3.Connection) -> None:
+    def has_branch_column(self, conn: sqlite3.Connection) -> bool:
+        """Whether the messages table's `branch_id` and the triggers that keep it exist."""
+        present = {
+            row[0]
+            for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ?",
+                (self.items_table,),
+            )
+        }
+        return not set(self._triggers()) - present
+
+    def ensure_branch_column(self, conn: sqlite3.Connection) -> None:
         """Add the messages table's `branch_id`, its index and triggers; idempotent.
 
         When a trigger is missing (a file written before they existed), the column is filled
@@ -193,14 +204,7 @@ class AdvancedSQLiteSchema(SQLiteSchema):
         m = quote_identifier(self.messages_table)
         i = quote_identifier(self.items_table)
         triggers = self._triggers()
-        present = {
-            row[0]
-            for row in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ?",
-                (self.items_table,),
-            )
-        }
-        if set(triggers) - present:
+        if not self.has_branch_column(conn):
             columns = {row[1] for row in conn.execute(f"PRAGMA table_info({m})")}
             if "branch_id" not in columns:
                 conn.execute(f"ALTER TABLE {m} ADD COLUMN branch_id TEXT")
