@@ -368,3 +368,20 @@ async def test_retention_and_import_replace_remove_branches_and_usage(db: Path) 
         assert rows_of("kept") == dict.fromkeys(("agent_messages",), 2) | dict.fromkeys(side, 0)
     finally:
         await store.close()
+
+
+async def test_branch_ids_are_kept_exactly_as_given(db: Path) -> None:
+    async with AdvancedSQLiteSession(session_id="s", db_path=db) as session:
+        await session.add_items(THREE_TURNS)
+        assert await session.create_branch_from_turn(2, "draft") == "draft"
+        await session.add_items([user("kept")])
+        await session.switch_to_branch("main")
+        spaced = await session.create_branch_from_turn(2, " draft ")
+        assert spaced == " draft "
+        await session.add_items([user("deleted")])
+        await session.switch_to_branch("main")
+        await session.delete_branch(spaced)
+        assert texts(await session.get_items(branch_id="draft")) == ["q1", "a1", "kept"]
+        assert [b["branch_id"] for b in await session.list_branches()] == ["main", "draft"]
+        with pytest.raises(ValueError, match="' draft ' does not exist"):
+            await session.switch_to_branch(" draft ")
