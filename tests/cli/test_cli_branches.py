@@ -145,13 +145,14 @@ def test_branch_records_are_refused_by_a_store_without_branches(
     backup = tmp_path / "backup.jsonl"
     backup.write_text(out, encoding="utf-8")
     prefix = unique_prefix("cli-branches")
-    code, _, err = run_cli(
-        capsys, "--db", redis_url, "--key-prefix", prefix, "import", str(backup)
-    )
-    # Refused before anything is written, so the prefix holds no key to clean up.
+    code, _, err = run_cli(capsys, "--db", redis_url, "--key-prefix", prefix, "import", str(backup))
     assert code == 1
-    assert "'fresh', 'retry'" in err and "only a SQLite file keeps" in err
+    assert "'fresh', 'retry'" in err
+    assert "only a SQLite file keeps" in err
     assert "nothing of it was written" in err
+    # Refused before anything was written, so the prefix holds no key to clean up.
+    code, out, _ = run_cli(capsys, "--db", redis_url, "--key-prefix", prefix, "list")
+    assert (code, out.strip()) == (0, "no sessions")
 
 
 def test_a_plain_file_exports_as_before(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

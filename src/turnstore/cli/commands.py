@@ -111,9 +111,7 @@ async def _close(session: Any) -> None:
         await close()
 
 
-async def _branch_records(
-    store: SessionStore, session_id: str, branch: str
-) -> list[SessionRecord]:
+async def _branch_records(store: SessionStore, session_id: str, branch: str) -> list[SessionRecord]:
     try:
         return await store.read_branch_records(session_id, branch)
     except ValueError as exc:

@@ -304,7 +304,8 @@ class AdvancedSQLiteSchema(SQLiteSchema):
         ).fetchone():
             return []
         targets = {
-            str(row[2]).lower() for row in conn.execute("PRAGMA foreign_key_list(message_structure)")
+            str(row[2]).lower()
+            for row in conn.execute("PRAGMA foreign_key_list(message_structure)")
         }
         columns = {row[1] for row in conn.execute("PRAGMA table_info(message_structure)")}
         if self.messages_table.lower() not in targets or "branch_id" not in columns:
