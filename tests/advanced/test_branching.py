@@ -239,6 +239,7 @@ async def test_a_write_to_a_branch_another_object_deleted_raises_and_writes_noth
             with pytest.raises(BranchDeletedError, match="'alt' of session 's' was deleted"):
                 await write()
         assert writer.current_branch_id == "alt"
+        assert [b["branch_id"] for b in await writer.list_branches()] == ["main"]
         assert rows_in_file(db) == len(THREE_TURNS)
         assert texts(await writer.get_items(branch_id="main")) == texts(THREE_TURNS)
         await writer.switch_to_branch("main")

@@ -528,5 +528,7 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
                 )
             return out
 
-        branches: list[dict[str, Any]] = await self._on_branch(listing, write=False)
+        # Through `main`, which always exists: the branches can be listed (to pick one to switch
+        # to) even when another object deleted the current one.
+        branches: list[dict[str, Any]] = await self._on_branch(listing, MAIN, write=False)
         return branches

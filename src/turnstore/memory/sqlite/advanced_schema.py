@@ -206,11 +206,19 @@ class AdvancedSQLiteSchema(SQLiteSchema):
         triggers = self._triggers()
         if not self.has_branch_column(conn):
             columns = {row[1] for row in conn.execute(f"PRAGMA table_info({m})")}
-            if "branch_id" not in columns:
+            if "branch_id" in columns:
+                # Left by an interrupted layout: rows no branch wrote are main's.
+                conn.execute(
+                    f"UPDATE {m} SET branch_id = NULL WHERE branch_id IS NOT NULL "
+                    f"AND id NOT IN (SELECT message_id FROM {i})"
+                )
+            else:
+                # Adding a column rewrites no row; only the rows of branches are then updated.
                 conn.execute(f"ALTER TABLE {m} ADD COLUMN branch_id TEXT")
             conn.execute(
                 f"UPDATE {m} SET branch_id = "
-                f"(SELECT b.branch_id FROM {i} b WHERE b.message_id = {m}.id)"
+                f"(SELECT b.branch_id FROM {i} b WHERE b.message_id = {m}.id) "
+                f"WHERE id IN (SELECT message_id FROM {i})"
             )
             for name, body in triggers.items():
                 conn.execute(f"CREATE TRIGGER IF NOT EXISTS {quote_identifier(name)} {body}")
