@@ -505,6 +505,10 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
 
         def listing(branches: Branches, _name: str) -> list[dict[str, Any]]:
             names = [n for n in branches.rows if n != MAIN and branches.exists(n)]
+            # After another object cleared the session, the next operation is on `main`.
+            shown = current
+            if not branches.exists(current) and not branches.deleted_by_delete_branch(current):
+                shown = MAIN
             out = []
             for name in [MAIN, *names]:
                 count = branches.count_rows(name)
@@ -522,7 +526,7 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
                         "branch_id": name,
                         "message_count": count,
                         "user_turns": branches.count_users(name),
-                        "is_current": name == current,
+                        "is_current": name == shown,
                         "created_at": created,
                     }
                 )
