@@ -5,6 +5,10 @@ on `AdvancedSQLiteSession` on `main` and on a branch, and on the OpenAI Agents S
 `AdvancedSQLiteSession` when the SDK is installed (file databases in a fresh temporary
 directory). Each ratio is session / plain: how many times longer it takes. Run it with
 `make bench` (or `python bench/bench_extensions.py`).
+
+Then the cost of a long branch on `AdvancedSQLiteSession`, as ratios long / short (1.0: flat with
+history size): `main`'s `get_items(20)` after a branch wrote `--branch-items` items against before
+it did, and `pop_item` + `add_items` on a branch of that many items against a branch of 20.
 """
 
 from __future__ import annotations
@@ -88,10 +92,50 @@ async def workloads(factory: Factory, prepare: Prepare, root: Path, n: int) -> d
     return results
 
 
+async def repeat(work: Callable[[], Awaitable[Any]], times: int) -> float:
+    """Seconds for `times` calls of `work`, after as many untimed ones (threads, caches)."""
+    for _ in range(times):
+        await work()
+    start = time.perf_counter()
+    for _ in range(times):
+        await work()
+    return time.perf_counter() - start
+
+
+async def branch_costs(root: Path, branch_items: int, times: int) -> dict[str, tuple[float, float]]:
+    """(short, long) seconds of the reads and writes that a long branch could slow down."""
+    session = AdvancedSQLiteSession(session_id="b", db_path=root / "branches.sqlite")
+    await session.add_items([{"role": "user", "content": "first question"}])
+    await session.add_items([item(i) for i in range(40)])
+    await session.create_branch_from_turn(1, "long")
+    await session.switch_to_branch("main")
+    main_before = await repeat(lambda: session.get_items(20), times)
+    await session.switch_to_branch("long")
+    await session.add_items([item(i) for i in range(20)])
+
+    async def pop_and_add() -> None:
+        popped = await session.pop_item()
+        assert popped is not None
+        await session.add_items([popped])
+
+    pop_short = await repeat(pop_and_add, times)
+    await session.add_items([item(i) for i in range(branch_items - 20)])
+    pop_long = await repeat(pop_and_add, times)
+    await session.switch_to_branch("main")
+    main_after = await repeat(lambda: session.get_items(20), times)
+    await session.close()
+    return {
+        f"main get_items(20), branch of {branch_items} / none": (main_before, main_after),
+        f"pop_item + add_items, branch of {branch_items} / 20": (pop_short, pop_long),
+    }
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("-n", type=int, default=2000, help="items per workload")
     parser.add_argument("--rounds", type=int, default=3, help="rounds; the best of each is kept")
+    parser.add_argument("--branch-items", type=int, default=20_000, help="items of the long branch")
+    parser.add_argument("--only-branches", action="store_true", help="only the branch ratios")
     args = parser.parse_args()
     peers: list[tuple[str, Factory, Prepare]] = [
         ("plain", plain, None),
@@ -105,6 +149,17 @@ async def main() -> None:
         pass
     else:
         peers.append(("sdk-advanced", sdk_advanced, None))
+    costs: dict[str, tuple[float, float]] = {}
+    for _round in range(args.rounds):
+        with tempfile.TemporaryDirectory() as tmp:
+            for workload, (short, long) in (
+                await branch_costs(Path(tmp), args.branch_items, 200)
+            ).items():
+                best_short, best_long = costs.get(workload, (short, long))
+                costs[workload] = (min(best_short, short), min(best_long, long))
+    if args.only_branches:
+        print_branch_costs(costs)
+        return
     figures: dict[str, dict[str, float]] = {}
     for _name, factory, prepare in peers:  # warm up: threads, imports, caches
         with tempfile.TemporaryDirectory() as tmp:
@@ -122,6 +177,15 @@ async def main() -> None:
     for workload, base in figures["plain"].items():
         ratios = "".join(f" {figures[name][workload] / base:>12.2f}" for name in others)
         print(f"{workload:<28} {base:>9.3f}{ratios}")
+    print()
+    print_branch_costs(costs)
+
+
+def print_branch_costs(costs: dict[str, tuple[float, float]]) -> None:
+    """Print the long-branch ratios (1.0: flat with history size)."""
+    print("AdvancedSQLiteSession: 200 calls with a long branch / with a short one (1.0 = flat)")
+    for workload, (short, long) in costs.items():
+        print(f"{workload:<52} {short:>8.3f}s {long:>8.3f}s {long / short:>7.2f}x")
 
 
 if __name__ == "__main__":

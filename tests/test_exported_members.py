@@ -15,6 +15,7 @@ TOP_LEVEL = [
     "Agent",
     "AgentsError",
     "AtomicReplacementSession",
+    "BranchDeletedError",
     "Closing",
     "CompactionTriggerContext",
     "EncryptedSession",

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from .agent import Agent
 from .exceptions import (
     AgentsError,
+    BranchDeletedError,
     MaxTurnsExceeded,
     ModelBehaviorError,
     ModelCallError,
@@ -80,6 +81,7 @@ __all__ = [
     "Agent",
     "AgentsError",
     "AtomicReplacementSession",
+    "BranchDeletedError",
     "Closing",
     "CompactionTriggerContext",
     "EncryptedSession",

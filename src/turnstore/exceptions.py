@@ -10,7 +10,8 @@ TurnstoreError
 │   ├── SessionClosedError        the session (or its database) was closed
 │   ├── SessionStorageError       the storage backend failed (a driver error is chained)
 │   ├── SessionSchemaError        the stored schema is newer than this release understands
-│   └── SessionDecryptionError    stored items cannot be decrypted with the keys given
+│   ├── SessionDecryptionError    stored items cannot be decrypted with the keys given
+│   └── BranchDeletedError        the current branch was deleted by another session object
 ├── UserError                     the caller passed something that cannot work (bad options)
 └── AgentsError                   a run did not finish
     ├── MaxTurnsExceeded          the agent used up `max_turns` without a final answer
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 __all__ = [
     "AgentsError",
+    "BranchDeletedError",
     "MaxTurnsExceeded",
     "ModelBehaviorError",
     "ModelCallError",
@@ -64,6 +66,14 @@ class SessionSchemaError(SessionError):
 
 class SessionDecryptionError(SessionError):
     """Stored items cannot be decrypted with the keys given (a wrong key); nothing was changed."""
+
+
+class BranchDeletedError(SessionError, ValueError):
+    """The current branch of an `AdvancedSQLiteSession` was deleted by another session object.
+
+    Nothing was read or written. Also a `ValueError`, which the OpenAI Agents SDK raises for a
+    branch that does not exist.
+    """
 
 
 class UserError(TurnstoreError):

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from turnstore import AdvancedSQLiteSession, SessionClosedError, SQLiteSession
+from turnstore import AdvancedSQLiteSession, BranchDeletedError, SessionClosedError, SQLiteSession
 
 
 def user(text: str) -> dict[str, Any]:
@@ -213,11 +213,52 @@ async def test_branches_survive_reopening_and_are_shared_across_objects(db: Path
         assert again.current_branch_id == "main"
         assert texts(await again.get_items(branch_id="alt")) == ["q1", "a1", "alt q2"]
         await again.switch_to_branch("alt")
-        # Another object deletes the branch this one is on: it falls back to main.
+        # Another object deletes the branch this one is on: reads and writes refuse, naming it.
         async with AdvancedSQLiteSession(session_id="s", db_path=db) as other:
             await other.delete_branch("alt")
+        with pytest.raises(BranchDeletedError, match="'alt'"):
+            await again.get_items()
+        assert again.current_branch_id == "alt"
+        await again.switch_to_branch("main")
         assert texts(await again.get_items()) == texts(THREE_TURNS)
-        assert again.current_branch_id == "main"
+
+
+async def test_a_write_to_a_branch_another_object_deleted_raises_and_writes_nothing(
+    db: Path,
+) -> None:
+    async with AdvancedSQLiteSession(session_id="s", db_path=db) as writer:
+        await writer.add_items(THREE_TURNS)
+        await writer.create_branch_from_turn(2, "alt")
+        async with AdvancedSQLiteSession(session_id="s", db_path=db) as other:
+            await other.delete_branch("alt")
+        for write in (
+            lambda: writer.add_items([user("meant for alt")]),
+            writer.pop_item,
+            lambda: writer.create_branch_from_turn(1, "from alt"),
+        ):
+            with pytest.raises(BranchDeletedError, match="'alt' of session 's' was deleted"):
+                await write()
+        assert writer.current_branch_id == "alt"
+        assert [b["branch_id"] for b in await writer.list_branches()] == ["main"]
+        assert rows_in_file(db) == len(THREE_TURNS)
+        assert texts(await writer.get_items(branch_id="main")) == texts(THREE_TURNS)
+        await writer.switch_to_branch("main")
+        await writer.add_items([user("q4")])
+        assert texts(await writer.get_items()) == [*texts(THREE_TURNS), "q4"]
+
+
+async def test_after_another_object_clears_the_session_the_next_write_goes_to_main(
+    db: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with AdvancedSQLiteSession(session_id="s", db_path=db) as writer:
+        await writer.add_items(THREE_TURNS)
+        await writer.create_branch_from_turn(2, "alt")
+        async with AdvancedSQLiteSession(session_id="s", db_path=db) as other:
+            await other.clear_session()
+        await writer.add_items([user("after clear")])
+        assert writer.current_branch_id == "main"
+        assert texts(await writer.get_items()) == ["after clear"]
+        assert "was cleared by another session object" in caplog.text
 
 
 async def test_a_plain_sqlite_file_is_the_main_branch(db: Path) -> None:
@@ -328,3 +369,20 @@ async def test_retention_and_import_replace_remove_branches_and_usage(db: Path) 
         assert rows_of("kept") == dict.fromkeys(("agent_messages",), 2) | dict.fromkeys(side, 0)
     finally:
         await store.close()
+
+
+async def test_branch_ids_are_kept_exactly_as_given(db: Path) -> None:
+    async with AdvancedSQLiteSession(session_id="s", db_path=db) as session:
+        await session.add_items(THREE_TURNS)
+        assert await session.create_branch_from_turn(2, "draft") == "draft"
+        await session.add_items([user("kept")])
+        await session.switch_to_branch("main")
+        spaced = await session.create_branch_from_turn(2, " draft ")
+        assert spaced == " draft "
+        await session.add_items([user("deleted")])
+        await session.switch_to_branch("main")
+        await session.delete_branch(spaced)
+        assert texts(await session.get_items(branch_id="draft")) == ["q1", "a1", "kept"]
+        assert [b["branch_id"] for b in await session.list_branches()] == ["main", "draft"]
+        with pytest.raises(ValueError, match="' draft ' does not exist"):
+            await session.switch_to_branch(" draft ")

@@ -107,13 +107,33 @@ async def test_concurrent_create_tables_from_many_sessions(
 
 
 @pytest.mark.parametrize(
-    "name", ["bad name", "1abc", "a;drop table x", "x" * 49, "", 'quo"te', "ñ"]
+    "name", ["bad name", "1abc", "a;drop table x", "x" * 49, "", 'quo"te', "ñ" * 25, '"a b"']
 )
 def test_table_names_are_validated(engine: AsyncEngine, name: str) -> None:
     with pytest.raises(ValueError, match="plain identifier"):
         SQLAlchemySession("s", engine=engine, messages_table=name)
     with pytest.raises(ValueError, match="plain identifier"):
         SQLAlchemySession("s", engine=engine, sessions_table=name)
+
+
+async def test_quoted_and_non_ascii_table_names_work_on_postgresql(engine: AsyncEngine) -> None:
+    sessions, messages = unique_tables()
+    sessions, messages = f"ß{sessions}", f"ñ{messages}"
+    try:
+        session = SQLAlchemySession(
+            "s",
+            engine=engine,
+            create_tables=True,
+            sessions_table=f'"{sessions}"',
+            messages_table=messages,
+        )
+        await session.add_items([{"role": "user", "content": "quoted"}])
+        again = SQLAlchemySession(
+            "s", engine=engine, sessions_table=sessions, messages_table=f'"{messages}"'
+        )
+        assert await again.get_items() == [{"role": "user", "content": "quoted"}]
+    finally:
+        await drop_tables(engine, (sessions, messages))
 
 
 def test_bad_arguments(engine: AsyncEngine) -> None:

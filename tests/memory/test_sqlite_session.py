@@ -67,13 +67,53 @@ def test_constructor_touches_nothing(db_path: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["bad name", "x;drop", "1abc", "", "a-b", 'q"uote', "sqlite_master", "é", "x" * 64]
+    "name",
+    [
+        "bad name",
+        "x;drop",
+        "1abc",
+        "",
+        "a-b",
+        'q"uote',
+        "sqlite_master",
+        "x" * 64,
+        "é" * 25,  # 50 bytes of UTF-8
+        '""',
+        '"bad name"',
+        '"a"b"',
+        '"sqlite_x"',
+    ],
 )
 def test_table_names_must_be_plain_identifiers(name: str) -> None:
     with pytest.raises(ValueError, match="plain SQL identifier"):
         SQLiteSession("s", sessions_table=name)
     with pytest.raises(ValueError, match="messages_table"):
         SQLiteSession("s", messages_table=name)
+
+
+async def test_quoted_and_non_ascii_table_names_name_the_tables_inside_the_quotes(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "names.db"
+    async with SQLiteSession(
+        "s", path, sessions_table='"quoted_sessions"', messages_table="ßmessages"
+    ) as session:
+        assert (session.sessions_table, session.messages_table) == (
+            "quoted_sessions",
+            "ßmessages",
+        )
+        await session.add_items([{"role": "user", "content": "quoted"}])
+    # The bare name and the quoted one are the same table, as in SQL.
+    async with SQLiteSession(
+        "s", path, sessions_table="quoted_sessions", messages_table='"ßmessages"'
+    ) as again:
+        assert await again.get_items() == [{"role": "user", "content": "quoted"}]
+    conn = sqlite3.connect(path)
+    try:
+        names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    finally:
+        conn.close()
+    assert {"quoted_sessions", "ßmessages", "ßmessages_archive"} <= names
 
 
 def test_table_name_types_and_clashes() -> None:

@@ -15,6 +15,9 @@ turnstore --db redis://localhost:6379/0 prune --idle 30d
 An export is JSON Lines, one item per line:
 `{"session_id": "...", "created_at": "2026-11-29T10:00:00.123000+00:00", "item": {...}}`.
 Importing it into any backend gives back the same sessions, items, order and `created_at`.
+In a SQLite file of `AdvancedSQLiteSession`, `show` and `list` count and show `main` (or
+`show --branch NAME`); `export` writes `main`, then each other branch whose records carry
+`"branch": "NAME"`, and `import` into a SQLite file puts them back on their branch.
 """
 
 from __future__ import annotations
@@ -75,6 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     show.add_argument("session_id", metavar="ID")
     show.add_argument("--limit", type=_non_negative, help="only the latest N items")
+    show.add_argument(
+        "--branch",
+        metavar="NAME",
+        help="the AdvancedSQLiteSession branch to show (default: main)",
+    )
 
     export = commands.add_parser(
         "export",
@@ -92,6 +100,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow-empty",
         action="store_true",
         help="succeed when there is nothing to export (with -o, write an empty file)",
+    )
+    export.add_argument(
+        "--branch",
+        metavar="NAME",
+        help="only this AdvancedSQLiteSession branch (default: main and every other branch, "
+        "each record of another branch carrying its name)",
     )
 
     imports = commands.add_parser(

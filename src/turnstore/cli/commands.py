@@ -116,13 +116,28 @@ async def _close(session: Any) -> None:
         await close()
 
 
+async def _branch_records(store: SessionStore, session_id: str, branch: str) -> list[SessionRecord]:
+    try:
+        return await store.read_branch_records(session_id, branch)
+    except ValueError as exc:
+        names = ", ".join(map(repr, ["main", *await store.list_branches(session_id)]))
+        raise CommandError(f"{exc} in {store.target} (its branches: {names})") from exc
+
+
 async def _show(store: SessionStore, args: argparse.Namespace) -> None:
     await _require(store, args.session_id)
-    session = store.session(args.session_id)
-    try:
-        items = await session.get_items(args.limit)
-    finally:
-        await _close(session)
+    if args.branch is None and store.backend != "sqlite":
+        session = store.session(args.session_id)
+        try:
+            items = await session.get_items(args.limit)
+        finally:
+            await _close(session)
+    else:
+        # A SQLite file may hold the branches of an AdvancedSQLiteSession: show one of them.
+        records = await _branch_records(store, args.session_id, args.branch or "main")
+        items = [record.item for record in records]
+        if args.limit is not None:
+            items = items[len(items) - args.limit :] if args.limit else []
     for item in items:
         print(_dump(item))
 
@@ -134,20 +149,23 @@ async def _export(store: SessionStore, args: argparse.Namespace) -> None:
         for session_id in args.session_ids:
             await _require(store, session_id)
         session_ids = list(args.session_ids)
+    if args.branch is not None:
+        for session_id in session_ids:
+            await _branch_records(store, session_id, args.branch)  # a missing branch: nothing
     if args.output:
         refuse_empty = (
             None
             if args.allow_empty
             else _nothing_to_export(store, args, f"{args.output} was left as it was")
         )
-        count = await _export_to_file(store, session_ids, args.output, refuse_empty)
+        count = await _export_to_file(store, session_ids, args.output, args.branch, refuse_empty)
         print(
             f"exported {_count(count, 'item')} of {_count(len(session_ids), 'session')} "
             f"to {args.output}",
             file=sys.stderr,
         )
     else:
-        count = await _write_records(store, session_ids, sys.stdout)
+        count = await _write_records(store, session_ids, sys.stdout, args.branch)
         if not count and not args.allow_empty:
             raise CommandError(_nothing_to_export(store, args, "nothing was written"))
 
@@ -170,7 +188,11 @@ def _nothing_to_export(store: SessionStore, args: argparse.Namespace, outcome: s
 
 
 async def _export_to_file(
-    store: SessionStore, session_ids: list[str], path: str, refuse_empty: str | None
+    store: SessionStore,
+    session_ids: list[str],
+    path: str,
+    branch: str | None,
+    refuse_empty: str | None,
 ) -> int:
     # Written to a temporary file beside the target and renamed over it only once complete: an
     # error never leaves an empty or partial backup (and never clobbers an older one).
@@ -191,7 +213,7 @@ async def _export_to_file(
         raise CommandError(f"cannot write {path}: {exc.strerror or exc}") from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            count = await _write_records(store, session_ids, out)
+            count = await _write_records(store, session_ids, out, branch)
             if not count and refuse_empty is not None:
                 # A wrong --db must not replace the last good backup with an empty file.
                 raise CommandError(refuse_empty)
@@ -207,10 +229,19 @@ async def _export_to_file(
     return count
 
 
-async def _write_records(store: SessionStore, session_ids: list[str], out: IO[str]) -> int:
+async def _write_records(
+    store: SessionStore, session_ids: list[str], out: IO[str], branch: str | None
+) -> int:
+    """Write each session's records: `main`, then each other branch (or only `branch`)."""
     count = 0
     for session_id in session_ids:
-        for record in await store.read_records(session_id):
+        if branch is not None:
+            records = await _branch_records(store, session_id, branch)
+        else:
+            records = await store.read_records(session_id)
+            for name in await store.list_branches(session_id):
+                records += await store.read_branch_records(session_id, name)
+        for record in records:
             out.write(_dump(record.to_json()) + "\n")
             count += 1
     out.flush()

@@ -252,44 +252,63 @@ def check_limit(limit: object) -> int | None:
 
 
 MAX_TABLE_NAME_LENGTH = 48
-"""The longest table name any backend accepts. The SQL backends derive more names from it
-(`idx_<name>_session_id`, `<name>_archive`): with 48 characters the longest derived name is 63,
+"""The longest table name any backend accepts, in UTF-8 bytes. The SQL backends derive more names
+from it (`idx_<name>_session_id`, `<name>_archive`): with 48 bytes the longest derived name is 63,
 which fits PostgreSQL's 63-byte and MySQL's 64-character identifier limits, so one table layout
 works on every backend (and `turnstore import` can copy between them)."""
 
-_TABLE_NAME = re.compile(rf"[A-Za-z_][A-Za-z0-9_]{{0,{MAX_TABLE_NAME_LENGTH - 1}}}")
+_TABLE_NAME = re.compile(r"[^\W\d]\w*")
+"""A plain identifier: a letter (any script) or underscore, then letters, digits, underscores."""
 
 
 def validate_table_name(name: object, argument: str) -> str:
-    """Check that a table name is a plain SQL identifier, the same rule on every backend.
+    """Check a table name and return the table it names, the same rule on every backend.
+
+    A name is a plain identifier (letters of any script, digits and underscores, not starting
+    with a digit), given bare (`chat_sessions`, `ßsessions`) or SQL-quoted (`'"chat_sessions"'`,
+    as the OpenAI Agents SDK accepts it): both name the same table, and the name inside the
+    quotes is returned. Every backend quotes the names it is given in its SQL.
 
     Args:
         name: The proposed table name.
         argument: The argument it came from, for the error message.
 
     Returns:
-        `name`, unchanged.
+        The table's name, without the SQL quotes it may have been given in.
 
     Raises:
         TypeError: `name` is not a string.
-        ValueError: `name` is not 1-48 ASCII letters, digits or underscores starting with a
-            letter or underscore, or starts with SQLite's reserved `sqlite_` prefix.
+        ValueError: `name` (inside its quotes) is not a plain identifier of 1 to 48 UTF-8
+            bytes, or starts with SQLite's reserved `sqlite_` prefix.
     """
     if not isinstance(name, str):
         raise TypeError(f"{argument} must be a str, not {type(name).__name__}")
-    if not _TABLE_NAME.fullmatch(name) or name.lower().startswith("sqlite_"):
+    table = name[1:-1] if len(name) >= 2 and name[0] == name[-1] == '"' else name
+    if (
+        not _TABLE_NAME.fullmatch(table)
+        or len(table.encode("utf-8")) > MAX_TABLE_NAME_LENGTH
+        or _ascii_fold(table).startswith("sqlite_")
+    ):
         raise ValueError(
             f"{argument}={name!r} is not a plain SQL identifier: a plain identifier is 1-"
-            f"{MAX_TABLE_NAME_LENGTH} ASCII letters, digits and underscores, starting with a "
-            "letter or underscore (and not with 'sqlite_')"
+            f"{MAX_TABLE_NAME_LENGTH} bytes (UTF-8) of letters, digits and underscores, not "
+            "starting with a digit (nor with 'sqlite_'), bare or in double quotes"
         )
-    return name
+    return table
+
+
+def _ascii_fold(name: str) -> str:
+    """`name` with ASCII letters lower-cased: how SQLite compares identifiers (not `str.lower`)."""
+    return name.translate(_ASCII_LOWER)
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 def validate_table_names(sessions_table: object, messages_table: object) -> tuple[str, str]:
     """Check a (sessions table, messages table) pair: two valid names for different tables.
 
-    Table names are compared case-insensitively (SQL folds or ignores case), and the sessions
+    Table names are compared ignoring the case of ASCII letters (as SQLite does), and the sessions
     table may not take the name of the messages table's archive (`<messages_table>_archive`).
 
     Args:
@@ -297,7 +316,7 @@ def validate_table_names(sessions_table: object, messages_table: object) -> tupl
         messages_table: The proposed name of the table of items.
 
     Returns:
-        The two names, unchanged.
+        The two table names (see `validate_table_name`: SQL quotes removed).
 
     Raises:
         TypeError: A name is not a string.
@@ -306,7 +325,7 @@ def validate_table_names(sessions_table: object, messages_table: object) -> tupl
     """
     sessions = validate_table_name(sessions_table, "sessions_table")
     messages = validate_table_name(messages_table, "messages_table")
-    if sessions.lower() in (messages.lower(), f"{messages}_archive".lower()):
+    if _ascii_fold(sessions) in (_ascii_fold(messages), _ascii_fold(f"{messages}_archive")):
         raise ValueError(
             "sessions_table and messages_table must differ (they must name different tables), "
             f"got {sessions!r} and {messages!r}"

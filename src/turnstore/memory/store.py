@@ -70,19 +70,29 @@ class SessionRecord:
         session_id: The session the item belongs to.
         item: The item.
         created_at: When it was added (UTC, millisecond precision), if known.
+        branch: The `AdvancedSQLiteSession` branch the item belongs to, other than `main`
+            (`None`: `main`, or a session without branches).
     """
 
     session_id: str
     item: TResponseInputItem
     created_at: datetime | None
+    branch: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """Return the record as a JSON-ready dict (`created_at` in ISO 8601)."""
-        return {
+        """Return the record as a JSON-ready dict (`created_at` in ISO 8601).
+
+        `branch` is written only for a branch other than `main`, so the records of a session
+        without branches look the same as ever.
+        """
+        data = {
             "session_id": self.session_id,
             "created_at": None if self.created_at is None else self.created_at.isoformat(),
             "item": self.item,
         }
+        if self.branch is not None and self.branch != MAIN_BRANCH:
+            data["branch"] = self.branch
+        return data
 
     @classmethod
     def from_json(cls, data: Any, *, where: str = "record") -> SessionRecord:
@@ -107,6 +117,9 @@ class SessionRecord:
             raise ValueError(f"{where}: 'session_id' must be a string")
         if not isinstance(item, dict):
             raise ValueError(f"{where}: 'item' must be a JSON object")
+        branch = data.get("branch")
+        if branch is not None and (not isinstance(branch, str) or not branch or "\x00" in branch):
+            raise ValueError(f"{where}: 'branch' must be a branch name (a non-empty string)")
         created_at: datetime | None = None
         if stamp is not None:
             if not isinstance(stamp, str):
@@ -115,7 +128,12 @@ class SessionRecord:
                 created_at = _utc(datetime.fromisoformat(stamp))
             except (ValueError, OverflowError) as exc:  # OverflowError: out of range in UTC
                 raise ValueError(f"{where}: 'created_at' is not ISO 8601: {stamp!r}") from exc
-        return cls(session_id, item, created_at)  # type: ignore[arg-type]
+        branch = None if branch == MAIN_BRANCH else branch
+        return cls(session_id, item, created_at, branch)  # type: ignore[arg-type]
+
+
+MAIN_BRANCH = "main"
+"""The branch of a session that has none, and `AdvancedSQLiteSession`'s first branch."""
 
 
 def _utc(value: datetime) -> datetime:
@@ -354,6 +372,32 @@ class SessionStore(AsyncCloseable):
             session_id: The session's id.
         """
 
+    async def list_branches(self, session_id: str) -> list[str]:
+        """The branches of a session other than `main`, oldest first (`[]`: none).
+
+        Only a SQLite file written by `AdvancedSQLiteSession` holds branches.
+
+        Args:
+            session_id: The session's id.
+        """
+        return []
+
+    async def read_branch_records(self, session_id: str, branch: str) -> list[SessionRecord]:
+        """Return the items of one branch of a session, oldest first, as `read_records` does.
+
+        Args:
+            session_id: The session's id.
+            branch: `"main"`, or a branch that `list_branches` lists.
+
+        Raises:
+            ValueError: The session has no such branch.
+        """
+        if branch != MAIN_BRANCH:
+            raise ValueError(
+                f"session {session_id!r} has no branch {branch!r}: only 'main' exists here"
+            )
+        return await self.read_records(session_id)
+
     async def write_records(
         self, session_id: str, records: list[SessionRecord], *, replace: bool = False
     ) -> None:
@@ -372,8 +416,18 @@ class SessionStore(AsyncCloseable):
 
         Raises:
             TypeError: An item is not a JSON-serialisable mapping; nothing was written.
+            ValueError: A record belongs to a branch other than `main` and this storage keeps
+                no branches (only a SQLite file does); nothing was written.
             SessionStorageError: The storage failed; nothing was written.
         """
+        branches = sorted({record.branch for record in records if record.branch is not None})
+        if branches:
+            raise ValueError(
+                f"the records of session {session_id!r} belong to the branches "
+                f"{', '.join(map(repr, branches))} of an AdvancedSQLiteSession, which only a "
+                "SQLite file keeps: import them into a SQLite file, or leave out their lines "
+                "(an export with --branch main has none)"
+            )
         encoded = encode_items([record.item for record in records])
         if not encoded and not replace:
             return

@@ -133,7 +133,7 @@ class SQLAlchemySession(PooledSession):
                 f"got {len(session_id)}"
             )
         self._command_timeout = check_command_timeout(command_timeout)
-        validate_table_names(sessions_table, messages_table)
+        sessions_table, messages_table = validate_table_names(sessions_table, messages_table)
         discard_closed_connections(engine)
         self._engine = engine
         self._create_tables = create_tables

@@ -48,7 +48,7 @@ class SQLAlchemyStore(SessionStore):
         from .engine import create_engine_for_url
         from .schema import session_tables
 
-        validate_table_names(sessions_table, messages_table)
+        sessions_table, messages_table = validate_table_names(sessions_table, messages_table)
         self._command_timeout = check_command_timeout(command_timeout)
         self._engine: AsyncEngine = create_engine_for_url(url)
         self.target = self._engine.url.render_as_string(hide_password=True)

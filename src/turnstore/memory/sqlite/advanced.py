@@ -16,12 +16,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ...exceptions import BranchDeletedError
 from ...items import TResponseInputItem
 from ..codec import check_limit, decode_snapshot, encode_items
 from ..session import HistorySnapshot
 from ..settings import SessionSettingsLike, resolve_session_limit
 from .advanced_analytics import BranchAnalytics
-from .advanced_branches import SEGMENT_PREFIX, Branches, check_branch_id
+from .advanced_branches import CLEARED, SEGMENT_PREFIX, Branches, check_branch_id
 from .advanced_items import is_user
 from .advanced_schema import MAIN, AdvancedSQLiteSchema
 from .schema import quote_identifier
@@ -105,8 +106,11 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
     ) -> Any:
         """Run `work(branches, branch)` on a database thread, on `branch_id` or the current branch.
 
-        A current branch that another session object deleted (or cleared) meanwhile falls back to
-        `main`, with a warning; an explicit `branch_id` that does not exist raises `ValueError`.
+        A current branch that another session object deleted with `delete_branch` raises
+        `BranchDeletedError` (nothing is read or written: a write never lands on another branch);
+        after another object cleared the session (`clear_session`, the command line's `clear`,
+        a prune), the session is back on `main`, as a new one would be, with a warning. An
+        explicit `branch_id` that does not exist raises `ValueError`.
         """
         if branch_id is not None:
             check_branch_id(branch_id)
@@ -120,13 +124,22 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
                 if not branches.exists(branch_id):
                     raise ValueError(f"Branch '{branch_id}' does not exist")
                 return branch_id, work(branches, branch_id)
+            if branches.deleted_by_delete_branch(captured):
+                raise BranchDeletedError(
+                    f"the current branch {captured!r} of session {session_id!r} was deleted by "
+                    "another session object; nothing was read or written. Switch to another "
+                    "branch (switch_to_branch('main')) and retry"
+                )
             name = captured if branches.exists(captured) else MAIN
             return name, work(branches, name)
 
         name, result = await (self._write(run) if write else self._read(run))
         if branch_id is None and name != captured and self._current_branch_id == captured:
             self._logger.warning(
-                "Branch '%s' of session %r no longer exists; back on 'main'", captured, session_id
+                "Session %r was cleared by another session object: its branch '%s' is gone; "
+                "back on 'main'",
+                session_id,
+                captured,
             )
             self._current_branch_id = name
         return result
@@ -264,9 +277,9 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
                 (session_id, MAIN, SEGMENT_PREFIX),
             )
             conn.execute(
-                f"UPDATE {b} SET deleted = 1, parent_id = NULL, fork_before = NULL "
+                f"UPDATE {b} SET deleted = ?, parent_id = NULL, fork_before = NULL "
                 "WHERE session_id = ?",
-                (session_id,),
+                (CLEARED, session_id),
             )
 
         await self._write(clear)
@@ -505,6 +518,10 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
 
         def listing(branches: Branches, _name: str) -> list[dict[str, Any]]:
             names = [n for n in branches.rows if n != MAIN and branches.exists(n)]
+            # After another object cleared the session, the next operation is on `main`.
+            shown = current
+            if not branches.exists(current) and not branches.deleted_by_delete_branch(current):
+                shown = MAIN
             out = []
             for name in [MAIN, *names]:
                 count = branches.count_rows(name)
@@ -522,11 +539,13 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
                         "branch_id": name,
                         "message_count": count,
                         "user_turns": branches.count_users(name),
-                        "is_current": name == current,
+                        "is_current": name == shown,
                         "created_at": created,
                     }
                 )
             return out
 
-        branches: list[dict[str, Any]] = await self._on_branch(listing, write=False)
+        # Through `main`, which always exists: the branches can be listed (to pick one to switch
+        # to) even when another object deleted the current one.
+        branches: list[dict[str, Any]] = await self._on_branch(listing, MAIN, write=False)
         return branches

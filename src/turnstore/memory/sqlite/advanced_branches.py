@@ -11,16 +11,22 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from ...exceptions import SessionSchemaError
 from ..codec import MAX_LIMIT, decode_item
 from .advanced_items import is_user
 from .advanced_schema import MAIN, AdvancedSQLiteSchema, Chain
 from .reads import decode_checked, read_all, read_latest
 from .schema import quote_identifier
 
-__all__ = ["SEGMENT_PREFIX", "Branches"]
+__all__ = ["CLEARED", "DELETED", "SEGMENT_PREFIX", "Branches"]
 
 SEGMENT_PREFIX = "\x00"
 """Internal segments start with NUL, which a branch name may not contain."""
+
+DELETED = 1
+"""`deleted` of a branch that `delete_branch` deleted (and of internal segments)."""
+CLEARED = 2
+"""`deleted` of a branch that `clear_session` removed with the rest of the session."""
 
 
 @dataclass(slots=True)
@@ -29,6 +35,7 @@ class _Branch:
     fork_before: int | None
     deleted: bool
     created_at: Any
+    cleared: bool = False
 
 
 class Branches:
@@ -38,8 +45,17 @@ class Branches:
         self.conn = conn
         self.schema = schema
         self.sid = sid
+        sdk = schema.sdk_branches(conn, sid)
+        if sdk:
+            raise SessionSchemaError(
+                f"session {sid!r} has branches written by the OpenAI Agents SDK's "
+                f"AdvancedSQLiteSession ({', '.join(map(repr, sdk))}), kept in its "
+                "message_structure table, which turnstore does not read: it would show their "
+                "items in 'main'. Open this session with the SDK's class, or use another session "
+                "id or file"
+            )
         self.rows: dict[str, _Branch] = {
-            name: _Branch(parent, before, bool(deleted), created)
+            name: _Branch(parent, before, bool(deleted), created, deleted == CLEARED)
             for name, parent, before, deleted, created in conn.execute(
                 schema.select_branches, (sid,)
             )
@@ -51,6 +67,11 @@ class Branches:
         """Whether a branch can be read, written and switched to (`main` always can)."""
         row = self.rows.get(branch_id)
         return branch_id == MAIN or (row is not None and not row.deleted)
+
+    def deleted_by_delete_branch(self, branch_id: str) -> bool:
+        """Whether `delete_branch` deleted this branch (not `clear_session`, not unknown)."""
+        row = self.rows.get(branch_id)
+        return row is not None and row.deleted and not row.cleared
 
     def used(self, branch_id: str) -> bool:
         """Whether a name is taken: a living branch, `main`, or a deleted branch (reserved)."""
@@ -165,13 +186,24 @@ class Branches:
         return is_user(decode_item(data, where=f"row {row_id} of session {self.sid!r}"))
 
     def newest(self, branch_id: str) -> tuple[int, Any, bool] | None:
-        """The newest valid row of a branch: (id, item, written on this branch)."""
-        view, params = self.schema.view(self.chain(branch_id), self.sid)
-        for row_id, data, _valid in self.conn.execute(f"{view} ORDER BY id DESC", params):
-            item = decode_item(data, where=f"row {row_id} of session {self.sid!r}")
-            if item is not None:
-                return row_id, item, self.owner(row_id) == branch_id
-        return None
+        """The newest valid row of a branch: (id, item, written on this branch).
+
+        Reads a window of the newest rows of each branch of the chain through its index (never
+        the whole view), doubling it while only corrupt rows are found.
+        """
+        chain = self.chain(branch_id)
+        window = 4
+        while True:
+            view, params = self.schema.view(chain, self.sid, newest=window)
+            rows = self.conn.execute(f"{view} ORDER BY id DESC LIMIT ?", [*params, window])
+            fetched = rows.fetchall()
+            for row_id, data, _valid in fetched:
+                item = decode_item(data, where=f"row {row_id} of session {self.sid!r}")
+                if item is not None:
+                    return row_id, item, self.owner(row_id) == branch_id
+            if len(fetched) < window:
+                return None
+            window *= 2
 
     def owner(self, row_id: int) -> str:
         """The branch (or segment) that wrote a row."""
@@ -238,8 +270,7 @@ class Branches:
             m = quote_identifier(self.schema.messages_table)
             self.conn.execute(
                 f"INSERT INTO {i} (message_id, session_id, branch_id) SELECT m.id, ?, ? "
-                f"FROM {m} m WHERE m.session_id = ? "
-                f"AND NOT EXISTS (SELECT 1 FROM {i} x WHERE x.message_id = m.id)",
+                f"FROM {m} m WHERE m.session_id = ? AND m.branch_id IS NULL",
                 (self.sid, segment, self.sid),
             )
         else:
@@ -261,8 +292,7 @@ class Branches:
         i = quote_identifier(self.schema.items_table)
         if branch_id == MAIN:
             self.conn.execute(
-                f"DELETE FROM {m} WHERE session_id = ? AND id >= ? "
-                f"AND NOT EXISTS (SELECT 1 FROM {i} x WHERE x.message_id = {m}.id)",
+                f"DELETE FROM {m} WHERE session_id = ? AND branch_id IS NULL AND id >= ?",
                 (self.sid, from_id),
             )
             return

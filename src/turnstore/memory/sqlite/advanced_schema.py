@@ -13,6 +13,12 @@ Layout (added to the tables of `schema.py`, named after the messages table):
                          primary key (session_id, branch_id, user_turn_number)
 ```
 
+<messages> gains one column, `branch_id` (NULL on `main`): a copy of the `_branch_items` row's
+branch, kept by triggers on that table (so every writer keeps it, whatever its release), with the
+index (session_id, branch_id, id). It lets a read of one branch's newest rows, `main` included,
+go straight to them through an index, however many rows other branches wrote after them. A file
+written before the column existed gains it, filled from `_branch_items`, on first use.
+
 A branch shares its parent's history without copying it: the rows a branch sees (its *view*) are
 the rows its parent saw below `fork_before` (a message id), then the rows written on the branch.
 Rows written on `main` have no `branch_items` row, so a session that never branched is stored
@@ -154,6 +160,72 @@ class AdvancedSQLiteSchema(SQLiteSchema):
             f"{quote_identifier(f'idx_{self.items_table}_branch')} "
             f"ON {i} (session_id, branch_id, message_id)"
         )
+        self.ensure_branch_column(conn)
+
+    @property
+    def branch_index(self) -> str:
+        """The index of the messages table by (session_id, branch_id, id)."""
+        return f"idx_{self.messages_table}_branch"
+
+    def _triggers(self) -> dict[str, str]:
+        """The triggers that copy `_branch_items` rows into the messages table's `branch_id`."""
+        m = quote_identifier(self.messages_table)
+        i = quote_identifier(self.items_table)
+        copy = f"UPDATE {m} SET branch_id = NEW.branch_id WHERE id = NEW.message_id;"
+        return {
+            f"{self.items_table}_after_insert": f"AFTER INSERT ON {i} BEGIN {copy} END",
+            f"{self.items_table}_after_update": (
+                f"AFTER UPDATE OF branch_id, message_id ON {i} BEGIN "
+                f"UPDATE {m} SET branch_id = NULL WHERE id = OLD.message_id; {copy} END"
+            ),
+            f"{self.items_table}_after_delete": (
+                f"AFTER DELETE ON {i} BEGIN "
+                f"UPDATE {m} SET branch_id = NULL WHERE id = OLD.message_id; END"
+            ),
+        }
+
+    def has_branch_column(self, conn: sqlite3.Connection) -> bool:
+        """Whether the messages table's `branch_id` and the triggers that keep it exist."""
+        present = {
+            row[0]
+            for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ?",
+                (self.items_table,),
+            )
+        }
+        return not set(self._triggers()) - present
+
+    def ensure_branch_column(self, conn: sqlite3.Connection) -> None:
+        """Add the messages table's `branch_id`, its index and triggers; idempotent.
+
+        When a trigger is missing (a file written before they existed), the column is filled
+        again from `_branch_items`, in the caller's transaction.
+        """
+        m = quote_identifier(self.messages_table)
+        i = quote_identifier(self.items_table)
+        triggers = self._triggers()
+        if not self.has_branch_column(conn):
+            columns = {row[1] for row in conn.execute(f"PRAGMA table_info({m})")}
+            if "branch_id" in columns:
+                # Left by an interrupted layout: rows no branch wrote are main's.
+                conn.execute(
+                    f"UPDATE {m} SET branch_id = NULL WHERE branch_id IS NOT NULL "
+                    f"AND id NOT IN (SELECT message_id FROM {i})"
+                )
+            else:
+                # Adding a column rewrites no row; only the rows of branches are then updated.
+                conn.execute(f"ALTER TABLE {m} ADD COLUMN branch_id TEXT")
+            conn.execute(
+                f"UPDATE {m} SET branch_id = "
+                f"(SELECT b.branch_id FROM {i} b WHERE b.message_id = {m}.id) "
+                f"WHERE id IN (SELECT message_id FROM {i})"
+            )
+            for name, body in triggers.items():
+                conn.execute(f"CREATE TRIGGER IF NOT EXISTS {quote_identifier(name)} {body}")
+        conn.execute(
+            f"CREATE INDEX IF NOT EXISTS {quote_identifier(self.branch_index)} "
+            f"ON {m} (session_id, branch_id, id)"
+        )
 
     # --- reading a branch -----------------------------------------------------------------
 
@@ -186,8 +258,8 @@ class AdvancedSQLiteSchema(SQLiteSchema):
         for branch_id, below in chain:
             if branch_id == MAIN:
                 parts.append(
-                    f"SELECT {columns} FROM {m} m WHERE m.session_id = ? AND m.id < ? "
-                    f"AND NOT EXISTS (SELECT 1 FROM {i} b WHERE b.message_id = m.id)"
+                    f"SELECT {columns} FROM {m} m WHERE m.session_id = ? "
+                    "AND m.branch_id IS NULL AND m.id < ?"
                 )
                 params += [session_id, below]
             else:
@@ -197,8 +269,8 @@ class AdvancedSQLiteSchema(SQLiteSchema):
                 )
                 params += [session_id, branch_id, below]
         if newest is not None:
-            # Each branch through its own index: `main` by (session_id, id), others by
-            # (session_id, branch_id, message_id).
+            # Each branch through its own index: `main` by (session_id, branch_id, id) of the
+            # messages table, others by (session_id, branch_id, message_id) of `_branch_items`.
             parts = [
                 f"SELECT * FROM ({part} ORDER BY {'m.id' if name == MAIN else 'b.message_id'} "
                 f"DESC LIMIT {int(newest)})"
@@ -227,6 +299,31 @@ class AdvancedSQLiteSchema(SQLiteSchema):
             f"SELECT id, message_data, valid FROM ({view}) WHERE valid = 0 OR {_IS_USER} "
             "ORDER BY id"
         )
+
+    def sdk_branches(self, conn: sqlite3.Connection, session_id: str) -> list[str]:
+        """The branches other than `main` that the OpenAI Agents SDK's class wrote in a session.
+
+        The SDK's `AdvancedSQLiteSession` keeps its branches in a `message_structure` table
+        (one row per message and branch) whose foreign key names the messages table. Its rows
+        are not ours: this class would read them all as `main`.
+        """
+        if not conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'message_structure'"
+        ).fetchone():
+            return []
+        targets = {
+            str(row[2]).lower()
+            for row in conn.execute("PRAGMA foreign_key_list(message_structure)")
+        }
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(message_structure)")}
+        if self.messages_table.lower() not in targets or "branch_id" not in columns:
+            return []
+        rows = conn.execute(
+            "SELECT DISTINCT branch_id FROM message_structure WHERE session_id = ? "
+            "AND branch_id <> ? ORDER BY branch_id LIMIT 5",
+            (session_id, MAIN),
+        )
+        return [str(row[0]) for row in rows]
 
     @property
     def select_branches(self) -> str:

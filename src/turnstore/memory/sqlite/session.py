@@ -93,7 +93,7 @@ class SQLiteSession(SessionABC, AsyncCloseable):
         session_settings: SessionSettingsLike | None = None,
     ) -> None:
         check_session_id(session_id)
-        validate_table_names(sessions_table, messages_table)
+        sessions_table, messages_table = validate_table_names(sessions_table, messages_table)
         path = os.fspath(db_path)
         if not isinstance(path, str):
             raise TypeError(

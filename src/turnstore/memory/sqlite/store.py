@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sqlite3
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ...exceptions import SessionStorageError
-from ..codec import validate_table_names
+from ...exceptions import SessionSchemaError, SessionStorageError
+from ..codec import encode_items, validate_table_names
 from ..session import Session
 from ..store import (
     EncodedWrite,
@@ -21,7 +22,8 @@ from ..store import (
     _records,
     _utc,
 )
-from .advanced_schema import AdvancedSQLiteSchema
+from .advanced_branches import Branches, check_branch_id
+from .advanced_schema import MAIN, AdvancedSQLiteSchema
 from .schema import SQLiteSchema, quote_identifier
 
 
@@ -32,7 +34,7 @@ class SQLiteStore(SessionStore):
 
     def __init__(self, path: str, sessions_table: str, messages_table: str, create: bool) -> None:
 
-        validate_table_names(sessions_table, messages_table)
+        sessions_table, messages_table = validate_table_names(sessions_table, messages_table)
         if path in ("", ":memory:"):
             raise ValueError("an in-memory SQLite database cannot be opened from another process")
         file = Path(path)
@@ -115,7 +117,7 @@ class SQLiteStore(SessionStore):
                 "ORDER BY s.updated_at DESC, s.session_id LIMIT ? OFFSET ?",
                 (prefix, prefix, limit, offset),
             ).fetchall()
-            return [self._info(row) for row in rows]
+            return self._main_counts(conn, [self._info(row) for row in rows])
 
         result: list[SessionInfo] = await self._call(work)
         return result
@@ -157,7 +159,7 @@ class SQLiteStore(SessionStore):
             row = conn.execute(
                 f"{self._info_sql()} WHERE s.session_id = ?", (session_id,)
             ).fetchone()
-            return None if row is None else self._info(row)
+            return None if row is None else self._main_counts(conn, [self._info(row)])[0]
 
         result: SessionInfo | None = await self._call(work)
         return result
@@ -178,20 +180,174 @@ class SQLiteStore(SessionStore):
         return result
 
     async def read_records(self, session_id: str) -> list[SessionRecord]:
-        """Return a session's items with the time each was added, oldest first."""
+        """Return a session's items with the time each was added, oldest first.
+
+        In a file of `AdvancedSQLiteSession`, the items of `main` (see `read_branch_records`).
+        """
+        return await self.read_branch_records(session_id, MAIN)
+
+    # --- the branches of AdvancedSQLiteSession ------------------------------------------------
+
+    def _refuse_sdk_branches(self, conn: sqlite3.Connection, session_id: str) -> None:
+        sdk = self._advanced.sdk_branches(conn, session_id)
+        if sdk:
+            raise SessionSchemaError(
+                f"session {session_id!r} in {self._path!r} has branches written by the OpenAI "
+                f"Agents SDK's AdvancedSQLiteSession ({', '.join(map(repr, sdk))}), which "
+                "turnstore does not read: their items would show up in 'main'"
+            )
+
+    def _branched(self, conn: sqlite3.Connection) -> bool:
+        """Whether the file keeps `AdvancedSQLiteSession` branches (an older layout migrated)."""
+        if not self._has_tables(conn):
+            return False
+        tables = self._advanced.existing_side_tables(conn)
+        if self._advanced.items_table not in tables or self._advanced.branches_table not in tables:
+            return False
+        if not self._advanced.has_branch_column(conn):
+            # As AdvancedSQLiteSession does on first use: add the column its reads search.
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._advanced.ensure_branch_column(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return True
+
+    def _main_counts(self, conn: sqlite3.Connection, infos: list[SessionInfo]) -> list[SessionInfo]:
+        """`infos` with each item count replaced by the items of `main`, in a branched file."""
+        for info in infos:
+            self._refuse_sdk_branches(conn, info.session_id)
+        if not self._branched(conn):
+            return infos
+        conn.execute("BEGIN")
+        try:
+            return [
+                dataclasses.replace(
+                    info,
+                    item_count=Branches(conn, self._advanced, info.session_id).count_rows(MAIN),
+                )
+                for info in infos
+            ]
+        finally:
+            conn.execute("COMMIT")
+
+    async def list_branches(self, session_id: str) -> list[str]:
+        """The living branches of a session other than `main`, oldest first."""
+
+        def work(conn: sqlite3.Connection) -> list[str]:
+            if not self._branched(conn):
+                return []
+            branches = Branches(conn, self._advanced, session_id)
+            return [name for name in branches.rows if name != MAIN and branches.exists(name)]
+
+        result: list[str] = await self._call(work)
+        return result
+
+    async def read_branch_records(self, session_id: str, branch: str) -> list[SessionRecord]:
+        """Return the items one branch reads (shared ones included), oldest first.
+
+        Raises:
+            ValueError: The session has no such branch.
+            SessionSchemaError: The OpenAI Agents SDK's class branched the session.
+        """
+        check_branch_id(branch)
 
         def work(conn: sqlite3.Connection) -> list[SessionRecord]:
             if not self._has_tables(conn):
                 return []
-            rows = conn.execute(
-                f"SELECT id, message_data, created_at FROM {self._m} "
-                "WHERE session_id = ? ORDER BY id",
-                (session_id,),
-            ).fetchall()
-            return _records(session_id, rows, _parse_sqlite_time)
+            self._refuse_sdk_branches(conn, session_id)
+            if not self._branched(conn):
+                if branch != MAIN:
+                    raise ValueError(f"session {session_id!r} has no branch {branch!r}")
+                rows = conn.execute(
+                    f"SELECT id, message_data, created_at FROM {self._m} "
+                    "WHERE session_id = ? ORDER BY id",
+                    (session_id,),
+                ).fetchall()
+                return _records(session_id, rows, _parse_sqlite_time)
+            conn.execute("BEGIN")
+            try:
+                branches = Branches(conn, self._advanced, session_id)
+                if not branches.exists(branch):
+                    raise ValueError(f"session {session_id!r} has no branch {branch!r}")
+                rows = branches.read_rows(branch)
+            finally:
+                conn.execute("COMMIT")
+            tag = None if branch == MAIN else branch
+            return [
+                SessionRecord(session_id, item, _parse_sqlite_time(created), tag)
+                for _row_id, item, created in rows
+            ]
 
         result: list[SessionRecord] = await self._call(work)
         return result
+
+    async def write_records(
+        self, session_id: str, records: list[SessionRecord], *, replace: bool = False
+    ) -> None:
+        """As `SessionStore.write_records`; records of a branch go back to that branch.
+
+        A branch that the session does not have is created holding its records (it shares no
+        history with another: each branch's records hold its whole history); records for a
+        branch it has are appended to it. One transaction for the whole session.
+
+        Raises:
+            ValueError: A branch's name is taken by a branch the session deleted.
+        """
+        if all(record.branch is None for record in records):
+            await super().write_records(session_id, records, replace=replace)
+            return
+        encoded = encode_items([record.item for record in records])
+        now = datetime.now().astimezone()
+        rows = [
+            (record.branch or MAIN, data, _sqlite_time(record.created_at or now))
+            for record, data in zip(records, encoded, strict=True)
+        ]
+        for name, _data, _stamp in rows:
+            check_branch_id(name)
+        advanced = self._advanced
+        items = quote_identifier(advanced.items_table)
+
+        def work(conn: sqlite3.Connection) -> None:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                advanced.create(conn)
+                if replace:
+                    conn.execute(self._schema.delete_messages, (session_id,))
+                    advanced.delete_side_rows(conn, session_id)
+                self._refuse_sdk_branches(conn, session_id)
+                conn.execute(self._schema.touch_session, (session_id,))
+                branches = Branches(conn, advanced, session_id)
+                for name in dict.fromkeys(name for name, _d, _s in rows if name != MAIN):
+                    if name not in branches.rows:
+                        conn.execute(
+                            f"INSERT INTO {quote_identifier(advanced.branches_table)} "
+                            "(session_id, branch_id) VALUES (?, ?)",
+                            (session_id, name),
+                        )
+                    elif not branches.exists(name):
+                        raise ValueError(
+                            f"session {session_id!r} deleted a branch named {name!r}, and its "
+                            "name stays reserved: import with --replace, or into another session"
+                        )
+                for name, data, stamp in rows:
+                    row_id = conn.execute(
+                        self._schema.insert_with_time, (session_id, data, stamp)
+                    ).lastrowid
+                    if name != MAIN:
+                        conn.execute(
+                            f"INSERT INTO {items} (message_id, session_id, branch_id) "
+                            "VALUES (?, ?, ?)",
+                            (row_id, session_id, name),
+                        )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+        await self._call(work)
 
     async def _write_encoded(self, write: EncodedWrite) -> None:
         session_id = write.session_id

@@ -1,0 +1,76 @@
+"""Files written by the OpenAI Agents SDK's own `AdvancedSQLiteSession`, opened by ours.
+
+The SDK keeps its branches in a `message_structure` table that turnstore does not read. A session
+the SDK branched is refused (reading it would show the branch's items in `main`); its sessions
+without a branch read as `main`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from turnstore import AdvancedSQLiteSession, SessionSchemaError
+
+sdk_memory = pytest.importorskip("agents.extensions.memory.advanced_sqlite_session")
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def bot(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": text}
+
+
+TWO_TURNS = [user("q1"), bot("a1"), user("q2"), bot("a2")]
+
+
+async def write_with_the_sdk(path: Path) -> None:
+    """Session `branched` gets the SDK branch `alt`; session `plain` stays on `main`."""
+    branched = sdk_memory.AdvancedSQLiteSession(
+        session_id="branched", db_path=path, create_tables=True
+    )
+    plain = sdk_memory.AdvancedSQLiteSession(session_id="plain", db_path=path)
+    try:
+        await branched.add_items(TWO_TURNS)
+        await branched.create_branch_from_turn(2, "alt")
+        await branched.add_items([user("q2 on alt")])
+        assert [i["content"] for i in await branched.get_items(branch_id="main")] == [
+            "q1",
+            "a1",
+            "q2",
+            "a2",
+        ]
+        await plain.add_items(TWO_TURNS)
+    finally:
+        branched.close()
+        plain.close()
+
+
+async def test_a_session_the_sdk_branched_is_refused_not_read_as_main(tmp_path: Path) -> None:
+    path = tmp_path / "sdk.db"
+    await write_with_the_sdk(path)
+    async with AdvancedSQLiteSession(session_id="branched", db_path=path) as session:
+        for read in (
+            session.get_items,
+            lambda: session.get_items(branch_id="main"),
+            session.list_branches,
+            session.pop_item,
+            lambda: session.create_branch_from_turn(1, "ours"),
+        ):
+            with pytest.raises(SessionSchemaError, match=r"OpenAI Agents SDK.*\('alt'\)"):
+                await read()
+
+
+async def test_a_session_the_sdk_never_branched_reads_as_main(tmp_path: Path) -> None:
+    path = tmp_path / "sdk.db"
+    await write_with_the_sdk(path)
+    async with AdvancedSQLiteSession(session_id="plain", db_path=path) as session:
+        assert await session.get_items() == TWO_TURNS
+        await session.create_branch_from_turn(2, "ours")
+        await session.add_items([user("q2 on ours")])
+        assert await session.get_items() == [user("q1"), bot("a1"), user("q2 on ours")]
+        assert await session.get_items(branch_id="main") == TWO_TURNS
