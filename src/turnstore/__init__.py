@@ -33,8 +33,8 @@ from .exceptions import (
     TurnstoreError,
     UserError,
 )
-from .items import TResponseInputItem
 from .extensions import ToolOutputTrimmer
+from .items import TResponseInputItem
 from .memory import (
     AdvancedSQLiteSession,
     AsyncSQLiteSession,

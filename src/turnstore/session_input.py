@@ -35,6 +35,7 @@ SessionInputCallback: TypeAlias = Callable[
 It receives copies, so it may change them freely. Items it returns that came from the history are
 not saved again; everything else it returns (the new input, or items it made up) is saved."""
 
+
 @dataclass(frozen=True)
 class MergedInput:
     """The result of merging history with new input.

@@ -10,8 +10,12 @@ from turnstore.memory.settings import coerce_session_settings
 
 def test_defaults_and_to_dict() -> None:
     assert SessionSettings().limit is None
-    assert SessionSettings(limit=3).to_dict() == {"limit": 3}
-    assert SessionSettings().to_dict() == {"limit": None}
+    assert SessionSettings(limit=3).to_dict() == {
+        "limit": 3,
+        "limit_turns": None,
+        "limit_tokens": None,
+    }
+    assert SessionSettings().to_dict() == {"limit": None, "limit_turns": None, "limit_tokens": None}
 
 
 def test_resolve_overlays_only_non_none_fields() -> None:

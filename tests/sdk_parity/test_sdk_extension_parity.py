@@ -1,4 +1,4 @@
-"""The OpenAI Agents SDK's own AsyncSQLiteSession and ToolOutputTrimmer tests, on turnstore's classes.
+"""The OpenAI Agents SDK's own AsyncSQLiteSession and ToolOutputTrimmer tests, on ours.
 
 Same method as `test_sdk_parity.py` (the SDK's source package, names rebound in every loaded
 `agents.*` module by `sdk_conftest.py`), for the two SDK extensions that turnstore provides under
@@ -17,6 +17,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+
 from sdk_parity.test_sdk_parity import SDK_VERSION, _outcomes, _sdist
 
 _ASYNC = "extensions/memory/test_async_sqlite_session.py"

@@ -191,9 +191,7 @@ class ToolOutputTrimmer:
 
                 trimmed_item: dict[str, Any] | None = None
                 if item_type == "function_call_output":
-                    trimmed_item, _ = self._trim_function_call_output(
-                        item_dict, tool_names
-                    )
+                    trimmed_item, _ = self._trim_function_call_output(item_dict, tool_names)
                 elif item_type == "tool_search_output":
                     trimmed_item, _ = self._trim_tool_search_output(item_dict)
 

@@ -147,14 +147,11 @@ def fit_history(
 
 def _window_complete(items: list[TResponseInputItem], settings: SessionSettings) -> bool:
     """Whether `items` already holds the whole window (reading further back changes nothing)."""
-    turns_done = settings.limit_turns is None or _turn_start(items, settings.limit_turns) is not None
-    tokens_done = (
-        settings.limit_tokens is None or _token_start(items, settings.limit_tokens) is not None
-    )
     # Either limit alone bounds the window: once one of them cuts inside `items`, older items
     # are outside the window whatever the other says.
-    return (settings.limit_turns is not None and turns_done) or (
-        settings.limit_tokens is not None and tokens_done
+    turns, tokens = settings.limit_turns, settings.limit_tokens
+    return (turns is not None and _turn_start(items, turns) is not None) or (
+        tokens is not None and _token_start(items, tokens) is not None
     )
 
 

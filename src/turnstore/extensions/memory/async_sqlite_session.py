@@ -1,4 +1,4 @@
-"""`AsyncSQLiteSession` at the OpenAI Agents SDK's module path (`agents.extensions.memory.async_sqlite_session`)."""
+"""`AsyncSQLiteSession` at the path of the OpenAI Agents SDK's module of that name."""
 
 from __future__ import annotations
 
