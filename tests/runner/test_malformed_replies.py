@@ -252,7 +252,7 @@ def test_run_sync_maps_a_malformed_reply(
 
 
 @pytest.mark.parametrize("name", [*list(STREAMED), "empty object"])
-async def test_run_streamed_maps_a_malformed_stream_and_keeps_only_the_input(
+async def test_run_streamed_maps_a_malformed_stream_and_keeps_only_what_was_done(
     name: str, fake_openai: FakeOpenAIServer, tmp_path: Path
 ) -> None:
     reply, expected = STREAMED[name] if name in STREAMED else PLAIN[name]
