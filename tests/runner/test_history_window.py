@@ -39,7 +39,8 @@ async def _sent(
     server: FakeOpenAIServer, tmp_path: Path, settings: dict[str, Any], **config: Any
 ) -> list[Any]:
     server.enqueue(text_response("ok"))
-    async with server.async_client() as client, SQLiteSession(uuid.uuid4().hex, tmp_path / "h.db") as session:
+    db = tmp_path / "h.db"
+    async with server.async_client() as client, SQLiteSession(uuid.uuid4().hex, db) as session:
         await session.add_items(_history())
         await Runner.run(
             Agent(name="A"),
