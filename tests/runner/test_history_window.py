@@ -92,9 +92,7 @@ async def test_the_trimmer_shortens_old_outputs_inside_the_window(
     fake_openai: FakeOpenAIServer, tmp_path: Path
 ) -> None:
     trimmer = ToolOutputTrimmer(recent_turns=2, max_output_chars=100, preview_chars=10)
-    sent = await _sent(
-        fake_openai, tmp_path, {"limit_turns": 3}, call_model_input_filter=trimmer
-    )
+    sent = await _sent(fake_openai, tmp_path, {"limit_turns": 3}, call_model_input_filter=trimmer)
     # The window holds both turns; the outputs of the older one are trimmed, the calls kept.
     assert _shape(sent)[:5] == [
         "user",
