@@ -384,12 +384,14 @@ async def _execute(
             )
         chain_id = previous_response_id
         turn_input = model_input
+        # Tool outputs that completed an interrupted turn are in the history already.
+        completed_first = len(state.new_items)
         save_item = _item_saver(session, streaming)
         for _turn in range(max_turns):
             call_input, instructions = await _filter_model_input(
                 config,
                 agent,
-                turn_input if server_state else model_input + state.new_items,
+                turn_input if server_state else model_input + state.new_items[completed_first:],
                 agent.instructions,
             )
             request = ModelRequest(
