@@ -2,12 +2,14 @@
 
 ```text
 settings  = session.session_settings overlaid by run_config.session_settings
-history   = await session.get_items(limit)           one read
+history   = await load_history(session, settings)    the window that fits the limits
+pending   = tool calls the history ends with, without outputs: run and saved first
 model_in  = merge(history, input, callback)          pure (session_input.py)
 await session.add_items(new_input)                   before the first model call
-loop: response = model(model_in + generated)
+loop: response = model(call_model_input_filter(model_in + generated))
       run the requested function tools concurrently
       await session.add_items(turn_items)            one write per completed turn
+      (streamed: each item saved when done, each tool output when its tool returns)
       await session.run_compaction(...)              if the session is compaction-aware
 await session.record_turn_usage(usage)               if the session records usage per turn
 ```
@@ -110,7 +112,11 @@ class Runner:
         With a session, the history is loaded first and merged with the input, the input is
         saved before the first model call, and each completed turn (the model's output plus the
         outputs of the tools it called) is saved in one `add_items` call. A turn that fails or
-        is cancelled is not saved; turns completed before it stay saved.
+        is cancelled is not saved; turns completed before it stay saved. The history loaded is
+        the window that fits the session settings' `limit`, `limit_turns` and `limit_tokens`,
+        without tool outputs whose call is outside it. When the history ends with tool calls
+        that have no output (a streamed run was interrupted), those tools run first and their
+        outputs are saved.
 
         Args:
             agent: The agent to run.
@@ -228,8 +234,12 @@ class Runner:
     ) -> RunResultStreaming:
         """Prepare a streamed run; it starts when you iterate `result.stream_events()`.
 
-        Same arguments, session behaviour and errors as `Runner.run`; the model's answer is
-        streamed (server-sent events) so text arrives as it is generated.
+        Same arguments and errors as `Runner.run`; the model's answer is streamed (server-sent
+        events) so text arrives as it is generated. With a session, each item is saved as soon
+        as it is complete (a model item when the stream reports it done, a reasoning item with
+        the item it precedes, a tool output when its tool returns), before its `RunItemEvent`;
+        no item is saved twice. A cancelled or failed streamed run keeps every item it
+        completed, and `Runner.run(agent, [], session=session)` resumes from them.
 
         Returns:
             A [`RunResultStreaming`][turnstore.RunResultStreaming]; iterate its
