@@ -62,7 +62,7 @@ def estimate_item_tokens(item: Any) -> int:
 
     Example:
         ```python
-        estimate_item_tokens({"role": "user", "content": "Hello"})  # 9 (35 characters)
+        estimate_item_tokens({"role": "user", "content": "Hello"})  # 9 (33 characters of JSON)
         ```
     """
     text = json.dumps(item, ensure_ascii=False, separators=(",", ":"), default=str)
