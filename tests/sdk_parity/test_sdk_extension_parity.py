@@ -137,6 +137,10 @@ def test_the_sdk_async_sqlite_and_trimmer_tests_pass_on_turnstore(tmp_path: Path
     # The trimmer's tests are grouped in classes: their ids hold the class name.
     trimmer = [t for t in outcomes if "test_tool_output_trimmer" in t]
     async_sqlite = [t for t, o in outcomes.items() if t.startswith(_ASYNC) and o == "passed"]
+    print(
+        f"SDK ToolOutputTrimmer tests: {len(trimmer)} run; AsyncSQLiteSession tests: "
+        f"{len(async_sqlite)} passed, {len(failed)} failed (listed), {len(NOT_RUN)} not run"
+    )
     # Every ToolOutputTrimmer test passes; the AsyncSQLiteSession tests that use only the
     # public API pass.
     assert len(trimmer) >= 60
