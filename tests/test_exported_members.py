@@ -14,8 +14,11 @@ TOP_LEVEL = [
     "AdvancedSQLiteSession",
     "Agent",
     "AgentsError",
+    "AsyncSQLiteSession",
     "AtomicReplacementSession",
     "BranchDeletedError",
+    "CallModelData",
+    "CallModelInputFilter",
     "Closing",
     "CompactionTriggerContext",
     "EncryptedSession",
@@ -25,6 +28,7 @@ TOP_LEVEL = [
     "Model",
     "ModelBehaviorError",
     "ModelCallError",
+    "ModelInputData",
     "ModelRequest",
     "ModelSettings",
     "OpenAIConversationsSession",
@@ -58,16 +62,19 @@ TOP_LEVEL = [
     "StreamEvent",
     "TResponseInputItem",
     "TextDeltaEvent",
+    "ToolOutputTrimmer",
     "TurnstoreError",
     "Usage",
     "UsageRecordingSession",
     "UserError",
     "__version__",
     "await_session_mutation",
+    "estimate_item_tokens",
     "function_tool",
     "is_atomic_replacement_session",
     "is_openai_responses_compaction_aware_session",
     "is_usage_recording_session",
+    "load_history",
     "open_session_store",
     "resolve_session_limit",
 ]
@@ -75,6 +82,7 @@ TOP_LEVEL = [
 
 MEMORY = [
     "AdvancedSQLiteSession",
+    "AsyncSQLiteSession",
     "AtomicReplacementSession",
     "Closing",
     "CompactionTriggerContext",
@@ -96,9 +104,11 @@ MEMORY = [
     "SessionStore",
     "UsageRecordingSession",
     "await_session_mutation",
+    "estimate_item_tokens",
     "is_atomic_replacement_session",
     "is_openai_responses_compaction_aware_session",
     "is_usage_recording_session",
+    "load_history",
     "open_session_store",
     "resolve_session_limit",
 ]
@@ -122,8 +132,22 @@ TESTING = [
 ]
 
 
+EXTENSIONS = ["ToolOutputTrimmer"]
+
+
+EXTENSIONS_MEMORY = [
+    "AdvancedSQLiteSession",
+    "AsyncSQLiteSession",
+    "EncryptedSession",
+    "RedisSession",
+    "SQLAlchemySession",
+]
+
+
 MODULES = {
     "turnstore": TOP_LEVEL,
+    "turnstore.extensions": EXTENSIONS,
+    "turnstore.extensions.memory": EXTENSIONS_MEMORY,
     "turnstore.memory": MEMORY,
     "turnstore.testing": TESTING,
 }
@@ -159,3 +183,17 @@ def test_public_classes_and_functions_are_documented() -> None:
             obj = getattr(module, name)
             if inspect.isclass(obj) or inspect.isfunction(obj):
                 assert (obj.__doc__ or "").strip(), f"{module_name}.{name} has no docstring"
+
+
+def test_sdk_extension_paths_give_the_same_objects_as_the_top_level() -> None:
+    top = importlib.import_module("turnstore")
+    paths = {
+        "turnstore.extensions": EXTENSIONS,
+        "turnstore.extensions.tool_output_trimmer": ["ToolOutputTrimmer"],
+        "turnstore.extensions.memory": EXTENSIONS_MEMORY,
+        "turnstore.extensions.memory.async_sqlite_session": ["AsyncSQLiteSession"],
+    }
+    for module_name, names in paths.items():
+        module = importlib.import_module(module_name)
+        for name in names:
+            assert getattr(module, name) is getattr(top, name), f"{module_name}.{name}"

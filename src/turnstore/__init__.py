@@ -34,9 +34,11 @@ from .exceptions import (
     TurnstoreError,
     UserError,
 )
+from .extensions import ToolOutputTrimmer
 from .items import TResponseInputItem
 from .memory import (
     AdvancedSQLiteSession,
+    AsyncSQLiteSession,
     AtomicReplacementSession,
     Closing,
     CompactionTriggerContext,
@@ -55,16 +57,18 @@ from .memory import (
     SQLiteSession,
     UsageRecordingSession,
     await_session_mutation,
+    estimate_item_tokens,
     is_atomic_replacement_session,
     is_openai_responses_compaction_aware_session,
     is_usage_recording_session,
+    load_history,
     open_session_store,
     resolve_session_limit,
 )
 from .memory import __all__ as _memory_all
 from .models import Model, ModelRequest, ModelSettings, OpenAIResponsesModel
 from .result import RunCompleteEvent, RunResult, RunResultStreaming, StreamEvent, Usage
-from .run_config import RunConfig
+from .run_config import CallModelData, CallModelInputFilter, ModelInputData, RunConfig
 from .runner import Runner
 from .session_input import SessionInputCallback
 from .stream_events import RawResponseEvent, RunItemEvent, TextDeltaEvent
@@ -80,8 +84,11 @@ __all__ = [
     "AdvancedSQLiteSession",
     "Agent",
     "AgentsError",
+    "AsyncSQLiteSession",
     "AtomicReplacementSession",
     "BranchDeletedError",
+    "CallModelData",
+    "CallModelInputFilter",
     "Closing",
     "CompactionTriggerContext",
     "EncryptedSession",
@@ -91,6 +98,7 @@ __all__ = [
     "Model",
     "ModelBehaviorError",
     "ModelCallError",
+    "ModelInputData",
     "ModelRequest",
     "ModelSettings",
     "OpenAIConversationsSession",
@@ -124,16 +132,19 @@ __all__ = [
     "StreamEvent",
     "TResponseInputItem",
     "TextDeltaEvent",
+    "ToolOutputTrimmer",
     "TurnstoreError",
     "Usage",
     "UsageRecordingSession",
     "UserError",
     "__version__",
     "await_session_mutation",
+    "estimate_item_tokens",
     "function_tool",
     "is_atomic_replacement_session",
     "is_openai_responses_compaction_aware_session",
     "is_usage_recording_session",
+    "load_history",
     "open_session_store",
     "resolve_session_limit",
 ]

@@ -207,8 +207,8 @@ class RunResultStreaming(RunResultBase):
 
         Leaving the loop early cancels the run once the event loop closes the abandoned
         generator (at once inside `async with contextlib.aclosing(result.stream_events())`), as
-        does [`cancel`][turnstore.RunResultStreaming.cancel]: what was saved stays saved,
-        and no half turn is saved.
+        does [`cancel`][turnstore.RunResultStreaming.cancel]: every item completed before that
+        (each is saved as soon as it is done) stays saved.
 
         Raises:
             UserError: The events were already consumed (a run streams once).

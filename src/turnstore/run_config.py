@@ -2,16 +2,56 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from openai import AsyncOpenAI
 
+from .items import TResponseInputItem
 from .memory.settings import SessionSettingsLike
 from .models.interface import Model
 from .models.settings import ModelSettings
 from .session_input import SessionInputCallback
 
-__all__ = ["RunConfig"]
+if TYPE_CHECKING:
+    from .agent import Agent
+
+__all__ = ["CallModelData", "CallModelInputFilter", "ModelInputData", "RunConfig"]
+
+
+@dataclass
+class ModelInputData:
+    """What one model call receives: its input items and instructions.
+
+    Attributes:
+        input: The input items, in order.
+        instructions: The system instructions, or `None`.
+    """
+
+    input: list[TResponseInputItem]
+    instructions: str | None
+
+
+@dataclass
+class CallModelData:
+    """What `RunConfig.call_model_input_filter` receives before each model call.
+
+    Attributes:
+        model_data: The input and instructions about to be sent (copies: change them freely).
+        agent: The agent being run.
+        context: Always `None` in turnstore (the OpenAI Agents SDK passes its run context here).
+    """
+
+    model_data: ModelInputData
+    agent: Agent
+    context: Any = None
+
+
+CallModelInputFilter: TypeAlias = Callable[
+    [CallModelData], "ModelInputData | Awaitable[ModelInputData]"
+]
+"""`filter(data) -> ModelInputData`, sync or async: edits the input of one model call."""
 
 
 @dataclass
@@ -27,6 +67,12 @@ class RunConfig:
         session_input_callback: `callback(history, new_items)`, sync or async, returning the
             list of items the model receives; see
             [`merge_session_input`][turnstore.session_input.merge_session_input].
+        call_model_input_filter: `filter(CallModelData) -> ModelInputData`, sync or async,
+            called before each model call with the call's input (history, new input and the
+            run's items so far) and instructions; what it returns is sent instead, and nothing
+            of it is saved. For example
+            [`ToolOutputTrimmer`][turnstore.ToolOutputTrimmer]. It runs after the session's
+            history window is loaded (see [`SessionSettings`][turnstore.SessionSettings]).
         openai_client: The `AsyncOpenAI` client for model names. Without one, each run creates
             a client from the environment (`OPENAI_API_KEY`, `OPENAI_BASE_URL`) and closes it
             at the end.
@@ -49,3 +95,4 @@ class RunConfig:
     session_settings: SessionSettingsLike | None = None
     session_input_callback: SessionInputCallback | None = None
     openai_client: AsyncOpenAI | None = None
+    call_model_input_filter: CallModelInputFilter | None = None

@@ -2,12 +2,14 @@
 
 ```text
 settings  = session.session_settings overlaid by run_config.session_settings
-history   = await session.get_items(limit)           one read
+history   = await load_history(session, settings)    the window that fits the limits
+pending   = tool calls the history ends with, without outputs: run and saved first
 model_in  = merge(history, input, callback)          pure (session_input.py)
 await session.add_items(new_input)                   before the first model call
-loop: response = model(model_in + generated)
+loop: response = model(call_model_input_filter(model_in + generated))
       run the requested function tools concurrently
       await session.add_items(turn_items)            one write per completed turn
+      (streamed: each item saved when done, each tool output when its tool returns)
       await session.run_compaction(...)              if the session is compaction-aware
 await session.record_turn_usage(usage)               if the session records usage per turn
 ```
@@ -16,9 +18,11 @@ await session.record_turn_usage(usage)               if the session records usag
 from __future__ import annotations
 
 import asyncio
+import copy
 import dataclasses
-from collections.abc import Mapping
-from typing import Any
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, cast
 
 from openai import AsyncOpenAI, OpenAIError
 from openai.types.responses import Response, ResponseFunctionToolCall
@@ -28,6 +32,7 @@ from .conversion import clean_input_item, input_items_from, output_item_to_input
 from .exceptions import MaxTurnsExceeded, ModelBehaviorError, ModelCallError, UserError
 from .items import TResponseInputItem
 from .memory.codec import encode_items
+from .memory.history import load_history
 from .memory.mutation import await_session_mutation
 from .memory.session import (
     Session,
@@ -37,20 +42,20 @@ from .memory.session import (
 from .memory.settings import SessionSettings, coerce_session_settings
 from .models.interface import Model, ModelRequest
 from .models.openai_responses import OpenAIResponsesModel
-from .models.response_check import check_response, check_usage
+from .models.response_check import check_output_item, check_response, check_usage
 from .result import RunResult, RunResultBase, RunResultStreaming
-from .run_config import RunConfig
+from .run_config import CallModelData, ModelInputData, RunConfig
 from .session_input import merge_session_input
 from .stream_events import RawResponseEvent, RunItemEvent, TextDeltaEvent
 from .tools import FunctionTool
 
-__all__ = ["Runner", "session_history_limit"]
+__all__ = ["Runner", "session_history_limit", "session_history_settings"]
 
 DEFAULT_MAX_TURNS = 10
 
 
-def session_history_limit(session: Any, run_config: RunConfig | None) -> int | None:
-    """Resolve how many history items a run loads: the run's settings over the session's.
+def session_history_settings(session: Any, run_config: RunConfig | None) -> SessionSettings:
+    """Resolve the history limits of a run: the run's settings laid over the session's.
 
     Args:
         session: The run's session. Its `session_settings` may be ours, a dict, or another
@@ -58,19 +63,30 @@ def session_history_limit(session: Any, run_config: RunConfig | None) -> int | N
         run_config: The run's configuration, or `None`.
 
     Returns:
-        The limit, or `None` for the whole history.
+        The settings whose `limit`, `limit_turns` and `limit_tokens` bound the history the run
+        loads.
     """
-    limit: int | None = None
     own = getattr(session, "session_settings", None)
     if isinstance(own, SessionSettings | Mapping):
-        resolved = coerce_session_settings(own)
-        limit = resolved.limit if resolved is not None else None
+        base = coerce_session_settings(own) or SessionSettings()
     elif own is not None:
-        limit = getattr(own, "limit", None)
-    override = coerce_session_settings(run_config.session_settings if run_config else None)
-    if override is not None and override.limit is not None:
-        limit = override.limit
-    return limit
+        base = SessionSettings(limit=getattr(own, "limit", None))
+    else:
+        base = SessionSettings()
+    return base.resolve(run_config.session_settings if run_config else None)
+
+
+def session_history_limit(session: Any, run_config: RunConfig | None) -> int | None:
+    """Resolve how many history items a run loads: the run's settings over the session's.
+
+    Args:
+        session: The run's session.
+        run_config: The run's configuration, or `None`.
+
+    Returns:
+        The limit, or `None` for the whole history.
+    """
+    return session_history_settings(session, run_config).limit
 
 
 class Runner:
@@ -96,7 +112,11 @@ class Runner:
         With a session, the history is loaded first and merged with the input, the input is
         saved before the first model call, and each completed turn (the model's output plus the
         outputs of the tools it called) is saved in one `add_items` call. A turn that fails or
-        is cancelled is not saved; turns completed before it stay saved.
+        is cancelled is not saved; turns completed before it stay saved. The history loaded is
+        the window that fits the session settings' `limit`, `limit_turns` and `limit_tokens`,
+        without tool outputs whose call is outside it. When the history ends with tool calls
+        that have no output (a streamed run was interrupted), those tools run first and their
+        outputs are saved.
 
         Args:
             agent: The agent to run.
@@ -214,8 +234,12 @@ class Runner:
     ) -> RunResultStreaming:
         """Prepare a streamed run; it starts when you iterate `result.stream_events()`.
 
-        Same arguments, session behaviour and errors as `Runner.run`; the model's answer is
-        streamed (server-sent events) so text arrives as it is generated.
+        Same arguments and errors as `Runner.run`; the model's answer is streamed (server-sent
+        events) so text arrives as it is generated. With a session, each item is saved as soon
+        as it is complete (a model item when the stream reports it done, a reasoning item with
+        the item it precedes, a tool output when its tool returns), before its `RunItemEvent`;
+        no item is saved twice. A cancelled or failed streamed run keeps every item it
+        completed, and `Runner.run(agent, [], session=session)` resumes from them.
 
         Returns:
             A [`RunResultStreaming`][turnstore.RunResultStreaming]; iterate its
@@ -337,11 +361,20 @@ async def _execute(
     try:
         # Load -> merge -> save the input: one read, one write, before any model call.
         if session is not None:
-            limit = session_history_limit(session, config)
-            stored = (
-                await session.get_items(limit) if limit is not None else await session.get_items()
-            )
+            # The window that fits the limits; it never starts with an orphaned tool output.
+            stored = await load_history(session, session_history_settings(session, config))
             history = [clean_input_item(item) for item in stored]
+            pending = _pending_tool_calls(history)
+            if pending:
+                # An interrupted streamed run saved tool calls whose outputs it never produced:
+                # complete that turn first (the Responses API rejects a call without output).
+                completed = await _run_tools(
+                    pending, tools, agent, on_output=_item_saver(session, streaming)
+                )
+                if streaming is None:
+                    await await_session_mutation(session.add_items(completed))
+                history.extend(completed)
+                state.new_items.extend(completed)
             merged = await merge_session_input(history, new_items, config.session_input_callback)
             model_input = merged.model_input
             if merged.to_save:
@@ -361,17 +394,27 @@ async def _execute(
             )
         chain_id = previous_response_id
         turn_input = model_input
+        # Tool outputs that completed an interrupted turn are in the history already.
+        completed_first = len(state.new_items)
+        save_item = _item_saver(session, streaming)
         for _turn in range(max_turns):
+            call_input, instructions = await _filter_model_input(
+                config,
+                agent,
+                turn_input if server_state else model_input + state.new_items[completed_first:],
+                agent.instructions,
+            )
             request = ModelRequest(
-                instructions=agent.instructions,
-                input=turn_input if server_state else model_input + state.new_items,
+                instructions=instructions,
+                input=call_input,
                 model_settings=settings,
                 tools=list(agent.tools),
                 previous_response_id=chain_id,
                 conversation_id=conversation_id,
             )
             # Checked before any of it is used or stored: a malformed answer fails here.
-            response = check_response(await _call_model(model, request, streaming))
+            streamed = _StreamedOutputs(save_item)
+            response = check_response(await _call_model(model, request, streaming, streamed))
             state.raw_responses.append(response)
             state.usage.add_response_usage(response.usage)
 
@@ -392,17 +435,16 @@ async def _execute(
                     f"(output types: {[item.type for item in response.output]})"
                 )
             if streaming is not None:
-                for item in outputs:
-                    streaming._emit(RunItemEvent(item=item))
-            tool_outputs = await _run_tools(calls, tools, agent)
-            if streaming is not None:
-                for item in tool_outputs:
-                    streaming._emit(RunItemEvent(item=item))
+                # Streamed: what the stream did not report as done is saved (and announced)
+                # now, before any tool runs; each tool output is saved as it is produced.
+                await streamed.finish(outputs)
+            tool_outputs = await _run_tools(calls, tools, agent, on_output=save_item)
 
             turn_items = outputs + tool_outputs
             if session is not None:
-                # One write per turn: a tool call is never stored without its output.
-                await await_session_mutation(session.add_items(turn_items))
+                if streaming is None:
+                    # One write per turn: a tool call is never stored without its output.
+                    await await_session_mutation(session.add_items(turn_items))
                 await _maybe_compact(session, response, settings.store, state)
             state.new_items.extend(turn_items)
             if previous_response_id is not None:
@@ -427,7 +469,10 @@ async def _execute(
 
 
 async def _call_model(
-    model: Model, request: ModelRequest, streaming: RunResultStreaming | None
+    model: Model,
+    request: ModelRequest,
+    streaming: RunResultStreaming | None,
+    streamed: _StreamedOutputs,
 ) -> Response:
     if streaming is None:
         return await model.get_response(request)
@@ -447,6 +492,9 @@ async def _call_model(
                 streaming._emit(TextDeltaEvent(delta=delta, item_id=item_id))
                 continue
             streaming._emit(RawResponseEvent(data=event))
+            if kind == "response.output_item.done":
+                index, item = getattr(event, "output_index", None), getattr(event, "item", None)
+                await streamed.done(index, item)
             if kind in ("response.completed", "response.incomplete"):
                 final = getattr(event, "response", None)
     finally:
@@ -460,9 +508,16 @@ async def _call_model(
 
 
 async def _run_tools(
-    calls: list[ResponseFunctionToolCall], tools: dict[str, FunctionTool], agent: Agent
+    calls: list[ResponseFunctionToolCall],
+    tools: dict[str, FunctionTool],
+    agent: Agent,
+    *,
+    on_output: _ItemSaver | None = None,
 ) -> list[TResponseInputItem]:
-    """Run the requested tools concurrently; outputs come back in the order of the calls."""
+    """Run the requested tools concurrently; outputs come back in the order of the calls.
+
+    `on_output` (streamed runs) receives each output as soon as its tool returns.
+    """
     for call in calls:
         if call.name not in tools:
             known = ", ".join(sorted(tools)) or "none"
@@ -470,18 +525,25 @@ async def _run_tools(
                 f"the model called tool {call.name!r}, which agent {agent.name!r} does not "
                 f"have (its tools: {known})"
             )
-    tasks = [asyncio.ensure_future(tools[call.name].on_invoke(call.arguments)) for call in calls]
+
+    async def invoke(call: ResponseFunctionToolCall) -> TResponseInputItem:
+        text = await tools[call.name].on_invoke(call.arguments)
+        output = cast(
+            TResponseInputItem,
+            {"type": "function_call_output", "call_id": call.call_id, "output": text},
+        )
+        if on_output is not None:
+            await on_output([output])
+        return output
+
+    tasks = [asyncio.ensure_future(invoke(call)) for call in calls]
     try:
-        texts = await asyncio.gather(*tasks)
+        return list(await asyncio.gather(*tasks))
     except BaseException:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
-    return [
-        {"type": "function_call_output", "call_id": call.call_id, "output": text}
-        for call, text in zip(calls, texts, strict=True)
-    ]
 
 
 async def _maybe_compact(
@@ -500,3 +562,126 @@ def _message_text(response: Response) -> str:
     messages = [item for item in response.output if item.type == "message"]
     last = messages[-1]
     return "".join(part.text for part in last.content if part.type == "output_text")
+
+
+_ItemSaver = Callable[[list[TResponseInputItem]], Awaitable[None]]
+"""Saves (and, in a streamed run, announces) items as they are produced."""
+
+
+def _item_saver(session: Session | None, streaming: RunResultStreaming | None) -> _ItemSaver | None:
+    """In a streamed run: save each batch of completed items at once, then announce it."""
+    if streaming is None:
+        return None
+
+    async def save(items: list[TResponseInputItem]) -> None:
+        if session is not None:
+            await await_session_mutation(session.add_items(items))
+        for item in items:
+            streaming._emit(RunItemEvent(item=item))
+
+    return save
+
+
+class _StreamedOutputs:
+    """The output items of one streamed response, saved as the stream reports each one done.
+
+    A reasoning item is held until the item it precedes is done (the Responses API rejects a
+    reasoning item without its following item), then both are saved in one write. `finish`
+    saves what the stream did not report, so no item is saved twice or left out.
+    """
+
+    def __init__(self, save: _ItemSaver | None) -> None:
+        self._save = save
+        self._saved: set[int] = set()
+        self._held: list[tuple[int, TResponseInputItem]] = []
+
+    async def done(self, index: Any, raw: Any) -> None:
+        if self._save is None or not isinstance(index, int) or raw is None:
+            return
+        what = "the streamed response"
+        check_output_item(index, raw, what)
+        item = _storable(output_item_to_input_item(raw), what)
+        self._held.append((index, item))
+        if item.get("type") == "reasoning":
+            return
+        batch, self._held = self._held, []
+        await self._save([held for _, held in batch])
+        self._saved.update(position for position, _ in batch)
+
+    async def finish(self, outputs: list[TResponseInputItem]) -> None:
+        if self._save is None:
+            return
+        rest = [item for index, item in enumerate(outputs) if index not in self._saved]
+        self._held = []
+        if rest:
+            await self._save(rest)
+            self._saved.update(range(len(outputs)))
+
+
+def _storable(item: TResponseInputItem, what: str) -> TResponseInputItem:
+    try:
+        # Every item the session would store must be storable (a lone surrogate in the text is
+        # valid JSON but not UTF-8): unusable, before anything is stored.
+        encode_items([item])
+    except TypeError as exc:
+        raise ModelBehaviorError(
+            f"{what}: its output cannot be stored: {str(exc).replace('item ', 'output item ', 1)}"
+        ) from exc
+    return item
+
+
+def _pending_tool_calls(history: list[TResponseInputItem]) -> list[ResponseFunctionToolCall]:
+    """Function calls at the end of the history (after its last message) that have no output."""
+    tail_start = len(history)
+    while tail_start > 0:
+        previous = cast(Mapping[str, Any], history[tail_start - 1])
+        if previous.get("type", "message") == "message" or "role" in previous:
+            break
+        tail_start -= 1
+    tail = [cast(Mapping[str, Any], item) for item in history[tail_start:]]
+    answered = {item.get("call_id") for item in tail if item.get("type") == "function_call_output"}
+    pending: list[ResponseFunctionToolCall] = []
+    for item in tail:
+        if item.get("type") == "function_call" and item.get("call_id") not in answered:
+            pending.append(
+                ResponseFunctionToolCall(
+                    type="function_call",
+                    name=str(item.get("name")),
+                    arguments=str(item.get("arguments")),
+                    call_id=str(item.get("call_id")),
+                )
+            )
+    return pending
+
+
+async def _filter_model_input(
+    config: RunConfig,
+    agent: Agent,
+    items: list[TResponseInputItem],
+    instructions: str | None,
+) -> tuple[list[TResponseInputItem], str | None]:
+    """Pass one model call's input through `RunConfig.call_model_input_filter`, if any."""
+    model_filter = config.call_model_input_filter
+    if model_filter is None:
+        return items, instructions
+    if not callable(model_filter):
+        raise UserError(
+            f"call_model_input_filter must be a function, not {type(model_filter).__name__}"
+        )
+    data = CallModelData(
+        model_data=ModelInputData(input=copy.deepcopy(items), instructions=instructions),
+        agent=agent,
+    )
+    returned: Any = model_filter(data)
+    if inspect.isawaitable(returned):
+        returned = await returned
+    new_input = getattr(returned, "input", None)
+    new_instructions = getattr(returned, "instructions", None)
+    if not isinstance(new_input, list) or not (
+        new_instructions is None or isinstance(new_instructions, str)
+    ):
+        raise UserError(
+            "call_model_input_filter must return a ModelInputData (an input list and "
+            f"instructions), not {type(returned).__name__}"
+        )
+    return new_input, new_instructions

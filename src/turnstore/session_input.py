@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from .exceptions import UserError
-from .items import OUTPUT_TYPE_OF_CALL, TResponseInputItem
+from .items import TResponseInputItem
+from .memory.history import drop_orphan_tool_outputs
 
 __all__ = [
     "MergedInput",
@@ -33,8 +34,6 @@ SessionInputCallback: TypeAlias = Callable[
 
 It receives copies, so it may change them freely. Items it returns that came from the history are
 not saved again; everything else it returns (the new input, or items it made up) is saved."""
-
-_OUTPUT_TYPES = frozenset(OUTPUT_TYPE_OF_CALL.values())
 
 
 @dataclass(frozen=True)
@@ -132,32 +131,3 @@ async def merge_session_input(
         model_input=drop_orphan_tool_outputs([copy.deepcopy(item) for item in returned]),
         to_save=to_save,
     )
-
-
-def drop_orphan_tool_outputs(items: list[TResponseInputItem]) -> list[TResponseInputItem]:
-    """Remove tool outputs whose call is not in the list.
-
-    A history limit can cut a conversation between a tool call and its output; the Responses API
-    rejects an output without its call, so the orphan is left out of the model's input (the
-    session itself keeps it).
-
-    Args:
-        items: Input items in order.
-
-    Returns:
-        A new list without the orphaned outputs.
-    """
-    call_ids = {
-        item.get("call_id")
-        for item in items
-        if isinstance(item, dict) and item.get("type") in OUTPUT_TYPE_OF_CALL
-    }
-    return [
-        item
-        for item in items
-        if not (
-            isinstance(item, dict)
-            and item.get("type") in _OUTPUT_TYPES
-            and item.get("call_id") not in call_ids
-        )
-    ]

@@ -10,8 +10,12 @@ from turnstore.memory.settings import coerce_session_settings
 
 def test_defaults_and_to_dict() -> None:
     assert SessionSettings().limit is None
-    assert SessionSettings(limit=3).to_dict() == {"limit": 3}
-    assert SessionSettings().to_dict() == {"limit": None}
+    assert SessionSettings(limit=3).to_dict() == {
+        "limit": 3,
+        "limit_turns": None,
+        "limit_tokens": None,
+    }
+    assert SessionSettings().to_dict() == {"limit": None, "limit_turns": None, "limit_tokens": None}
 
 
 def test_resolve_overlays_only_non_none_fields() -> None:
@@ -87,3 +91,18 @@ def test_settings_object_of_another_library_is_accepted() -> None:
 def test_object_without_to_dict_is_rejected_by_name() -> None:
     with pytest.raises(TypeError, match="not object"):
         SessionSettings().resolve(object())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["limit_turns", "limit_tokens"])
+def test_turn_and_token_limits_are_checked_like_limit(name: str) -> None:
+    assert SessionSettings(**{name: 0}).to_dict()[name] == 0
+    with pytest.raises(ValueError, match=rf"{name} must be >= 0"):
+        SessionSettings(**{name: -1})
+    with pytest.raises(TypeError, match=rf"{name} must be an int or None"):
+        SessionSettings(**{name: True})
+    with pytest.raises(TypeError, match=rf"{name} must be an int or None"):
+        coerce_session_settings({name: "3"})
+    # A run's settings overlay the session's, field by field.
+    merged = SessionSettings(limit=50, **{name: 5}).resolve({name: 2})
+    assert merged.limit == 50
+    assert getattr(merged, name) == 2

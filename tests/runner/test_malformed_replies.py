@@ -252,7 +252,7 @@ def test_run_sync_maps_a_malformed_reply(
 
 
 @pytest.mark.parametrize("name", [*list(STREAMED), "empty object"])
-async def test_run_streamed_maps_a_malformed_stream_and_keeps_only_the_input(
+async def test_run_streamed_maps_a_malformed_stream_and_keeps_only_what_was_done(
     name: str, fake_openai: FakeOpenAIServer, tmp_path: Path
 ) -> None:
     reply, expected = STREAMED[name] if name in STREAMED else PLAIN[name]
@@ -272,9 +272,17 @@ async def test_run_streamed_maps_a_malformed_stream_and_keeps_only_the_input(
         with pytest.raises(TurnstoreError) as info:
             await consume()
     _assert_mapped(info.value, expected)
-    assert "run_item" not in kinds
     assert "run_complete" not in kinds
-    assert await _stored(db, "s") == [{"role": "user", "content": "question"}]
+    stored = await _stored(db, "s")
+    assert stored[0] == {"role": "user", "content": "question"}
+    if name == "ends without response.completed":
+        # The message was reported done before the stream broke: a streamed run saves each
+        # item as it is done, so it is kept (once), and announced.
+        assert [item.get("type") for item in stored[1:]] == ["message"]
+        assert kinds.count("run_item") == 1
+    else:
+        assert stored == [{"role": "user", "content": "question"}]
+        assert "run_item" not in kinds
 
 
 async def test_a_malformed_second_turn_keeps_the_first_turn_whole(

@@ -73,7 +73,7 @@ async def test_events_in_order_and_final_result() -> None:
             pass
 
 
-async def test_leaving_the_stream_early_cancels_without_a_half_turn() -> None:
+async def test_leaving_the_stream_early_cancels_and_keeps_the_items_already_done() -> None:
     result, session = stalled_run("st-early", then="never")
     async with contextlib.aclosing(result.stream_events()) as events:
         async for event in events:
@@ -81,7 +81,8 @@ async def test_leaving_the_stream_early_cancels_without_a_half_turn() -> None:
                 break
     assert result._task is not None
     assert result._task.cancelled()
-    assert [i.get("type", "user") for i in await session.get_items()] == ["user"]
+    # The function call was saved when the stream reported it done; its tool never returned.
+    assert [i.get("type", "user") for i in await session.get_items()] == ["user", "function_call"]
     assert not result.is_complete
 
 
@@ -115,7 +116,7 @@ async def test_cancel_stops_the_stream() -> None:
 
     with pytest.raises(asyncio.CancelledError):
         await consume()
-    assert len(await session.get_items()) == 1
+    assert len(await session.get_items()) == 2
 
 
 async def test_breaking_out_of_the_loop_cancels_once_the_generator_is_finalised() -> None:
@@ -128,4 +129,4 @@ async def test_breaking_out_of_the_loop_cancels_once_the_generator_is_finalised(
     # The event loop closes the abandoned generator (its finaliser hook), which cancels the run.
     await asyncio.wait_for(asyncio.wait((task,)), 10)
     assert task.cancelled()
-    assert len(await session.get_items()) == 1
+    assert len(await session.get_items()) == 2

@@ -8,6 +8,7 @@ against the class it imported itself), so the SDK's tests and its Runner use our
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import sys
 
@@ -23,13 +24,17 @@ _MODULES = [
     "agents.memory.sqlite_session",
     "agents.run",
     "agents.run_config",
+    "agents.extensions",
     "agents.extensions.memory",
+    "agents.extensions.tool_output_trimmer",
 ]
 _NAMES = {
     "SQLiteSession": turnstore.SQLiteSession,
     "SessionSettings": turnstore.SessionSettings,
     "OpenAIConversationsSession": turnstore.OpenAIConversationsSession,
     "OpenAIResponsesCompactionSession": turnstore.OpenAIResponsesCompactionSession,
+    "AsyncSQLiteSession": turnstore.AsyncSQLiteSession,
+    "ToolOutputTrimmer": turnstore.ToolOutputTrimmer,
 }
 for _optional in ("EncryptedSession", "AdvancedSQLiteSession"):
     if hasattr(turnstore, _optional):
@@ -43,6 +48,9 @@ def _rebind() -> None:
         importlib.import_module("agents.extensions.memory.encrypt_session")
     if "AdvancedSQLiteSession" in _NAMES:
         importlib.import_module("agents.extensions.memory.advanced_sqlite_session")
+    if importlib.util.find_spec("aiosqlite") is not None:
+        # The SDK's own AsyncSQLiteSession module needs aiosqlite (turnstore's does not).
+        importlib.import_module("agents.extensions.memory.async_sqlite_session")
     for module_name, module in list(sys.modules.items()):
         if module_name != "agents" and not module_name.startswith("agents."):
             continue
@@ -51,7 +59,7 @@ def _rebind() -> None:
                 setattr(module, name, ours)
     # The extension package resolves its names lazily: bind them as attributes.
     extensions = sys.modules["agents.extensions.memory"]
-    for name in ("EncryptedSession", "AdvancedSQLiteSession"):
+    for name in ("EncryptedSession", "AdvancedSQLiteSession", "AsyncSQLiteSession"):
         if name in _NAMES:
             setattr(extensions, name, _NAMES[name])
 

@@ -164,9 +164,6 @@ _ENCRYPTED_DIFFERENCES = {
         "test_encrypted_pop_authentication_is_atomic_with_concurrent_mutations[clear]",
         "test_encrypted_pop_cancellation_waits_for_authentication_rollback",
     ],
-    "needs the aiosqlite driver (a SQLAlchemy sqlite URL), not a turnstore dependency": [
-        "test_encrypted_pop_preserves_sqlalchemy_history",
-    ],
     "documented difference: session methods take no `wrapper=` (RunContextWrapper) argument": [
         "test_encrypted_session_forwards_wrapper_to_all_underlying_operations",
     ],

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .closing import Closing
 from .extras import missing_extra
+from .history import estimate_item_tokens, load_history
 from .mutation import await_session_mutation
 from .open_store import open_session_store
 from .openai.compaction import CompactionTriggerContext, OpenAIResponsesCompactionSession
@@ -29,6 +30,7 @@ from .session import (
 )
 from .settings import SessionSettings, resolve_session_limit
 from .sqlite.advanced import AdvancedSQLiteSession
+from .sqlite.async_session import AsyncSQLiteSession
 from .sqlite.session import SQLiteSession
 from .store import SessionInfo, SessionRecord, SessionStats, SessionStore
 
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AdvancedSQLiteSession",
+    "AsyncSQLiteSession",
     "AtomicReplacementSession",
     "Closing",
     "CompactionTriggerContext",
@@ -60,9 +63,11 @@ __all__ = [
     "SessionStore",
     "UsageRecordingSession",
     "await_session_mutation",
+    "estimate_item_tokens",
     "is_atomic_replacement_session",
     "is_openai_responses_compaction_aware_session",
     "is_usage_recording_session",
+    "load_history",
     "open_session_store",
     "resolve_session_limit",
 ]

@@ -25,9 +25,20 @@ class SessionSettings:
     through `RunConfig(session_settings=...)`. Anywhere settings are accepted, a plain dict with the
     same keys is accepted too.
 
+    A run loads the latest items of the history that fit every limit set here (see
+    [`load_history`][turnstore.load_history]); the window never starts with a tool output
+    whose call was cut off.
+
     Attributes:
         limit: How many of the latest items to load as history before each run. `None` loads the
-            whole history; `0` loads nothing.
+            whole history; `0` loads nothing. `session.get_items()` without a limit uses it too.
+        limit_turns: How many of the latest turns a run loads. A turn starts at a user message
+            and runs to the next one; items stored before the first user message belong to no
+            turn and are loaded only when the whole history fits. `None`: no turn limit.
+        limit_tokens: An estimated token budget for the history a run loads: the latest items
+            whose estimated tokens add up to at most this many (see
+            [`estimate_item_tokens`][turnstore.estimate_item_tokens]: a quarter of the
+            length of each item's JSON, rounded up). `None`: no budget.
 
     Example:
         ```python
@@ -36,20 +47,31 @@ class SessionSettings:
         base = SessionSettings(limit=50)
         assert base.resolve({"limit": 10}).limit == 10
         assert base.resolve(SessionSettings()).limit == 50  # None fields do not override
+
+        # The last 5 turns, at most about 8,000 tokens of them.
+        fitting = SessionSettings(limit_turns=5, limit_tokens=8_000)
         ```
     """
 
     limit: int | None = None
+    limit_turns: int | None = None
+    limit_tokens: int | None = None
 
     def __post_init__(self) -> None:
-        limit = self.limit
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
-            raise TypeError(
-                "SessionSettings.limit must be an int or None, "
-                f"not {type(limit).__name__}: {limit!r}"
-            )
-        if limit is not None and limit < 0:
-            raise ValueError(f"SessionSettings.limit must be >= 0 or None, got {limit}")
+        for name in ("limit", "limit_turns", "limit_tokens"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise TypeError(
+                    f"SessionSettings.{name} must be an int or None, "
+                    f"not {type(value).__name__}: {value!r}"
+                )
+            if value is not None and value < 0:
+                raise ValueError(f"SessionSettings.{name} must be >= 0 or None, got {value}")
+
+    @property
+    def fits_by_items_only(self) -> bool:
+        """Whether only `limit` (or nothing) bounds the history: no turn or token limit."""
+        return self.limit_turns is None and self.limit_tokens is None
 
     def resolve(self, override: SessionSettingsLike | None) -> SessionSettings:
         """Return these settings with the override's non-None fields laid on top.

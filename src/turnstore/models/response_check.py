@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from ..exceptions import ModelBehaviorError
 
-__all__ = ["check_response", "check_usage"]
+__all__ = ["check_output_item", "check_response", "check_usage"]
 
 
 def _field(value: Any, name: str) -> Any:
@@ -74,7 +74,18 @@ def check_usage(usage: Any, what: str) -> ResponseUsage | None:
     return usage  # type: ignore[no-any-return]
 
 
-def _check_item(index: int, item: Any, what: str) -> None:
+def check_output_item(index: int, item: Any, what: str) -> None:
+    """Check one output item of a response (a streamed run checks each as it is done).
+
+    Args:
+        index: The item's position in the response's output.
+        item: The item (a pydantic model or a dict).
+        what: Names the response in the error message.
+
+    Raises:
+        ModelBehaviorError: The item has no type, or a message or function call in it lacks a
+            field the runner reads.
+    """
     kind = _field(item, "type")
     if not isinstance(kind, str) or not kind:
         raise ModelBehaviorError(
@@ -140,6 +151,6 @@ def check_response(response: Any) -> Response:
             f"{what} has no output list (got {type(output).__name__}: {output!r:.200})"
         )
     for index, item in enumerate(output):
-        _check_item(index, item, what)
+        check_output_item(index, item, what)
     check_usage(getattr(response, "usage", None), what)
     return response

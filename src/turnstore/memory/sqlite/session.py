@@ -139,7 +139,7 @@ class SQLiteSession(SessionABC, AsyncCloseable):
     def _check_open(self) -> None:
         if self._closed:
             raise SessionClosedError(
-                f"SQLiteSession is closed (session {self.session_id!r} on {self.db_path!r})"
+                f"{type(self).__name__} is closed (session {self.session_id!r} on {self.db_path!r})"
             )
 
     # --- plumbing ---------------------------------------------------------------------------

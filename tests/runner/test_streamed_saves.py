@@ -1,0 +1,227 @@
+"""Streamed runs save each item as it is done: a cancel loses nothing produced, a resume adds
+nothing twice. Through the real `openai` client against the fake server."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from typing import Any
+
+from turnstore import Agent, RunConfig, RunItemEvent, Runner, SQLiteSession, function_tool
+from turnstore.testing import (
+    FakeOpenAIServer,
+    function_call_item,
+    response_body,
+    text_response,
+    tool_call_response,
+)
+
+
+def _shape(items: list[Any]) -> list[str]:
+    return [str(item.get("type") or item.get("role")) for item in items]
+
+
+async def test_a_cancelled_stream_keeps_the_done_call_and_a_resume_completes_it_once(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    calls: list[str] = []
+
+    @function_tool
+    async def lookup(key: str) -> str:
+        """Look a key up."""
+        calls.append(key)
+        return f"value of {key}"
+
+    fake_openai.enqueue(
+        tool_call_response("lookup", {"key": "a"}, call_id="call_1"), text_response("done")
+    )
+    async with (
+        fake_openai.async_client() as client,
+        SQLiteSession("s", tmp_path / "chats.db") as session,
+    ):
+        agent = Agent(name="A", tools=[lookup])
+        config = RunConfig(openai_client=client)
+        result = Runner.run_streamed(agent, "look up a", session=session, run_config=config)
+
+        async def consume() -> None:
+            async with contextlib.aclosing(result.stream_events()) as events:
+                async for event in events:
+                    if isinstance(event, RunItemEvent):
+                        assert event.item["type"] == "function_call"
+                        result.cancel()  # after the first completed item
+
+        consumer = asyncio.ensure_future(consume())
+        await asyncio.wait((consumer,))
+        assert consumer.cancelled() or isinstance(consumer.exception(), asyncio.CancelledError)
+        # The call was saved as soon as the stream reported it done.
+        assert _shape(await session.get_items()) == ["user", "function_call"]
+
+        resumed = await Runner.run(agent, [], session=session, run_config=config)
+        assert resumed.final_output == "done"
+        history = await session.get_items()
+        assert _shape(history) == ["user", "function_call", "function_call_output", "message"]
+        assert history[2] == {
+            "type": "function_call_output",
+            "call_id": "call_1",
+            "output": "value of a",
+        }
+        # Cancelled as the call was announced, the first run never ran the tool: the resume did.
+        assert calls == ["a"]
+        # The model got the completed turn: the call followed by its output.
+        resumed_input = fake_openai.requests_to("/v1/responses")[-1].body["input"]
+        assert _shape(resumed_input) == ["user", "function_call", "function_call_output"]
+
+
+async def test_a_streamed_run_that_completes_saves_each_item_once(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    @function_tool
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return f"value of {key}"
+
+    fake_openai.enqueue(
+        tool_call_response("lookup", {"key": "a"}, call_id="call_1"), text_response("done")
+    )
+    async with (
+        fake_openai.async_client() as client,
+        SQLiteSession("s", tmp_path / "chats.db") as session,
+    ):
+        result = Runner.run_streamed(
+            Agent(name="A", tools=[lookup]),
+            "look up a",
+            session=session,
+            run_config=RunConfig(openai_client=client),
+        )
+        seen_at_event: list[int] = []
+        async for event in result.stream_events():
+            if isinstance(event, RunItemEvent):
+                # Each item is stored by the time it is announced.
+                seen_at_event.append(len(await session.get_items()))
+        history = await session.get_items()
+    assert _shape(history) == ["user", "function_call", "function_call_output", "message"]
+    # Each item was stored by the time it was announced (a later one may be stored too: the
+    # tool runs while the consumer reads).
+    assert len(seen_at_event) == 3
+    assert all(seen >= n for seen, n in zip(seen_at_event, [2, 3, 4], strict=True))
+    assert result.new_items == history[1:]
+
+
+async def test_a_reasoning_item_is_saved_with_the_item_it_precedes(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    fake_openai.enqueue(
+        response_body(
+            [
+                {"type": "reasoning", "id": "rs_1", "summary": []},
+                function_call_item("lookup", {"key": "a"}, call_id="call_1"),
+            ]
+        ),
+        text_response("done"),
+    )
+    writes: list[list[str]] = []
+
+    class RecordingSession(SQLiteSession):
+        """The real SQLite session, recording the shape of each write it is given."""
+
+        async def add_items(self, items: list[Any]) -> None:
+            writes.append(_shape(items))
+            await super().add_items(items)
+
+    @function_tool
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return key
+
+    async with (
+        fake_openai.async_client() as client,
+        RecordingSession("s", tmp_path / "chats.db") as session,
+    ):
+        result = Runner.run_streamed(
+            Agent(name="A", tools=[lookup]),
+            "go",
+            session=session,
+            run_config=RunConfig(openai_client=client),
+        )
+        async for _event in result.stream_events():
+            pass
+        history = await session.get_items()
+    # The reasoning item waited for its function call: both were saved in one write, never
+    # the reasoning item alone.
+    assert ["reasoning", "function_call"] in writes
+    assert ["reasoning"] not in writes
+    assert _shape(history) == [
+        "user",
+        "reasoning",
+        "function_call",
+        "function_call_output",
+        "message",
+    ]
+
+
+async def test_a_resume_runs_only_the_tools_whose_output_was_not_saved(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    gate = asyncio.Event()
+    ran: list[str] = []
+
+    @function_tool
+    async def fast(key: str) -> str:
+        """Answer at once."""
+        ran.append(f"fast {key}")
+        return "quick"
+
+    @function_tool
+    async def slow(key: str) -> str:
+        """Answer late the first time."""
+        ran.append(f"slow {key}")
+        if ran.count(f"slow {key}") == 1:
+            await gate.wait()  # never set: the first run is cancelled while this waits
+        return "late"
+
+    fake_openai.enqueue(
+        response_body(
+            [
+                function_call_item("slow", {"key": "s"}, call_id="call_slow"),
+                function_call_item("fast", {"key": "f"}, call_id="call_fast"),
+            ]
+        ),
+        text_response("done"),
+    )
+    async with (
+        fake_openai.async_client() as client,
+        SQLiteSession("s", tmp_path / "chats.db") as session,
+    ):
+        agent = Agent(name="A", tools=[slow, fast])
+        config = RunConfig(openai_client=client)
+        result = Runner.run_streamed(agent, "go", session=session, run_config=config)
+
+        async def consume() -> None:
+            async with contextlib.aclosing(result.stream_events()) as events:
+                async for event in events:
+                    item = event.item if isinstance(event, RunItemEvent) else {}
+                    if item.get("type") == "function_call_output":
+                        assert item["call_id"] == "call_fast"
+                        result.cancel()  # the slow tool is still running
+
+        consumer = asyncio.ensure_future(consume())
+        await asyncio.wait((consumer,))
+        assert consumer.cancelled() or isinstance(consumer.exception(), asyncio.CancelledError)
+        assert [f"{i['type']}:{i['call_id']}" for i in (await session.get_items())[1:]] == [
+            "function_call:call_slow",
+            "function_call:call_fast",
+            "function_call_output:call_fast",
+        ]
+
+        await Runner.run(agent, [], session=session, run_config=config)
+        history = await session.get_items()
+    assert ran == ["slow s", "fast f", "slow s"]  # the fast tool did not run again
+    assert [item.get("call_id", item.get("type") or item.get("role")) for item in history] == [
+        "user",
+        "call_slow",
+        "call_fast",
+        "call_fast",
+        "call_slow",
+        "message",
+    ]
