@@ -19,7 +19,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "SQLAlchemySession needs SQLAlchemy and asyncpg: pip install 'turnstore[postgres]'"
     ) from exc
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import delete, insert, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -40,6 +40,7 @@ from .schema import (
     MAX_SESSION_ID_LENGTH,
     create_missing_tables,
     lock_session_row,
+    now,
     session_tables,
 )
 
@@ -414,7 +415,12 @@ class SQLAlchemySession(PooledSession):
                     item = decode_item(data, where=f"row {row_id} of session {sid!r}")
                     if item is None:
                         continue
-                    await conn.execute(delete(m).where(m.c.id == row_id))
+                    deleted = await conn.execute(delete(m).where(m.c.id == row_id))
+                    if not deleted.rowcount:
+                        # Another pop took this row between our read and our delete (a
+                        # connection shared by both, as SQLite's in-memory engines do): it
+                        # returns that item, this pop the next one.
+                        continue
                     await self._touch(conn)
                     return item
                 before = rows[-1][0]
@@ -422,7 +428,7 @@ class SQLAlchemySession(PooledSession):
     async def _touch(self, conn: AsyncConnection) -> None:
         s = self._sessions
         await conn.execute(
-            update(s).where(s.c.session_id == self.session_id).values(updated_at=func.now())
+            update(s).where(s.c.session_id == self.session_id).values(updated_at=now())
         )
 
     async def _clear(self) -> None:
