@@ -205,18 +205,24 @@ class SQLAlchemyStore(SessionStore):
             {"session_id": session_id, "message_data": data, "created_at": at}
             for data, at in zip(write.encoded, write.created, strict=True)
         ]
+        from .engine import retry_deadlocks
+
         session = self.session(session_id)
+
+        async def transaction() -> None:
+            async with self._engine.begin() as conn:
+                await session._lock_session_row(conn, create=True)  # type: ignore[attr-defined]
+                if write.replace:
+                    await conn.execute(delete(self._m).where(self._m.c.session_id == session_id))
+                if rows:
+                    await conn.execute(insert(self._m), rows)
+
         try:
             async with self._errors(missing_table_ok=False):
                 await session._ensure_tables()  # type: ignore[attr-defined]
-                async with self._engine.begin() as conn:
-                    await session._lock_session_row(conn, create=True)  # type: ignore[attr-defined]
-                    if write.replace:
-                        await conn.execute(
-                            delete(self._m).where(self._m.c.session_id == session_id)
-                        )
-                    if rows:
-                        await conn.execute(insert(self._m), rows)
+                # InnoDB may pick one of several concurrent imports as a deadlock victim, as it
+                # may a session's write: run it again, as the session does.
+                await retry_deadlocks(transaction)
         finally:
             await session.close()  # type: ignore[attr-defined]
 
