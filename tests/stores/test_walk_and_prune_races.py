@@ -333,3 +333,54 @@ class TestRedis(_Redis):
 @pytest.mark.services
 class TestRedisCluster(_Redis):
     url_fixture = "redis_cluster_url"
+
+
+@pytest.mark.services
+async def test_prune_reads_whole_second_stamps_of_earlier_mariadb_tables(mysql_url: str) -> None:
+    # Tables made by the previous release have DATETIME columns (whole seconds): a stamp may
+    # stand for any moment of its second, so a session written just after a cutoff in the same
+    # second is kept. New tables have DATETIME(6).
+    from sqlalchemy import text
+
+    from turnstore.memory.sqlalchemy.session import create_engine_for_url
+
+    sessions, messages = unique_tables("old")
+    engine = create_engine_for_url(mysql_url)
+    async with engine.begin() as conn:
+        await conn.execute(
+            text(
+                f"CREATE TABLE {sessions} (session_id VARCHAR(255) PRIMARY KEY, "
+                "created_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP, "
+                "updated_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP) "
+                "CHARSET utf8mb4 COLLATE utf8mb4_bin"
+            )
+        )
+        await conn.execute(
+            text(
+                f"CREATE TABLE {messages} (id BIGINT AUTO_INCREMENT PRIMARY KEY, "
+                "session_id VARCHAR(255) NOT NULL, message_data LONGTEXT NOT NULL, "
+                "created_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP, "
+                f"FOREIGN KEY (session_id) REFERENCES {sessions} (session_id) ON DELETE CASCADE, "
+                "INDEX (session_id, id)) CHARSET utf8mb4 COLLATE utf8mb4_bin"
+            )
+        )
+    store = open_session_store(mysql_url, sessions_table=sessions, messages_table=messages)
+    try:
+        for attempt in range(5):
+            session_id = f"late-{attempt}"
+            mark = datetime.now(UTC)
+            await asyncio.sleep(0.005)
+            await store.write_records(session_id, [SessionRecord(session_id, _item("x"), None)])
+            older_than = datetime.now(UTC) - mark + timedelta(milliseconds=1)
+            await store.delete_idle_sessions(older_than)
+            assert await store.get_info(session_id) is not None
+        async with engine.connect() as conn:
+            fractions = await conn.execute(text(f"SELECT MICROSECOND(updated_at) FROM {sessions}"))
+            assert {row[0] for row in fractions} == {0}  # whole seconds, as those tables keep
+        await asyncio.sleep(1.01)
+        assert await store.delete_idle_sessions(0) >= 1
+        assert await store.list_sessions() == []
+    finally:
+        await store.close()
+        await drop_tables(engine, (sessions, messages))
+        await engine.dispose()
