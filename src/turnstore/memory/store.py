@@ -180,6 +180,9 @@ class SessionStore(AsyncCloseable):
     ) -> list[SessionInfo]:
         """Return sessions, the most recently active first.
 
+        A page is a window by position: a session written between two calls moves to the front
+        and shifts the later pages. To visit every session once, use `iter_sessions`.
+
         Args:
             offset: How many sessions to skip (for paging).
             limit: The most to return.
@@ -262,10 +265,14 @@ class SessionStore(AsyncCloseable):
     async def delete_idle_sessions(self, older_than: timedelta | float) -> int:
         """Delete every session whose last activity is older than `older_than`, in one call.
 
-        A session is idle from its last write (`add_items`, `pop_item`, an import); SQLite
-        records that time to the second. Its items (and, on SQLite, its archived items) go with
-        it. On SQLite and SQL databases it is one transaction; on Redis each batch of 500
-        sessions is one atomic script that keeps a session written to since the batch was read.
+        A session is idle from its last write (`add_items`, `pop_item`, an import), recorded to
+        the millisecond (SQLite, Redis) or the microsecond (PostgreSQL, MySQL/MariaDB) and
+        compared at that precision: a session written after the cutoff is never deleted. A
+        whole-second time stored by an earlier release or by the OpenAI Agents SDK counts as the
+        end of its second. Its items (and, on SQLite, its archived items) go with it. On SQLite
+        and SQL databases it is one transaction, so a write that comes while it runs waits and
+        then lands in a new session; on Redis each batch of 500 sessions is one atomic script
+        that keeps a session written to since the batch was read.
 
         Args:
             older_than: The idle time, as a `timedelta` or seconds (`0` deletes every session
