@@ -9,10 +9,12 @@ the rows it did not touch as they were.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from turnstore import SQLiteSession, open_session_store
@@ -123,3 +125,36 @@ def test_the_cli_reads_a_previous_release_file(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert [json.loads(line) for line in done.stdout.splitlines()] == ITEMS["user_42"]
+
+
+async def test_prune_reads_whole_second_stamps_of_a_previous_release_file(tmp_path: Path) -> None:
+    # The previous release (and the OpenAI Agents SDK) stored last activity to the second
+    # (CURRENT_TIMESTAMP). Such a stamp may stand for any moment of its second: it is idle only
+    # when its whole second is before the cutoff. New writes are stored to the millisecond.
+    db = tmp_path / "written_by_0.1.0.db"
+    write_previous_release_file(db)
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute(
+            "UPDATE agent_sessions SET updated_at = '2020-01-01 00:00:00' "
+            "WHERE session_id = 'other'"
+        )
+    conn.close()
+    [(stamp,)] = rows(db, "SELECT updated_at FROM agent_sessions WHERE session_id = 'user_42'")
+    assert len(str(stamp)) == 19  # whole seconds, as the previous release wrote it
+    written = datetime.fromisoformat(str(stamp)).replace(tzinfo=UTC)
+    while datetime.now(UTC) < written + timedelta(seconds=1):  # the cutoff below is in the past
+        await asyncio.sleep(0.05)
+
+    async with open_session_store(db) as store:
+        # A cutoff inside user_42's second: it may have been written after it, so it stays.
+        inside = datetime.now(UTC) - (written + timedelta(milliseconds=500))
+        assert await store.delete_idle_sessions(inside) == 1  # only 'other', from 2020
+        assert await store.get_info("user_42") is not None
+        async with SQLiteSession("user_42", db) as session:
+            await session.add_items([{"role": "user", "content": "later"}])
+        [(stamp,)] = rows(db, "SELECT updated_at FROM agent_sessions WHERE session_id = 'user_42'")
+        assert len(str(stamp)) == 23  # milliseconds from now on
+        # A cutoff after the whole second (and after the new write) deletes it.
+        assert await store.delete_idle_sessions(0) == 1
+        assert await store.list_sessions() == []

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -301,3 +302,32 @@ async def test_store_lists_live_sessions_and_prunes_expired_ones(
         assert await store.get_info("brief") is None
         stats = await store.stats()
         assert (stats.backend, stats.sessions, stats.items) == ("redis", 1, 2)
+
+
+async def test_ping_tells_whether_redis_answers(redis_url: str, prefix: str) -> None:
+    # The OpenAI Agents SDK's RedisSession.ping: True when the server answers, False when it
+    # cannot be reached, and a closed session raises (a RuntimeError) instead of reconnecting.
+    session = RedisSession.from_url("ping", redis_url, key_prefix=prefix)
+    assert await session.ping() is True
+    await session.close()
+    with pytest.raises(SessionClosedError):
+        await session.ping()
+    with pytest.raises(RuntimeError):
+        await session.ping()
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    unreachable = RedisSession.from_url("ping", f"redis://127.0.0.1:{port}/0", key_prefix=prefix)
+    try:
+        assert await unreachable.ping() is False
+    finally:
+        await unreachable.close()
+
+
+async def test_ping_on_a_redis_cluster(redis_cluster_url: str) -> None:
+    session = RedisSession.from_url("ping", redis_cluster_url, key_prefix=unique_prefix())
+    try:
+        assert await session.ping() is True
+    finally:
+        await session.close()

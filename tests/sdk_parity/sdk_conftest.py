@@ -39,6 +39,17 @@ _NAMES = {
 for _optional in ("EncryptedSession", "AdvancedSQLiteSession"):
     if hasattr(turnstore, _optional):
         _NAMES[_optional] = getattr(turnstore, _optional)
+# The server backends, rebound in the SDK's own modules for them (their tests import from there).
+_EXTENSIONS = {
+    "RedisSession": "agents.extensions.memory.redis_session",
+    "SQLAlchemySession": "agents.extensions.memory.sqlalchemy_session",
+}
+for _name, _module in _EXTENSIONS.items():
+    try:
+        importlib.import_module(_module)
+    except ImportError:  # the SDK's module needs a driver that is not installed
+        continue
+    _NAMES[_name] = getattr(turnstore, _name)
 
 
 def _rebind() -> None:
@@ -59,9 +70,48 @@ def _rebind() -> None:
                 setattr(module, name, ours)
     # The extension package resolves its names lazily: bind them as attributes.
     extensions = sys.modules["agents.extensions.memory"]
-    for name in ("EncryptedSession", "AdvancedSQLiteSession", "AsyncSQLiteSession"):
+    for name in ("EncryptedSession", "AdvancedSQLiteSession", "AsyncSQLiteSession", *_EXTENSIONS):
         if name in _NAMES:
             setattr(extensions, name, _NAMES[name])
 
 
 _rebind()
+
+
+def _isolate_redis_keys() -> None:
+    """Give sessions made without `key_prefix` a prefix of this run, deleted at exit.
+
+    Some of the SDK's Redis tests write under the default prefix on the shared test database
+    and never clear it: a second run would read the first run's items.
+    """
+    if "RedisSession" not in _NAMES:
+        return
+    import asyncio
+    import atexit
+    import contextlib
+    import uuid
+
+    from turnstore.memory.redis.session import create_client_for_url
+
+    prefix = f"sdkparity{uuid.uuid4().hex[:10]}"
+    redis_session = _NAMES["RedisSession"]
+    redis_session.__init__.__kwdefaults__["key_prefix"] = prefix
+    redis_session.from_url.__func__.__kwdefaults__["key_prefix"] = prefix
+
+    async def delete() -> None:
+        client = create_client_for_url("redis://localhost:6379/15")
+        try:
+            keys = [key async for key in client.scan_iter(match=f"{prefix}:*")]
+            if keys:
+                await client.delete(*keys)
+        finally:
+            await client.aclose()
+
+    def at_exit() -> None:
+        with contextlib.suppress(Exception):  # Redis not reachable: nothing was written there
+            asyncio.run(delete())
+
+    atexit.register(at_exit)
+
+
+_isolate_redis_keys()

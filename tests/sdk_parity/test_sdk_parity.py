@@ -36,6 +36,8 @@ SDK_TEST_FILES = [
     "memory/test_session_limit.py",
     "extensions/memory/test_encrypt_session.py",
     "extensions/memory/test_advanced_sqlite_session.py",
+    "extensions/memory/test_redis_session.py",
+    "extensions/memory/test_sqlalchemy_session.py",
 ]
 # Tests not run, with the reason. Those that start child processes would test the SDK against
 # itself (the names are rebound in the test process only); those that hold one of the SDK's
@@ -46,7 +48,16 @@ _GATED = (
     "holds one of the SDK's private worker functions at a barrier; turnstore has no such "
     "function, so the test would wait for ever"
 )
+_REDIS = "extensions/memory/test_redis_session.py::"
+_SQLA = "extensions/memory/test_sqlalchemy_session.py::"
 NOT_RUN: dict[str, str] = {
+    **{
+        _REDIS + f"test_mutation_cancellation_waits_for_authoritative_outcome[{op}]": (
+            "holds the SDK's own Redis commands (RPOP, a MULTI pipeline) at a barrier; "
+            "turnstore's writes are Lua scripts, so the test would wait for ever"
+        )
+        for op in ("pop", "clear")
+    },
     **{
         _ADV + name: _PROCESSES
         for name in (
@@ -324,6 +335,69 @@ _ADVANCED_DIFFERENCES: dict[str, str] = {
     _ADV + "test_error_handling_in_usage_tracking": _ADV_SPECIAL["_RAISES"],
 }
 KNOWN_DIFFERENCES.update(_ADVANCED_DIFFERENCES)
+
+_SERVER_DIFFERENCES = {
+    "documented difference: RedisSession works on a Redis Cluster (each session's keys share a "
+    "hash slot, every write is one Lua script); the SDK refuses a cluster client": [
+        _REDIS + f"test_redis_session_rejects_cluster_transactions_before_pipeline[{op}]"
+        for op in ("add", "clear", "compact")
+    ],
+    "reads a private attribute or method of the SDK's RedisSession (its key names, id counter "
+    "or replacement helper); turnstore keeps a session in one list and an index": [
+        _REDIS + "test_get_next_id_method",
+        _REDIS + "test_add_items_preserves_created_at_metadata",
+        _REDIS + "test_atomic_replacement_preserves_clear_add_metadata[False]",
+        _REDIS + "test_atomic_replacement_preserves_clear_add_metadata[True]",
+        _REDIS + "test_atomic_replacement_serializes_before_deleting_history",
+        _REDIS + "test_atomic_replacement_rejects_colliding_counter_key",
+        _REDIS + "test_cancelled_redis_compaction_handoff_remains_resumable",
+        _REDIS + "test_redis_compaction_preserves_encryption_wrapper[True]",
+    ],
+    "observes the SDK's writes through Redis pipelines (MULTI/EXEC); turnstore writes with Lua "
+    "scripts, which the test's pipeline hook never sees (the replacement itself is atomic)": [
+        _REDIS + f"test_compaction_replaces_redis_history_atomically[{a}-{b}]"
+        for a in ("False", "True")
+        for b in ("False", "True")
+    ],
+    "documented difference: compaction replaces the history with replace_history (one atomic "
+    "script), not with the subclass's clear_session and add_items": [
+        _REDIS + "test_compaction_subclass_retains_overridden_storage_methods",
+        _REDIS + "test_compaction_cancel_after_redis_commit_invalidates_cached_history",
+    ],
+    "reads a private attribute of the SDK's SQLAlchemySession (its session factory, "
+    "table-initialisation locks or SQLite engine registry)": [
+        _SQLA + name
+        for name in (
+            "test_sqlalchemy_session_defaults_to_escaped_non_ascii_storage",
+            "test_pop_item_supports_unknown_delete_rowcount",
+            "test_pop_item_retries_returning_claim_lost_to_concurrent_delete",
+            "test_mutation_cancellation_waits_for_transaction_exit[add]",
+            "test_mutation_cancellation_waits_for_transaction_exit[pop]",
+            "test_mutation_cancellation_waits_for_transaction_exit[clear]",
+            "test_pop_item_skips_corrupt_most_recent",
+            "test_get_items_limit_skips_corrupt_newest_rows",
+            "test_pop_item_returns_none_after_dropping_only_corrupt_rows",
+            "test_add_items_cancelled_waiter_does_not_strand_table_init_lock",
+            "test_create_tables_false_does_not_allocate_shared_init_lock",
+            "test_get_items_same_timestamp_consistent_order",
+            "test_pop_item_same_timestamp_returns_latest",
+            "test_get_items_orders_by_id_for_ties",
+            "test_sqlite_configuration_registry_releases_collected_engines",
+            "test_sqlite_configuration_registry_does_not_grow_unbounded",
+        )
+    ],
+    "documented difference: items are stored as UTF-8 JSON text, never escaped, on every "
+    "backend; SQLAlchemySession takes no `ensure_ascii` option": [
+        _SQLA + "test_sqlalchemy_session_can_store_non_ascii_without_escaping",
+    ],
+    "documented difference: a session object belongs to the event loop it was first used on "
+    "(its pooled connections do); the test uses one object from two threads' loops": [
+        _SQLA + "test_add_items_concurrent_first_access_with_shared_session_cross_loop",
+    ],
+}
+for _reason, _names in _SERVER_DIFFERENCES.items():
+    for _name in _names:
+        KNOWN_DIFFERENCES[_name] = _reason
 
 
 def _sdist() -> Path:

@@ -119,7 +119,7 @@ class ListingContract:
         assert info is not None
         assert info.item_count == 2
 
-    async def test_iter_sessions_walks_every_session_once_newest_first(self) -> None:
+    async def test_iter_sessions_walks_every_session_once(self) -> None:
         # More sessions than one page of the walk (500), half of them under a prefix.
         ids = [f"{'p' if n % 2 else 'q'}/{n}" for n in range(1_050)]
         gate = asyncio.Semaphore(16)
@@ -136,10 +136,11 @@ class ListingContract:
                 i.session_id for i in await self.store.list_sessions(offset=offset, limit=250)
             ]
         walked = [info.session_id async for info in self.store.iter_sessions()]
-        assert sorted(walked) == sorted(ids)
-        assert walked == listed  # the order of list_sessions: newest activity first
+        assert sorted(walked) == sorted(ids) == sorted(listed)
+        if not isinstance(self, TestRedis | TestRedisCluster):
+            assert walked == sorted(ids)  # SQL backends walk by session id
         under = [info async for info in self.store.iter_sessions(prefix="p/")]
-        assert [info.session_id for info in under] == [i for i in listed if i.startswith("p/")]
+        assert sorted(info.session_id for info in under) == [i for i in sorted(ids) if i[0] == "p"]
         assert {info.item_count for info in under} == {1}
         with pytest.raises(TypeError):
             [info async for info in self.store.iter_sessions(prefix=None)]  # type: ignore[arg-type]

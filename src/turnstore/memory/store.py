@@ -198,6 +198,9 @@ class SessionStore(AsyncCloseable):
     ) -> list[SessionInfo]:
         """Return sessions, the most recently active first.
 
+        A page is a window by position: a session written between two calls moves to the front
+        and shifts the later pages. To visit every session once, use `iter_sessions`.
+
         Args:
             offset: How many sessions to skip (for paging).
             limit: The most to return.
@@ -225,12 +228,14 @@ class SessionStore(AsyncCloseable):
         """One page of sessions, most recently active first (`list_sessions` checked the page)."""
 
     async def iter_sessions(self, *, prefix: str = "") -> AsyncIterator[SessionInfo]:
-        """Yield every session once, the most recently active first.
+        """Yield every session once, in session id order (on Redis, in no set order).
 
-        For walking a whole store (the command line's `export --all` does): it reads page by
-        page, and on a Redis Cluster reads each slot's index once instead of once per page.
-        A session written to during the walk may be yielded in its old place; none is yielded
-        twice.
+        For walking a whole store (the command line's `export --all` does). It walks by a key
+        that writes do not move, not by offset: every session that exists for the whole walk
+        is yielded exactly once, however many sessions are written to, created or deleted
+        meanwhile (SQL backends page by session id; Redis scans its index with `ZSCAN`, or
+        reads each slot's index once on a cluster). A session created or deleted during the
+        walk may or may not be yielded. For pages newest activity first, use `list_sessions`.
 
         Args:
             prefix: Only sessions whose id starts with this text (case-sensitive; `""` for all).
@@ -256,23 +261,36 @@ class SessionStore(AsyncCloseable):
                 yield info
 
     async def _iter_sessions(self, prefix: str) -> AsyncIterator[SessionInfo]:
-        """Every session, page by page (a backend with a cheaper walk overrides it)."""
-        offset = 0
+        """Every session, in pages of session ids after the last one yielded (keyset)."""
+        after: str | None = None
         while True:
-            infos = await self._list_sessions(offset, _WALK_PAGE, prefix)
+            infos = await self._sessions_after(after, _WALK_PAGE, prefix)
             for info in infos:
                 yield info
             if len(infos) < _WALK_PAGE:
                 return
-            offset += _WALK_PAGE
+            after = infos[-1].session_id
+
+    async def _sessions_after(
+        self, after: str | None, limit: int, prefix: str
+    ) -> list[SessionInfo]:
+        """Up to `limit` sessions whose id is greater than `after` (all when `None`), by id.
+
+        A backend that walks otherwise (Redis) overrides `_iter_sessions` instead.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not list sessions by id")
 
     async def delete_idle_sessions(self, older_than: timedelta | float) -> int:
         """Delete every session whose last activity is older than `older_than`, in one call.
 
-        A session is idle from its last write (`add_items`, `pop_item`, an import); SQLite
-        records that time to the second. Its items (and, on SQLite, its archived items) go with
-        it. On SQLite and SQL databases it is one transaction; on Redis each batch of 500
-        sessions is one atomic script that keeps a session written to since the batch was read.
+        A session is idle from its last write (`add_items`, `pop_item`, an import), recorded to
+        the millisecond (SQLite, Redis) or the microsecond (PostgreSQL, MySQL/MariaDB) and
+        compared at that precision: a session written after the cutoff is never deleted. A
+        whole-second time stored by an earlier release or by the OpenAI Agents SDK counts as the
+        end of its second. Its items (and, on SQLite, its archived items) go with it. On SQLite
+        and SQL databases it is one transaction, so a write that comes while it runs waits and
+        then lands in a new session; on Redis each batch of 500 sessions is one atomic script
+        that keeps a session written to since the batch was read.
 
         Args:
             older_than: The idle time, as a `timedelta` or seconds (`0` deletes every session

@@ -16,6 +16,7 @@ of the client, the event loop binding, the open check) in `memory/pooled.py`.
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Mapping
@@ -59,6 +60,8 @@ __all__ = [
     "decode_element",
     "ready",
 ]
+
+_log = logging.getLogger(__name__)
 
 CLIENT_ERRORS = (RedisError, RedisClusterException)
 """What the client raises when Redis fails (a cluster that cannot be reached raises the second)."""
@@ -272,6 +275,33 @@ class RedisSession(PooledSession):
             SessionStorageError: Redis failed.
         """
         await self._clear_session()
+
+    async def ping(self) -> bool:
+        """Tell whether Redis answers, as the OpenAI Agents SDK's `RedisSession.ping` does.
+
+        Returns:
+            `True` when the server answered `PING`, `False` when it could not be reached or
+            answered with an error (the reason is logged at debug level). A connectivity probe
+            only: the other methods raise `SessionStorageError` when Redis fails.
+
+        Raises:
+            SessionClosedError: The session was closed (also a `RuntimeError`, as in the
+                SDK); a closed session never opens a connection again.
+
+        Example:
+            ```python
+            session = RedisSession.from_url("user-42", url="redis://localhost:6379/0")
+            if not await session.ping():
+                raise SystemExit("Redis is not reachable")
+            ```
+        """
+        self._check_open()
+        try:
+            await ready(self._redis)
+            return bool(await self._redis.ping())
+        except Exception as exc:  # the SDK's contract: any failure reads as "not reachable"
+            _log.debug("ping of RedisSession %r failed: %r", self.session_id, exc)
+            return False
 
     # -- atomic replacement (AtomicReplacementSession) -----------------------------------------
 

@@ -26,15 +26,16 @@ if TYPE_CHECKING:
     from redis.asyncio import Redis
     from redis.asyncio.cluster import RedisCluster
 
-# Delete the sessions in ARGV[2..] whose index score is still at most ARGV[1] (a session
-# written to since it was read is kept), atomically. KEYS: their item lists, then the index.
+# Delete the sessions in ARGV[2..] whose index score is still below ARGV[1] (a session
+# written to since it was read is kept, as is one written in the cutoff's millisecond),
+# atomically. KEYS: their item lists, then the index.
 _DELETE_IDLE_SCRIPT = """
 local cutoff = tonumber(ARGV[1])
 local index = KEYS[#KEYS]
 local deleted = 0
 for i = 2, #ARGV do
   local score = redis.call('ZSCORE', index, ARGV[i])
-  if score and tonumber(score) <= cutoff then
+  if score and tonumber(score) < cutoff then
     redis.call('DEL', KEYS[i - 1])
     redis.call('ZREM', index, ARGV[i])
     deleted = deleted + 1
@@ -115,6 +116,36 @@ class RedisStore(SessionStore):
         merged = _newest_first([entry for page in pages for entry in _scored(page)])
         return merged[offset : offset + count]
 
+    async def _newest_after(
+        self, cursor: tuple[str, float] | None, count: int
+    ) -> list[tuple[str, float]]:
+        """The `count` index entries that follow `cursor` newest first, by (score, id).
+
+        Entries scored as the cursor are read too (`ZCOUNT` says how many), so that a run of
+        equal scores longer than `count` neither loops nor skips.
+        """
+        if cursor is None:
+            return await self._newest(0, count)
+        score, session_id = cursor[1], cursor[0]
+        keys = await self._layout.index_keys(self._redis)
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for key in keys:
+                pipe.zcount(key, score, score)
+            ties = await pipe.execute()
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for key, tied in zip(keys, ties, strict=True):
+                pipe.zrevrangebyscore(
+                    key, score, "-inf", start=0, num=count + int(tied), withscores=True
+                )
+            pages = await pipe.execute()
+        after = [
+            entry
+            for page in pages
+            for entry in _scored(page)
+            if entry[1] < score or (entry[1] == score and entry[0] < session_id)
+        ]
+        return _newest_first(after)[:count]
+
     async def _list_sessions(self, offset: int, limit: int, prefix: str) -> list[SessionInfo]:
         """Return sessions, the most recently active first; expired ones are dropped.
 
@@ -132,13 +163,19 @@ class RedisStore(SessionStore):
                     # Expired sessions were pruned from the index: read the window again, so
                     # that a page is never short (a short page reads as the last one) nor skips
                     # any.
+            # Walk the index newest first by key (score, id), not by position: sessions
+            # written, created or deleted meanwhile neither repeat an entry nor skip one.
             found: list[SessionInfo] = []
-            skip, start = offset, 0
+            seen: set[str] = set()
+            skip, cursor = offset, None
             while len(found) < limit:
-                page = await self._newest(start, _PAGE)
-                matching = [entry for entry in page if entry[0].startswith(prefix)]
+                page = await self._newest_after(cursor, _PAGE)
+                if not page:
+                    break
+                cursor = page[-1]
+                matching = [e for e in page if e[0].startswith(prefix) and e[0] not in seen]
+                seen.update(entry[0] for entry in matching)
                 infos = await self._describe(matching)
-                start += _PAGE - (len(matching) - len(infos))  # pruned entries shifted the rest
                 taken = infos[skip:]
                 skip = max(0, skip - len(infos))
                 found += taken[: limit - len(found)]
@@ -150,9 +187,14 @@ class RedisStore(SessionStore):
         return result
 
     async def _iter_sessions(self, prefix: str) -> AsyncIterator[SessionInfo]:
-        """Every session; on a cluster each slot's index is read once, not once per page."""
+        """Every session that exists for the whole walk, at least once (the caller dedupes).
+
+        One Redis: `ZSCAN` of the index, whose cursor is not moved by writes (a write changes a
+        score, not a position in the scan) nor by deletions. A cluster: each slot's index is
+        read whole, once.
+        """
         if not self._layout.cluster:
-            async for info in super()._iter_sessions(prefix):
+            async for info in self._scan_index(prefix):
                 yield info
             return
         entries: list[tuple[str, float]] = await self._call(self._every_index_entry)
@@ -162,6 +204,24 @@ class RedisStore(SessionStore):
             infos: list[SessionInfo] = await self._call(lambda page=page: self._describe(page))
             for info in infos:
                 yield info
+
+    async def _scan_index(self, prefix: str) -> AsyncIterator[SessionInfo]:
+        """Every session of the one index, by `ZSCAN` (see `_iter_sessions`)."""
+        (index,) = await self._call(lambda: self._layout.index_keys(self._redis))
+        cursor = 0
+        while True:
+            reply = await self._call(
+                lambda cursor=cursor: self._redis.zscan(index, cursor, count=_PAGE)
+            )
+            cursor = int(reply[0])
+            entries = [entry for entry in _scored(reply[1]) if entry[0].startswith(prefix)]
+            infos: list[SessionInfo] = await self._call(
+                lambda entries=entries: self._describe(entries)
+            )
+            for info in infos:
+                yield info
+            if cursor == 0:
+                return
 
     async def _every_index_entry(self) -> list[tuple[str, float]]:
         """Every entry of every index, the most recently active first (one read per index)."""
@@ -186,7 +246,7 @@ class RedisStore(SessionStore):
             for index in await self._layout.index_keys(self._redis):
                 while True:
                     raw = await self._redis.zrangebyscore(
-                        index, "-inf", cutoff_ms, start=0, num=_PAGE
+                        index, "-inf", f"({cutoff_ms}", start=0, num=_PAGE
                     )
                     ids = [_text(member) for member in raw if isinstance(member, bytes | str)]
                     if not ids:

@@ -13,6 +13,7 @@ agent_messages   id BIGINT autoincrement PRIMARY KEY, session_id (FK, ON DELETE 
 from __future__ import annotations
 
 import zlib
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
@@ -20,20 +21,25 @@ from sqlalchemy import (
     ARRAY,
     BigInteger,
     Column,
+    ColumnElement,
     DateTime,
     ForeignKey,
+    FunctionElement,
     Index,
     Integer,
     MetaData,
     String,
     Table,
     Text,
+    and_,
     bindparam,
     func,
     insert,
     literal,
+    or_,
     select,
     text,
+    type_coerce,
     update,
 )
 from sqlalchemy.dialects import mysql as _mysql
@@ -42,13 +48,18 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.compiler import compiles
+
+from ..sqlite.schema import sqlite_time
 
 __all__ = [
     "CREATE_ATTEMPTS",
     "MAX_SESSION_ID_LENGTH",
     "create_missing_tables",
+    "idle_before",
     "insert_messages",
     "lock_session_row",
+    "now",
     "session_tables",
 ]
 
@@ -60,10 +71,73 @@ MAX_SESSION_ID_LENGTH = 255
 _MYSQL_TABLE: dict[str, Any] = {"mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_bin"}
 
 
+class _Now(FunctionElement[datetime]):
+    """The database's clock at full precision (see `now`)."""
+
+    type = DateTime(timezone=True)
+    inherit_cache = True
+
+
+def now() -> _Now:
+    """The database's clock at full precision, for `created_at` and `updated_at`.
+
+    `CURRENT_TIMESTAMP` keeps whole seconds on MySQL/MariaDB (`NOW()`) and on SQLite: a
+    session written at 15:00:00.9 would read as idle to a prune whose cutoff is 15:00:00.5.
+    PostgreSQL's `now()` has microseconds; MySQL/MariaDB get `CURRENT_TIMESTAMP(6)`
+    (microseconds, in the `DATETIME(6)` columns this release creates); SQLite gets its clock to
+    the millisecond, written as SQLAlchemy writes datetimes there (`2026-12-01 15:00:00.123000`)
+    so that text comparisons with a bound datetime hold.
+    """
+    return _Now()
+
+
+@compiles(_Now)
+def _now_default(element: _Now, compiler: Any, **kw: Any) -> str:
+    return "CURRENT_TIMESTAMP"
+
+
+@compiles(_Now, "mysql")
+@compiles(_Now, "mariadb")
+def _now_mysql(element: _Now, compiler: Any, **kw: Any) -> str:
+    return "CURRENT_TIMESTAMP(6)"
+
+
+@compiles(_Now, "sqlite")
+def _now_sqlite(element: _Now, compiler: Any, **kw: Any) -> str:
+    return "strftime('%Y-%m-%d %H:%M:%f000', 'now')"
+
+
 def _timestamp(name: str) -> Column[Any]:
     return Column(
-        name, DateTime(timezone=True), nullable=False, server_default=text("CURRENT_TIMESTAMP")
+        name,
+        DateTime(timezone=True).with_variant(_mysql.DATETIME(fsp=6), "mysql", "mariadb"),
+        nullable=False,
+        server_default=now(),
     )
+
+
+def idle_before(s: Table, dialect: str, cutoff: datetime) -> ColumnElement[bool]:
+    """The condition "last written before `cutoff`" on the sessions table `s`.
+
+    Stamps written at full precision (see `now`) are compared with the cutoff. Tables made by
+    earlier releases hold whole-second stamps on MySQL/MariaDB (`DATETIME`) and on SQLite
+    (`CURRENT_TIMESTAMP` text): such a stamp may stand for any moment of its second, so the
+    session is idle only when that whole second is before the cutoff.
+
+    Args:
+        s: The sessions table.
+        dialect: The engine's dialect name.
+        cutoff: The cutoff (UTC).
+    """
+    column = s.c.updated_at
+    whole_second = cutoff.replace(microsecond=0)
+    if dialect in ("mysql", "mariadb"):
+        return and_(column < cutoff, or_(func.microsecond(column) > 0, column < whole_second))
+    if dialect == "sqlite":
+        as_text = type_coerce(column, String)
+        stamp = sqlite_time(whole_second)[:19]
+        return and_(column < cutoff, or_(func.length(as_text) > 19, as_text < stamp))
+    return column < cutoff
 
 
 @lru_cache(maxsize=64)
@@ -174,36 +248,43 @@ async def lock_session_row(
     dialect = conn.dialect.name
     if create:
         if dialect == "postgresql":
-            pg = pg_insert(s).values(session_id=sid)
+            pg = pg_insert(s).values(session_id=sid, created_at=now(), updated_at=now())
             await conn.execute(
                 pg.on_conflict_do_update(
-                    index_elements=[s.c.session_id], set_={"updated_at": func.now()}
+                    index_elements=[s.c.session_id], set_={"updated_at": now()}
                 )
             )
             return True
         if dialect in ("mysql", "mariadb"):
-            my = mysql_insert(s).values(session_id=sid)
-            await conn.execute(my.on_duplicate_key_update(updated_at=func.now()))
+            my = mysql_insert(s).values(session_id=sid, created_at=now(), updated_at=now())
+            await conn.execute(my.on_duplicate_key_update(updated_at=now()))
             return True
         if dialect == "sqlite":
-            lite = sqlite_insert(s).values(session_id=sid)
+            lite = sqlite_insert(s).values(session_id=sid, created_at=now(), updated_at=now())
             await conn.execute(
                 lite.on_conflict_do_update(
-                    index_elements=[s.c.session_id],
-                    set_={"updated_at": func.current_timestamp()},
+                    index_elements=[s.c.session_id], set_={"updated_at": now()}
                 )
             )
             return True
+    if dialect == "sqlite":
+        # SQLite has no SELECT ... FOR UPDATE (and its driver begins a transaction only at the
+        # first write): a write that changes nothing takes the database's write lock for the
+        # rest of the transaction, so a concurrent writer waits as it would for a row lock.
+        result = await conn.execute(
+            update(s).where(s.c.session_id == sid).values(session_id=s.c.session_id)
+        )
+        return bool(result.rowcount)
     locked = select(s.c.session_id).where(s.c.session_id == sid).with_for_update()
     if (await conn.execute(locked)).first() is not None:
         if create:
-            await conn.execute(update(s).where(s.c.session_id == sid).values(updated_at=func.now()))
+            await conn.execute(update(s).where(s.c.session_id == sid).values(updated_at=now()))
         return True
     if not create:
         return False
     try:
         async with conn.begin_nested():
-            await conn.execute(insert(s).values(session_id=sid))
+            await conn.execute(insert(s).values(session_id=sid, created_at=now(), updated_at=now()))
     except IntegrityError:  # another writer created it first: wait for its lock
         await conn.execute(locked)
     return True

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, ClassVar, TypeVar
 
 from ..extras import missing_extra
 
@@ -19,7 +19,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise missing_extra("SQLAlchemySession", "postgres") from exc
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -43,10 +43,13 @@ from .schema import (
     create_missing_tables,
     insert_messages,
     lock_session_row,
+    now,
     session_tables,
 )
 
 __all__ = ["SQLAlchemySession", "create_engine_for_url"]
+
+_T = TypeVar("_T")
 
 
 class SQLAlchemySession(PooledSession):
@@ -106,6 +109,10 @@ class SQLAlchemySession(PooledSession):
     _ready_tables: ClassVar[weakref.WeakKeyDictionary[Any, set[tuple[str, str]]]] = (
         weakref.WeakKeyDictionary()
     )
+    # On SQLite engines: one write lock per engine and event loop (see `_write`).
+    _sqlite_write_locks: ClassVar[
+        weakref.WeakKeyDictionary[Any, weakref.WeakKeyDictionary[Any, asyncio.Lock]]
+    ] = weakref.WeakKeyDictionary()
     _storage_errors = (SQLAlchemyError, OSError)
 
     def __init__(
@@ -380,12 +387,29 @@ class SQLAlchemySession(PooledSession):
             newest_first.reverse()
             return newest_first
 
+    async def _write(self, transaction: Callable[[], Awaitable[_T]]) -> _T:
+        """Run a write transaction (again if it was a deadlock victim).
+
+        On a SQLite engine the session's writes on one engine take turns: an in-memory SQLite
+        engine is one connection that every session shares, so two transactions at once would
+        be one transaction (a rollback or a commit of one would end the other's); and SQLite
+        serialises writers anyway.
+        """
+        if self._engine.dialect.name != "sqlite":
+            return await retry_deadlocks(transaction)
+        per_loop = self._sqlite_write_locks.setdefault(
+            self._engine.sync_engine, weakref.WeakKeyDictionary()
+        )
+        lock = per_loop.setdefault(asyncio.get_running_loop(), asyncio.Lock())
+        async with lock:
+            return await retry_deadlocks(transaction)
+
     async def _lock_session_row(self, conn: AsyncConnection, *, create: bool) -> bool:
         """Lock this session's row until the transaction ends; create it if asked."""
         return await lock_session_row(conn, self._sessions, self.session_id, create=create)
 
     async def _append(self, encoded: list[str]) -> None:
-        await retry_deadlocks(lambda: self._insert(encoded))
+        await self._write(lambda: self._insert(encoded))
 
     async def _insert(self, rows: list[str]) -> None:
         sid = self.session_id
@@ -394,7 +418,7 @@ class SQLAlchemySession(PooledSession):
             await insert_messages(conn, self._messages, sid, rows)
 
     async def _pop_newest(self) -> TResponseInputItem | None:
-        return await retry_deadlocks(self._pop)
+        return await self._write(self._pop)
 
     async def _pop(self) -> TResponseInputItem | None:
         m = self._messages
@@ -421,7 +445,12 @@ class SQLAlchemySession(PooledSession):
                     item = decode_item(data, where=f"row {row_id} of session {sid!r}")
                     if item is None:
                         continue
-                    await conn.execute(delete(m).where(m.c.id == row_id))
+                    deleted = await conn.execute(delete(m).where(m.c.id == row_id))
+                    if not deleted.rowcount:
+                        # Another pop took this row between our read and our delete (a
+                        # connection shared by both, as SQLite's in-memory engines do): it
+                        # returns that item, this pop the next one.
+                        continue
                     await self._touch(conn)
                     return item
                 before = rows[-1][0]
@@ -429,11 +458,11 @@ class SQLAlchemySession(PooledSession):
     async def _touch(self, conn: AsyncConnection) -> None:
         s = self._sessions
         await conn.execute(
-            update(s).where(s.c.session_id == self.session_id).values(updated_at=func.now())
+            update(s).where(s.c.session_id == self.session_id).values(updated_at=now())
         )
 
     async def _clear(self) -> None:
-        await retry_deadlocks(self._delete_session)
+        await self._write(self._delete_session)
 
     async def _delete_session(self) -> None:
         sid = self.session_id
@@ -463,7 +492,7 @@ class SQLAlchemySession(PooledSession):
         return decode_snapshot(rows, where)
 
     async def _replace(self, snapshot: HistorySnapshot, encoded: list[str]) -> bool:
-        return await retry_deadlocks(lambda: self._replace_rows(snapshot, encoded))
+        return await self._write(lambda: self._replace_rows(snapshot, encoded))
 
     async def _replace_rows(self, snapshot: HistorySnapshot, encoded: list[str]) -> bool:
         m = self._messages

@@ -132,12 +132,29 @@ class SQLAlchemyStore(SessionStore):
 
         return list(await self._call(work) or [])
 
+    async def _sessions_after(
+        self, after: str | None, limit: int, prefix: str
+    ) -> list[SessionInfo]:
+        """Sessions with an id greater than `after`, by id (the primary key's index)."""
+        query = self._info_query().where(self._s.c.session_id.startswith(prefix, autoescape=True))
+        if after is not None:
+            query = query.where(self._s.c.session_id > after)
+        query = query.order_by(self._s.c.session_id).limit(limit)
+
+        async def work(conn: Any) -> list[SessionInfo]:
+            return [self._info(row) for row in await conn.execute(query)]
+
+        return list(await self._call(work) or [])
+
     async def _delete_idle_before(self, cutoff: datetime) -> int:
         """Delete every session idle for longer than `older_than`, in one transaction."""
         from sqlalchemy import delete, select
 
+        from .schema import idle_before
+
         s, m = self._s, self._m
-        idle = select(s.c.session_id).where(s.c.updated_at < cutoff)
+        is_idle = idle_before(s, self._engine.dialect.name, cutoff)
+        idle = select(s.c.session_id).where(is_idle)
         try:
             async with self._errors(missing_table_ok=True), self._engine.begin() as conn:
                 # Lock the idle sessions' rows first: a concurrent write to one of them waits,
@@ -146,7 +163,7 @@ class SQLAlchemyStore(SessionStore):
                 if not locked:
                     return 0
                 await conn.execute(delete(m).where(m.c.session_id.in_(idle.scalar_subquery())))
-                deleted = await conn.execute(delete(s).where(s.c.updated_at < cutoff))
+                deleted = await conn.execute(delete(s).where(is_idle))
                 return int(deleted.rowcount)
         except _MissingTable:
             return 0
@@ -198,21 +215,26 @@ class SQLAlchemyStore(SessionStore):
         session_id = write.session_id
         from sqlalchemy import delete
 
+        from .engine import retry_deadlocks
         from .schema import insert_messages
 
         session = self.session(session_id)
+
+        async def transaction() -> None:
+            async with self._engine.begin() as conn:
+                await session._lock_session_row(conn, create=True)  # type: ignore[attr-defined]
+                if write.replace:
+                    await conn.execute(delete(self._m).where(self._m.c.session_id == session_id))
+                await insert_messages(
+                    conn, self._m, session_id, write.encoded, created_at=write.created
+                )
+
         try:
             async with self._errors(missing_table_ok=False):
                 await session._ensure_tables()  # type: ignore[attr-defined]
-                async with self._engine.begin() as conn:
-                    await session._lock_session_row(conn, create=True)  # type: ignore[attr-defined]
-                    if write.replace:
-                        await conn.execute(
-                            delete(self._m).where(self._m.c.session_id == session_id)
-                        )
-                    await insert_messages(
-                        conn, self._m, session_id, write.encoded, created_at=write.created
-                    )
+                # InnoDB may pick one of several concurrent imports as a deadlock victim, as it
+                # may a session's write: run it again, as the session does.
+                await retry_deadlocks(transaction)
         finally:
             await session.close()  # type: ignore[attr-defined]
 

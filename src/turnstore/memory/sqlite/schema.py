@@ -22,16 +22,37 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from ...exceptions import SessionSchemaError
 
-__all__ = ["SCHEMA_VERSION", "SQLiteSchema", "quote_identifier"]
+__all__ = ["NOW", "SCHEMA_VERSION", "SQLiteSchema", "quote_identifier", "sqlite_time"]
 
 SCHEMA_VERSION = 1
 """The schema version this release writes and reads (`PRAGMA user_version`)."""
 
 _VALID = "CASE WHEN typeof(message_data) = 'text' THEN json_valid(message_data) ELSE 0 END"
 """1 when a row's message_data is well-formed JSON text (checked by SQLite, in C)."""
+
+
+NOW = "strftime('%Y-%m-%d %H:%M:%f', 'now')"
+"""SQLite's clock to the millisecond (`2026-12-01 15:00:00.123`, UTC), for `updated_at`.
+
+`CURRENT_TIMESTAMP` keeps whole seconds only (`2026-12-01 15:00:00`): a session written at
+15:00:00.9 would read as idle to a prune whose cutoff is 15:00:00.5. Rows written by earlier
+releases and by the OpenAI Agents SDK still hold such stamps: `idle_before` reads them as
+"some time in that second".
+"""
+
+
+def sqlite_time(value: datetime) -> str:
+    """A UTC datetime as SQLite text to the millisecond, as `NOW` writes it (truncated)."""
+    value = value.astimezone(UTC) if value.tzinfo is not None else value
+    # Not strftime("%Y"): the C library writes year 900 as "900", which reads back as no time.
+    return (
+        f"{value.year:04d}-{value.month:02d}-{value.day:02d} "
+        f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}.{value.microsecond // 1000:03d}"
+    )
 
 
 def quote_identifier(name: str) -> str:
@@ -128,11 +149,29 @@ class SQLiteSchema:
 
     @property
     def touch_session(self) -> str:
-        """Create the session's row, or bump its `updated_at`."""
+        """Create the session's row, or bump its `updated_at` (to the millisecond)."""
         return (
-            f"INSERT INTO {quote_identifier(self.sessions_table)} (session_id) VALUES (?) "
-            "ON CONFLICT (session_id) DO UPDATE SET updated_at = CURRENT_TIMESTAMP"
+            f"INSERT INTO {quote_identifier(self.sessions_table)} "
+            f"(session_id, created_at, updated_at) VALUES (?, {NOW}, {NOW}) "
+            f"ON CONFLICT (session_id) DO UPDATE SET updated_at = {NOW}"
         )
+
+    @property
+    def idle_before(self) -> str:
+        """`WHERE` condition: last written before the cutoff (two `?`: `idle_cutoff` values).
+
+        A millisecond stamp is compared with the cutoff; a whole-second stamp (19 characters,
+        from `CURRENT_TIMESTAMP`: an earlier release, or the SDK writing the same file) may
+        stand for any moment of its second, so it is idle only when that whole second is
+        before the cutoff.
+        """
+        return "updated_at < ? AND (length(updated_at) > 19 OR updated_at < ?)"
+
+    @staticmethod
+    def idle_cutoff(cutoff: datetime) -> tuple[str, str]:
+        """The two parameters of `idle_before` for a cutoff: to the millisecond, to the second."""
+        text = sqlite_time(cutoff)
+        return text, text[:19]
 
     @property
     def insert(self) -> str:

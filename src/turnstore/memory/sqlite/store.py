@@ -24,7 +24,7 @@ from ..store import (
 )
 from .advanced_branches import Branches, check_branch_id
 from .advanced_schema import MAIN, AdvancedSQLiteSchema
-from .schema import SQLiteSchema, quote_identifier
+from .schema import SQLiteSchema, quote_identifier, sqlite_time
 
 
 class SQLiteStore(SessionStore):
@@ -122,25 +122,44 @@ class SQLiteStore(SessionStore):
         result: list[SessionInfo] = await self._call(work)
         return result
 
+    async def _sessions_after(
+        self, after: str | None, limit: int, prefix: str
+    ) -> list[SessionInfo]:
+        """Sessions with an id greater than `after`, by id (the primary key's index)."""
+
+        def work(conn: sqlite3.Connection) -> list[SessionInfo]:
+            if not self._has_tables(conn):
+                return []
+            rows = conn.execute(
+                f"{self._info_sql()} WHERE (? IS NULL OR s.session_id > ?) "
+                "AND substr(s.session_id, 1, length(?)) = ? ORDER BY s.session_id LIMIT ?",
+                (after, after, prefix, prefix, limit),
+            ).fetchall()
+            return [self._info(row) for row in rows]
+
+        result: list[SessionInfo] = await self._call(work)
+        return result
+
     def _existing_side_tables(self, conn: sqlite3.Connection) -> list[str]:
         """The side tables (see `AdvancedSQLiteSchema.side_tables`) that exist in the file."""
         return self._advanced.existing_side_tables(conn)
 
     async def _delete_idle_before(self, cutoff: datetime) -> int:
         """Delete every session idle since before `cutoff`, in one transaction."""
-        cutoff_text = _sqlite_time(cutoff)
+        params = self._schema.idle_cutoff(cutoff)
+        where = self._schema.idle_before
 
         def work(conn: sqlite3.Connection) -> int:
             if not self._has_tables(conn):
                 return 0
+            # One write transaction: no session can be written between the check and the
+            # delete, and a write after it starts waits, then lands in a fresh session.
             conn.execute("BEGIN IMMEDIATE")
             try:
-                idle = f"(SELECT session_id FROM {self._s} WHERE updated_at < ?)"
+                idle = f"(SELECT session_id FROM {self._s} WHERE {where})"
                 for table in (self._m, *map(quote_identifier, self._existing_side_tables(conn))):
-                    conn.execute(f"DELETE FROM {table} WHERE session_id IN {idle}", (cutoff_text,))
-                deleted = conn.execute(
-                    f"DELETE FROM {self._s} WHERE updated_at < ?", (cutoff_text,)
-                ).rowcount
+                    conn.execute(f"DELETE FROM {table} WHERE session_id IN {idle}", params)
+                deleted = conn.execute(f"DELETE FROM {self._s} WHERE {where}", params).rowcount
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -302,7 +321,7 @@ class SQLiteStore(SessionStore):
         encoded = encode_items([record.item for record in records])
         now = datetime.now().astimezone()
         rows = [
-            (record.branch or MAIN, data, _sqlite_time(record.created_at or now))
+            (record.branch or MAIN, data, sqlite_time(_utc(record.created_at or now)))
             for record, data in zip(records, encoded, strict=True)
         ]
         for name, _data, _stamp in rows:
@@ -351,7 +370,7 @@ class SQLiteStore(SessionStore):
 
     async def _write_encoded(self, write: EncodedWrite) -> None:
         session_id = write.session_id
-        stamps = [_sqlite_time(at) for at in write.created]
+        stamps = [sqlite_time(_utc(at)) for at in write.created]
 
         def work(conn: sqlite3.Connection) -> None:
             conn.execute("BEGIN IMMEDIATE")
@@ -389,12 +408,3 @@ class SQLiteStore(SessionStore):
             sessions_table=self._sessions_table,
             messages_table=self._messages_table,
         )
-
-
-def _sqlite_time(value: datetime) -> str:
-    value = _utc(value)
-    # Not strftime("%Y"): the C library writes year 900 as "900", which reads back as no time.
-    return (
-        f"{value.year:04d}-{value.month:02d}-{value.day:02d} "
-        f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}.{value.microsecond // 1000:03d}"
-    )
