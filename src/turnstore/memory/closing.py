@@ -2,7 +2,7 @@
 
 The OpenAI Agents SDK's `SQLiteSession.close()` is a plain method; ours used to be a coroutine.
 Code written for either works here: `close()` closes the object at once (later calls raise
-`SessionClosedError` or do nothing) and returns a [`Closing`][turnstore.Closing], which the
+`SessionClosedError` or do nothing) and returns a [`Closing`][turnstore.memory.Closing], which the
 caller may await to wait until the released resources (threads, pooled connections) are gone,
 or drop. Dropping it never warns.
 """

@@ -181,7 +181,7 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
     it cannot read.
 
     Over a session with an atomic replacement, this session has one too
-    ([`is_atomic_replacement_session`][turnstore.is_atomic_replacement_session] tells): wrapped
+    ([`is_atomic_replacement_session`][turnstore.memory.is_atomic_replacement_session] tells): wrapped
     in [`OpenAIResponsesCompactionSession`][turnstore.OpenAIResponsesCompactionSession], it is
     compacted in one atomic step. Methods of the wrapped session do not pass through, since
     they would work on ciphertext; only an allow-list does (branch switching and deletion,
@@ -509,7 +509,7 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
         Raises:
             SessionDecryptionError: An envelope opens with none of the keys; nothing changed.
             UserError: The wrapped session has no atomic replacement (see
-                [`AtomicReplacementSession`][turnstore.AtomicReplacementSession]; `SQLiteSession`,
+                [`AtomicReplacementSession`][turnstore.memory.AtomicReplacementSession]; `SQLiteSession`,
                 `SQLAlchemySession` and `RedisSession` have one).
             SessionStorageError: The history kept changing during five attempts; nothing
                 changed.
@@ -540,7 +540,7 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
         Raises:
             SessionDecryptionError: An envelope opens with none of the keys; nothing changed.
             UserError: The wrapped session has no atomic replacement (see
-                [`AtomicReplacementSession`][turnstore.AtomicReplacementSession]).
+                [`AtomicReplacementSession`][turnstore.memory.AtomicReplacementSession]).
         """
         return await self._rewrite(rotate=False)
 
@@ -717,7 +717,7 @@ class _AtomicEncryptedSession(EncryptedSession):
     """`EncryptedSession` over a session with an atomic replacement: it offers one too.
 
     `EncryptedSession(...)` returns this class when the wrapped session is an
-    [`AtomicReplacementSession`][turnstore.AtomicReplacementSession], so that compaction over
+    [`AtomicReplacementSession`][turnstore.memory.AtomicReplacementSession], so that compaction over
     an encrypted session swaps the history in one step (never clear, then add).
     """
 

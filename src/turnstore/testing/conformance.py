@@ -5,7 +5,7 @@ module, tell it how to make a session, and pytest collects every contract test f
 ordering, limits, isolation, pop and clear, unicode and large items, hostile ids, concurrent
 writers and pops, cancellation, corrupt rows and rejected items (too deeply nested, `NaN`
 included), and, for sessions that implement
-[`AtomicReplacementSession`][turnstore.AtomicReplacementSession], atomic history replacement.
+[`AtomicReplacementSession`][turnstore.memory.AtomicReplacementSession], atomic history replacement.
 
 Example:
     ```python

@@ -169,7 +169,7 @@ class BranchAnalytics:
         """Record token usage against the current turn (replacing what the turn had).
 
         Called by `Runner` after each run (see
-        [`UsageRecordingSession`][turnstore.UsageRecordingSession]). Nothing is recorded while the
+        [`UsageRecordingSession`][turnstore.memory.UsageRecordingSession]). Nothing is recorded while the
         branch holds no user message.
 
         Args:
