@@ -250,9 +250,9 @@ class HistorySnapshot:
     """A session's stored history as one read saw it, for an atomic replacement.
 
     [`AtomicReplacementSession.snapshot_history`][turnstore.memory.AtomicReplacementSession.snapshot_history]
-    takes it; [`replace_history`][turnstore.memory.AtomicReplacementSession.replace_history] replaces
-    exactly its rows, or nothing when they changed meanwhile. `prefix(n)` narrows it to its first
-    `n` items, so that only their rows are replaced and the later rows stay.
+    takes it; [`replace_history`][turnstore.memory.AtomicReplacementSession.replace_history]
+    replaces exactly its rows, or nothing when they changed meanwhile. `prefix(n)` narrows it to
+    its first `n` items, so that only their rows are replaced and the later rows stay.
 
     Attributes:
         items: The valid items, oldest first.
