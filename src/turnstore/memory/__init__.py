@@ -82,9 +82,7 @@ def __getattr__(name: str) -> Any:
     # SQLAlchemySession, RedisSession and EncryptedSession: imported on first use (their extras
     # may be missing); the table of them is `extras.LAZY_EXPORTS`.
     if name in LAZY_EXPORTS and name in __all__:
-        value = load_lazy_export(name)
-        globals()[name] = value
-        return value
+        return load_lazy_export(name)  # not cached: sys.modules already is
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

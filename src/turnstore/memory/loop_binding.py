@@ -43,6 +43,11 @@ class LoopBinding:
             )
 
     @property
+    def bound(self) -> bool:
+        """Whether the session was used at all (and so may hold connections of a loop)."""
+        return self._loop is not None
+
+    @property
     def loop(self) -> asyncio.AbstractEventLoop | None:
         """The loop the session is bound to, or `None` before its first use (or once collected)."""
         return None if self._loop is None else self._loop()

@@ -185,8 +185,8 @@ class PooledSession(SessionABC, AsyncCloseable):
         if self._closed:
             return None
         self._closed = True
-        if not self._owns_client:
-            return None
+        if not self._owns_client or not self._loop_binding.bound:
+            return None  # not ours to close, or never used: no connection was opened
 
         async def release() -> None:
             if not self._loop_binding.is_foreign():
