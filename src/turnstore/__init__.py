@@ -129,17 +129,20 @@ __all__ = [
 and raise an `ImportError` saying what to install when their extra is missing."""
 
 
-def __getattr__(name: str) -> Any:
-    # SQLAlchemySession, RedisSession and EncryptedSession: imported on first use (their extras
-    # may be missing); the table of them is `turnstore.memory.extras.LAZY_EXPORTS`.
-    if name in LAZY_EXPORTS and name in __all__:
-        return load_lazy_export(name)  # not cached: sys.modules already is
-    if name in memory.__all__:  # a tool for writing a backend: exported from there only
-        raise AttributeError(
-            f"module {__name__!r} has no attribute {name!r}: the tools for writing a session "
-            f"backend are in turnstore.memory (from turnstore.memory import {name})"
-        )
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+if not TYPE_CHECKING:  # type checkers see the lazy names through the imports above, and
+    # flag any other name (a module `__getattr__` would make every name `Any` to them)
+
+    def __getattr__(name: str) -> Any:
+        # SQLAlchemySession, RedisSession and EncryptedSession: imported on first use (their extras
+        # may be missing); the table of them is `turnstore.memory.extras.LAZY_EXPORTS`.
+        if name in LAZY_EXPORTS and name in __all__:
+            return load_lazy_export(name)  # not cached: sys.modules already is
+        if name in memory.__all__:  # a tool for writing a backend: exported from there only
+            raise AttributeError(
+                f"module {__name__!r} has no attribute {name!r}: the tools for writing a session "
+                f"backend are in turnstore.memory (from turnstore.memory import {name})"
+            )
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:

@@ -54,12 +54,15 @@ __all__ = [
 (`__getattr__`) and raises an `ImportError` saying what to install when pytest is missing."""
 
 
-def __getattr__(name: str) -> Any:
-    # The conformance suite imports pytest: loaded on first use (the table of such names is
-    # `turnstore.memory.extras.LAZY_EXPORTS`).
-    if name in LAZY_EXPORTS and name in __all__:
-        return load_lazy_export(name)  # not cached: sys.modules already is
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+if not TYPE_CHECKING:  # type checkers see the lazy names through the imports above, and
+    # flag any other name (a module `__getattr__` would make every name `Any` to them)
+
+    def __getattr__(name: str) -> Any:
+        # The conformance suite imports pytest: loaded on first use (the table of such names is
+        # `turnstore.memory.extras.LAZY_EXPORTS`).
+        if name in LAZY_EXPORTS and name in __all__:
+            return load_lazy_export(name)  # not cached: sys.modules already is
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
