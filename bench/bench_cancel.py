@@ -24,14 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from turnstore import (
-    Agent,
-    OpenAIResponsesCompactionSession,
-    RunConfig,
-    Runner,
-    SQLiteSession,
-    await_session_mutation,
-)
+from turnstore import Agent, OpenAIResponsesCompactionSession, RunConfig, Runner, SQLiteSession
+from turnstore.memory import await_session_mutation
 from turnstore.memory.sqlite.session import _Insert
 from turnstore.testing import FakeCompactionAPI, FakeOpenAIServer, text_response
 

@@ -1,12 +1,18 @@
 """The public surface, name by name: an export that slips in or out fails here.
 
-When you export a new public name, add it to the list of its module below.
+When you export a new public name, add it to the list of its module below. `__all__` is static:
+the same lists hold on an install without the extras (checked in a child Python that cannot
+import them), where the names that need an extra raise an `ImportError` saying what to install.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import json
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
@@ -15,15 +21,12 @@ TOP_LEVEL = [
     "Agent",
     "AgentsError",
     "AsyncSQLiteSession",
-    "AtomicReplacementSession",
     "BranchDeletedError",
     "CallModelData",
     "CallModelInputFilter",
-    "Closing",
     "CompactionTriggerContext",
     "EncryptedSession",
     "FunctionTool",
-    "HistorySnapshot",
     "MaxTurnsExceeded",
     "Model",
     "ModelBehaviorError",
@@ -65,18 +68,13 @@ TOP_LEVEL = [
     "ToolOutputTrimmer",
     "TurnstoreError",
     "Usage",
-    "UsageRecordingSession",
     "UserError",
     "__version__",
-    "await_session_mutation",
     "estimate_item_tokens",
     "function_tool",
-    "is_atomic_replacement_session",
     "is_openai_responses_compaction_aware_session",
-    "is_usage_recording_session",
     "load_history",
     "open_session_store",
-    "resolve_session_limit",
 ]
 
 
@@ -144,6 +142,26 @@ EXTENSIONS_MEMORY = [
 ]
 
 
+# The tools for writing a session backend: exported from turnstore.memory only.
+BACKEND_TOOLS = [
+    "AtomicReplacementSession",
+    "Closing",
+    "HistorySnapshot",
+    "UsageRecordingSession",
+    "await_session_mutation",
+    "is_atomic_replacement_session",
+    "is_usage_recording_session",
+    "resolve_session_limit",
+]
+
+# Imported on first use; the install command their ImportError names when it is missing.
+NEEDS_INSTALLING = {
+    "EncryptedSession": None,  # importable without its extra: constructing one says what to install
+    "RedisSession": "pip install 'turnstore[redis]'",
+    "SQLAlchemySession": "pip install 'turnstore[postgres]'",
+    "SessionConformanceTests": "pip install pytest pytest-asyncio",
+}
+
 MODULES = {
     "turnstore": TOP_LEVEL,
     "turnstore.extensions": EXTENSIONS,
@@ -168,12 +186,74 @@ def test_every_exported_name_resolves(module_name: str) -> None:
         assert getattr(module, name) is not None, name
 
 
-def test_memory_names_are_the_same_objects_at_the_top_level() -> None:
+def test_app_names_are_the_same_objects_at_the_top_level_and_backend_tools_are_not() -> None:
     top = importlib.import_module("turnstore")
     memory = importlib.import_module("turnstore.memory")
+    assert sorted(set(MEMORY) - set(TOP_LEVEL)) == BACKEND_TOOLS
     for name in MEMORY:
-        assert name in TOP_LEVEL, f"{name} is exported from turnstore.memory only"
-        assert getattr(top, name) is getattr(memory, name), name
+        if name in BACKEND_TOOLS:
+            with pytest.raises(AttributeError, match=f"from turnstore.memory import {name}"):
+                getattr(top, name)
+        else:
+            assert getattr(top, name) is getattr(memory, name), name
+
+
+@pytest.mark.parametrize("module_name", sorted(MODULES))
+def test_dir_lists_every_exported_name(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    assert set(MODULES[module_name]) <= set(dir(module))
+
+
+# In the child: importing these raises ImportError, as if the extras and pytest were missing.
+_BLOCKED = ("sqlalchemy", "redis", "cryptography", "pytest", "pytest_asyncio")
+
+_CHILD = """
+import json, sys
+for blocked in {blocked!r}:
+    sys.modules[blocked] = None
+import importlib
+report = {{}}
+for module_name in {modules!r}:
+    module = importlib.import_module(module_name)
+    names = {{}}
+    for name in module.__all__:
+        try:
+            getattr(module, name)
+        except ImportError as exc:
+            names[name] = str(exc)
+        else:
+            names[name] = None
+    report[module_name] = {{
+        "all": list(module.__all__),
+        "dir": sorted(set(module.__all__) - set(dir(module))),
+        "names": names,
+    }}
+print(json.dumps(report))
+"""
+
+
+def test_the_surface_is_the_same_without_the_extras() -> None:
+    code = _CHILD.format(blocked=_BLOCKED, modules=sorted(MODULES))
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    for module_name, expected in MODULES.items():
+        module = report[module_name]
+        assert sorted(module["all"]) == expected, module_name
+        assert module["dir"] == [], f"{module_name}: dir() misses {module['dir']}"
+        for name, error in module["names"].items():
+            command = NEEDS_INSTALLING.get(name)
+            if command is None:
+                assert error is None, f"{module_name}.{name}: {error}"
+            else:
+                assert error is not None, f"{module_name}.{name} imported without its extra"
+                assert command in error, error
 
 
 def test_public_classes_and_functions_are_documented() -> None:

@@ -12,13 +12,18 @@ result = await Runner.run(agent, "What city is the Golden Gate Bridge in?", sess
 result = await Runner.run(agent, "What state is it in?", session=session)  # remembers the bridge
 ```
 
-This module is the one public import path: everything documented is importable from here.
+This module is the public import path of an application: agents, runs, sessions, stores and
+errors. The tools for writing a session backend (`Closing`, `HistorySnapshot`,
+`await_session_mutation`, `resolve_session_limit`, the atomic-replacement and usage-recording
+protocols) are in `turnstore.memory`, and the test helpers in
+`turnstore.testing`.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from . import memory
 from .agent import Agent
 from .exceptions import (
     AgentsError,
@@ -39,10 +44,7 @@ from .items import TResponseInputItem
 from .memory import (
     AdvancedSQLiteSession,
     AsyncSQLiteSession,
-    AtomicReplacementSession,
-    Closing,
     CompactionTriggerContext,
-    HistorySnapshot,
     OpenAIConversationsSession,
     OpenAIResponsesCompactionArgs,
     OpenAIResponsesCompactionAwareSession,
@@ -55,17 +57,12 @@ from .memory import (
     SessionStats,
     SessionStore,
     SQLiteSession,
-    UsageRecordingSession,
-    await_session_mutation,
     estimate_item_tokens,
-    is_atomic_replacement_session,
     is_openai_responses_compaction_aware_session,
-    is_usage_recording_session,
     load_history,
     open_session_store,
-    resolve_session_limit,
 )
-from .memory import __all__ as _memory_all
+from .memory.extras import LAZY_EXPORTS, load_lazy_export
 from .models import Model, ModelRequest, ModelSettings, OpenAIResponsesModel
 from .result import RunCompleteEvent, RunResult, RunResultStreaming, StreamEvent, Usage
 from .run_config import CallModelData, CallModelInputFilter, ModelInputData, RunConfig
@@ -85,15 +82,12 @@ __all__ = [
     "Agent",
     "AgentsError",
     "AsyncSQLiteSession",
-    "AtomicReplacementSession",
     "BranchDeletedError",
     "CallModelData",
     "CallModelInputFilter",
-    "Closing",
     "CompactionTriggerContext",
-    "EncryptedSession",
+    "EncryptedSession",  # lazy: needs the encryption extra
     "FunctionTool",
-    "HistorySnapshot",
     "MaxTurnsExceeded",
     "Model",
     "ModelBehaviorError",
@@ -107,14 +101,14 @@ __all__ = [
     "OpenAIResponsesCompactionSession",
     "OpenAIResponsesModel",
     "RawResponseEvent",
-    "RedisSession",
+    "RedisSession",  # lazy: needs the redis extra
     "RunCompleteEvent",
     "RunConfig",
     "RunItemEvent",
     "RunResult",
     "RunResultStreaming",
     "Runner",
-    "SQLAlchemySession",
+    "SQLAlchemySession",  # lazy: needs the postgres extra
     "SQLiteSession",
     "Session",
     "SessionABC",
@@ -135,33 +129,34 @@ __all__ = [
     "ToolOutputTrimmer",
     "TurnstoreError",
     "Usage",
-    "UsageRecordingSession",
     "UserError",
     "__version__",
-    "await_session_mutation",
     "estimate_item_tokens",
     "function_tool",
-    "is_atomic_replacement_session",
     "is_openai_responses_compaction_aware_session",
-    "is_usage_recording_session",
     "load_history",
     "open_session_store",
-    "resolve_session_limit",
 ]
 
-
-# `from turnstore import *` imports every name in `__all__`: leave out the backends whose
-# extra is not installed, as `turnstore.memory` does.
-for _name in ("SQLAlchemySession", "RedisSession", "EncryptedSession"):
-    if _name not in _memory_all:
-        __all__.remove(_name)
-del _name
+"""Static: the same on every install. The lazy names are imported on first use (`__getattr__`),
+and raise an `ImportError` saying what to install when their extra is missing."""
 
 
-def __getattr__(name: str) -> Any:
-    # SQLAlchemySession, RedisSession and EncryptedSession need extras: imported on first use.
-    if name in ("SQLAlchemySession", "RedisSession", "EncryptedSession"):
-        from . import memory
+if not TYPE_CHECKING:  # type checkers see the lazy names through the imports above, and
+    # flag any other name (a module `__getattr__` would make every name `Any` to them)
 
-        return getattr(memory, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    def __getattr__(name: str) -> Any:
+        # SQLAlchemySession, RedisSession and EncryptedSession: imported on first use (their extras
+        # may be missing); the table of them is `turnstore.memory.extras.LAZY_EXPORTS`.
+        if name in LAZY_EXPORTS and name in __all__:
+            return load_lazy_export(name)  # not cached: sys.modules already is
+        if name in memory.__all__:  # a tool for writing a backend: exported from there only
+            raise AttributeError(
+                f"module {__name__!r} has no attribute {name!r}: the tools for writing a session "
+                f"backend are in turnstore.memory (from turnstore.memory import {name})"
+            )
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

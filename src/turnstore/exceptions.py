@@ -81,11 +81,28 @@ class UserError(TurnstoreError):
 
 
 class AgentsError(TurnstoreError):
-    """A run of an agent did not finish: the family of run failures, not a second base.
+    """An error of a run: the run of an agent did not finish.
 
-    `TurnstoreError` is the one base of the package; `AgentsError` groups the errors of
-    [`Runner`][turnstore.Runner] beneath it, as `SessionError` groups those of sessions. Catch it
-    to handle any failed run and let session and usage errors through.
+    The base of the errors [`Runner`][turnstore.Runner] raises for the run itself
+    ([`MaxTurnsExceeded`][turnstore.MaxTurnsExceeded],
+    [`ModelBehaviorError`][turnstore.ModelBehaviorError],
+    [`ModelCallError`][turnstore.ModelCallError]), as `SessionError` is the base of the errors of
+    sessions. It is not a second base of the package ([`TurnstoreError`][turnstore.TurnstoreError]
+    is), and despite its name it does not cover every error a run can meet: a session that fails
+    during a run raises its `SessionError`, and bad options raise `UserError` (which, unlike the
+    SDK's, is not beneath it).
+
+    The name follows the OpenAI Agents SDK, whose `AgentsException` is the base of its
+    `MaxTurnsExceeded` and `ModelBehaviorError`, so code ported from the SDK keeps one obvious
+    counterpart; it stays for that compatibility.
+
+    Example:
+        ```python
+        try:
+            result = await Runner.run(agent, "Hi", session=session)
+        except AgentsError as exc:  # the run failed; session errors pass through
+            print(f"the run did not finish: {exc}")
+        ```
     """
 
 

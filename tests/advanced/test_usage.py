@@ -10,14 +10,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from turnstore import (
-    AdvancedSQLiteSession,
-    Agent,
-    RunConfig,
-    Runner,
-    function_tool,
-    is_usage_recording_session,
-)
+from turnstore import AdvancedSQLiteSession, Agent, RunConfig, Runner, function_tool
+from turnstore.memory import is_usage_recording_session
 from turnstore.testing import FakeOpenAIServer, text_response, tool_call_response
 
 

@@ -15,14 +15,11 @@ from typing import Any
 
 import pytest
 
-from turnstore import (
+from turnstore import SessionClosedError, SessionRecord, UserError, open_session_store
+from turnstore.memory import (
     AtomicReplacementSession,
     HistorySnapshot,
-    SessionClosedError,
-    SessionRecord,
-    UserError,
     is_atomic_replacement_session,
-    open_session_store,
 )
 
 from .backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)

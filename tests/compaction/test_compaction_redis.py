@@ -16,8 +16,8 @@ from turnstore import (
     RedisSession,
     SessionABC,
     SessionStorageError,
-    is_atomic_replacement_session,
 )
+from turnstore.memory import is_atomic_replacement_session
 from turnstore.testing import FakeCompactionAPI
 
 from .conftest import call, output, turns

@@ -25,8 +25,8 @@ from turnstore import (
     SQLAlchemySession,
     SQLiteSession,
     UserError,
-    is_atomic_replacement_session,
 )
+from turnstore.memory import is_atomic_replacement_session
 from turnstore.memory.encrypted import _master_bytes, _session_fernet
 from turnstore.testing import SessionConformanceTests
 

@@ -31,9 +31,8 @@ from turnstore import (
     SessionDecryptionError,
     SQLAlchemySession,
     SQLiteSession,
-    is_atomic_replacement_session,
-    is_usage_recording_session,
 )
+from turnstore.memory import is_atomic_replacement_session, is_usage_recording_session
 from turnstore.memory.encrypted import _master_bytes, _session_fernet
 from turnstore.testing import FakeCompactionAPI, FakeOpenAIServer, text_response
 

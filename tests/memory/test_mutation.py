@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from turnstore import await_session_mutation
+from turnstore.memory import await_session_mutation
 
 
 class Gate:

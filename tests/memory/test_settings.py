@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from turnstore import SessionSettings, SQLiteSession, resolve_session_limit
+from turnstore import SessionSettings, SQLiteSession
+from turnstore.memory import resolve_session_limit
 from turnstore.memory.settings import coerce_session_settings
 
 

@@ -366,7 +366,7 @@ async def test_a_file_written_by_the_previous_release_still_opens(db_path: str) 
 async def test_a_cancelled_add_waiting_for_a_lock_gives_up_without_writing(
     db_path: str, through: str
 ) -> None:
-    from turnstore import await_session_mutation
+    from turnstore.memory import await_session_mutation
 
     async with SQLiteSession("s", db_path) as session:
         await session.add_items([msg("before")])

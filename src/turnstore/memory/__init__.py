@@ -1,8 +1,14 @@
-"""Session memory: the protocol, its settings, and the built-in backends.
+"""Session memory: the protocol, its settings, the built-in backends, and the tools to write one.
 
-Everything here is also exported from the top-level `turnstore` package. The PostgreSQL
+The names an application uses are also exported from the top-level `turnstore` package. The
+tools for writing a backend are exported from here only: [`Closing`][turnstore.memory.Closing],
+[`HistorySnapshot`][turnstore.memory.HistorySnapshot] and
+[`AtomicReplacementSession`][turnstore.memory.AtomicReplacementSession],
+[`UsageRecordingSession`][turnstore.memory.UsageRecordingSession] and their type guards,
+[`await_session_mutation`][turnstore.memory.await_session_mutation] and
+[`resolve_session_limit`][turnstore.memory.resolve_session_limit]. The PostgreSQL
 (`SQLAlchemySession`) and Redis (`RedisSession`) backends and `EncryptedSession` need extras and
-are imported lazily.
+are imported on first use.
 """
 
 from __future__ import annotations
@@ -10,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .closing import Closing
-from .extras import missing_extra
+from .extras import LAZY_EXPORTS, load_lazy_export
 from .history import estimate_item_tokens, load_history
 from .mutation import await_session_mutation
 from .open_store import open_session_store
@@ -40,19 +46,21 @@ if TYPE_CHECKING:
     from .sqlalchemy.session import SQLAlchemySession
 
 __all__ = [
+    # Each name is also exported from `turnstore`, except the tools for writing a backend,
+    # marked `here only`. Lazy names are imported on first use (extras.LAZY_EXPORTS).
     "AdvancedSQLiteSession",
     "AsyncSQLiteSession",
-    "AtomicReplacementSession",
-    "Closing",
+    "AtomicReplacementSession",  # here only
+    "Closing",  # here only
     "CompactionTriggerContext",
-    "EncryptedSession",
-    "HistorySnapshot",
+    "EncryptedSession",  # lazy: needs the encryption extra
+    "HistorySnapshot",  # here only
     "OpenAIConversationsSession",
     "OpenAIResponsesCompactionArgs",
     "OpenAIResponsesCompactionAwareSession",
     "OpenAIResponsesCompactionSession",
-    "RedisSession",
-    "SQLAlchemySession",
+    "RedisSession",  # lazy: needs the redis extra
+    "SQLAlchemySession",  # lazy: needs the postgres extra
     "SQLiteSession",
     "Session",
     "SessionABC",
@@ -61,57 +69,30 @@ __all__ = [
     "SessionSettings",
     "SessionStats",
     "SessionStore",
-    "UsageRecordingSession",
-    "await_session_mutation",
+    "UsageRecordingSession",  # here only
+    "await_session_mutation",  # here only
     "estimate_item_tokens",
-    "is_atomic_replacement_session",
+    "is_atomic_replacement_session",  # here only
     "is_openai_responses_compaction_aware_session",
-    "is_usage_recording_session",
+    "is_usage_recording_session",  # here only
     "load_history",
     "open_session_store",
-    "resolve_session_limit",
+    "resolve_session_limit",  # here only
 ]
-
-# Backends that need an extra: name -> (module, pip extra).
-_LAZY: dict[str, tuple[str, str]] = {
-    "SQLAlchemySession": (".sqlalchemy.session", "postgres"),
-    "RedisSession": (".redis.session", "redis"),
-    "EncryptedSession": (".encrypted", "encryption"),
-}
-
-# The third-party package each lazy backend imports first.
-_EXTRA_PACKAGE = {
-    "SQLAlchemySession": "sqlalchemy",
-    "RedisSession": "redis",
-    "EncryptedSession": "cryptography",
-}
+"""Static: the same on every install. The lazy names are imported on first use (`__getattr__`),
+and raise an `ImportError` saying what to install when their extra is missing."""
 
 
-def _extra_missing(name: str) -> bool:
-    import importlib.util
+if not TYPE_CHECKING:  # type checkers see the lazy names through the imports above, and
+    # flag any other name (a module `__getattr__` would make every name `Any` to them)
 
-    try:
-        return importlib.util.find_spec(_EXTRA_PACKAGE[name]) is None
-    except (ImportError, ValueError):
-        return True
-
-
-# `from turnstore.memory import *` imports every name in `__all__`: without an extra, its
-# backend is left out of the star import (importing it by name still explains what to install).
-for _name in _LAZY:
-    if _extra_missing(_name):
-        __all__.remove(_name)
-del _name
+    def __getattr__(name: str) -> Any:
+        # SQLAlchemySession, RedisSession and EncryptedSession: imported on first use (their extras
+        # may be missing); the table of them is `extras.LAZY_EXPORTS`.
+        if name in LAZY_EXPORTS and name in __all__:
+            return load_lazy_export(name)  # not cached: sys.modules already is
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        module_name, extra = _LAZY[name]
-        import importlib
-
-        try:
-            module = importlib.import_module(module_name, __name__)
-        except ImportError as exc:
-            raise missing_extra(name, extra) from exc
-        return getattr(module, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -2,9 +2,14 @@
 
 The OpenAI Agents SDK's `SQLiteSession.close()` is a plain method; ours used to be a coroutine.
 Code written for either works here: `close()` closes the object at once (later calls raise
-`SessionClosedError` or do nothing) and returns a [`Closing`][turnstore.Closing], which the
-caller may await to wait until the released resources (threads, pooled connections) are gone,
-or drop. Dropping it never warns.
+`SessionClosedError` or do nothing) and returns a [`Closing`][turnstore.memory.Closing], which
+the caller may await to wait until the released resources (threads, pooled connections) are
+gone, or drop.
+
+No finalizer here runs an event loop: the garbage collector may run one on any thread, even
+inside a running loop. A `Closing` dropped before its release ran hands the release to the
+event loop that owns the resources when that loop is running, and otherwise warns with a
+`ResourceWarning` (shown with `python -X dev` or `-W default`), as asyncio's own transports do.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import warnings
 from abc import ABC
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from types import TracebackType
@@ -32,10 +38,12 @@ class Closing(Coroutine[Any, Any, None]):
 
     It is a coroutine object, so `await obj.close()`, `asyncio.run(obj.close())` and
     `loop.run_until_complete(obj.close())` all work, and unlike a coroutine function's result,
-    dropping it without awaiting never warns. What remains to release (pooled connections, an
-    HTTP client) runs on the event loop that called `close()`; called with no loop running, it
-    runs on the loop that awaits the result, or, when the result is dropped, at once on a loop
-    of its own. Awaiting it more than once returns at once.
+    dropping it without awaiting it never warns when nothing remains to release. What remains
+    (pooled connections, an HTTP client) runs on the event loop that called `close()`; called
+    with no loop running, it runs on the loop that awaits the result. Dropped without being
+    awaited, the release is handed to the event loop that owns the resources if that loop is
+    running (on any thread); otherwise it cannot run, and a `ResourceWarning` says so. Awaiting
+    it more than once returns at once.
 
     Example:
         ```python
@@ -44,35 +52,51 @@ class Closing(Coroutine[Any, Any, None]):
         ```
     """
 
-    __slots__ = ("_coroutine", "_release", "_task")
+    __slots__ = ("_coroutine", "_loop", "_release", "_task", "_what")
 
     def __init__(
-        self, task: asyncio.Future[None] | None = None, release: Release | None = None
+        self,
+        task: asyncio.Future[None] | None = None,
+        release: Release | None = None,
+        *,
+        loop: asyncio.AbstractEventLoop | None = None,
+        what: str = "an object",
     ) -> None:
         self._task = task
         self._release = release
+        self._loop = loop
+        self._what = what
         self._coroutine: Coroutine[Any, Any, None] | None = None
 
     @classmethod
-    def start(cls, release: Release | None) -> Closing:
+    def start(
+        cls,
+        release: Release | Closing | None,
+        *,
+        loop: asyncio.AbstractEventLoop | None = None,
+        what: str = "an object",
+    ) -> Closing:
         """Start `release` as a task of the running loop, or keep it for whoever awaits.
 
         Args:
-            release: The asynchronous part of the close, or `None` when there is none.
+            release: The asynchronous part of the close, `None` when there is none, or the
+                `Closing` of another object whose close this one is (returned as it is).
+            loop: The event loop the released resources belong to, if they belong to one: a
+                release dropped unawaited is handed to it while it runs.
+            what: How a `ResourceWarning` names the closed object.
 
         Returns:
             A `Closing` that waits for `release` when awaited.
         """
+        if isinstance(release, Closing):
+            return release
         if release is None:
             return cls()
         try:
-            loop = asyncio.get_running_loop()
+            running = asyncio.get_running_loop()
         except RuntimeError:
-            return cls(release=release)
-        task = loop.create_task(_run(release))
-        _pending.add(task)
-        task.add_done_callback(_pending.discard)
-        return cls(task)
+            return cls(release=release, loop=loop, what=what)
+        return cls(_spawn(running, release))
 
     async def _wait(self) -> None:
         release, self._release = self._release, None
@@ -105,19 +129,38 @@ class Closing(Coroutine[Any, Any, None]):
         return self._wait().__await__()
 
     def __del__(self) -> None:
-        # Dropped without being awaited, after a close() with no loop running: finish now.
+        # Dropped without being awaited, after a close() made with no loop running. This runs
+        # wherever the collector does (any thread, maybe inside a running loop): it starts no
+        # event loop and runs nothing itself; the release goes to a running loop or is reported.
         release, self._release = self._release, None
         if release is None:
             return
-        with contextlib.suppress(Exception):
-            try:
+        loop = self._loop
+        if loop is None:  # resources of no particular loop: the running loop of this thread
+            with contextlib.suppress(RuntimeError):
                 loop = asyncio.get_running_loop()
-            except RuntimeError:
-                asyncio.run(_run(release))
-            else:  # dropped inside a loop that started after close(): release there
-                task = loop.create_task(_run(release))
-                _pending.add(task)
-                task.add_done_callback(_pending.discard)
+        if loop is not None and loop.is_running():
+            try:
+                loop.call_soon_threadsafe(_spawn, loop, release)
+            except RuntimeError:  # the loop closed meanwhile
+                pass
+            else:
+                return
+        warnings.warn(
+            f"{self._what} was closed by close() outside an event loop and the result was "
+            "never awaited, so its connections could not be released: await close() (or use "
+            "`async with`) inside the event loop that used it",
+            ResourceWarning,
+            stacklevel=2,
+        )
+
+
+def _spawn(loop: asyncio.AbstractEventLoop, release: Release) -> asyncio.Future[None]:
+    """Run `release` as a task of `loop` (the running one), kept until it finishes."""
+    task = loop.create_task(_run(release))
+    _pending.add(task)
+    task.add_done_callback(_pending.discard)
+    return task
 
 
 async def _run(release: Release) -> None:
@@ -138,11 +181,20 @@ class AsyncCloseable(ABC):  # noqa: B024 - subclasses add abstract methods (Sess
         ```
     """
 
-    def _close_now(self) -> Release | None:
+    def _close_now(self) -> Release | Closing | None:
         """Mark the object closed and return what remains to release asynchronously.
 
         Returns:
-            A coroutine function finishing the release, or `None` when nothing remains.
+            A coroutine function finishing the release, the `Closing` of an object whose close
+            finishes it, or `None` when nothing remains.
+        """
+        return None
+
+    def _release_loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop the resources to release belong to, if any (read before the close).
+
+        Returns:
+            The loop, or `None` when the release can run on any loop.
         """
         return None
 
@@ -155,7 +207,8 @@ class AsyncCloseable(ABC):  # noqa: B024 - subclasses add abstract methods (Sess
         Returns:
             An awaitable; awaiting it is optional.
         """
-        return Closing.start(self._close_now())
+        loop = self._release_loop()
+        return Closing.start(self._close_now(), loop=loop, what=type(self).__name__)
 
     async def __aenter__(self) -> Self:
         return self

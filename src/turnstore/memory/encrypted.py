@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..exceptions import SessionDecryptionError, UserError
 from ..items import TResponseInputItem
-from .closing import AsyncCloseable, Release
+from .closing import AsyncCloseable, Closing, Release
 from .codec import WHOLE_HISTORY, check_limit, encode_items
 from .extras import missing_extra
 from .session import (
@@ -181,9 +181,9 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
     it cannot read.
 
     Over a session with an atomic replacement, this session has one too
-    ([`is_atomic_replacement_session`][turnstore.is_atomic_replacement_session] tells): wrapped
-    in [`OpenAIResponsesCompactionSession`][turnstore.OpenAIResponsesCompactionSession], it is
-    compacted in one atomic step. Methods of the wrapped session do not pass through, since
+    ([`is_atomic_replacement_session`][turnstore.memory.is_atomic_replacement_session] tells):
+    wrapped in [`OpenAIResponsesCompactionSession`][turnstore.OpenAIResponsesCompactionSession], it
+    is compacted in one atomic step. Methods of the wrapped session do not pass through, since
     they would work on ciphertext; only an allow-list does (branch switching and deletion,
     `current_branch_id`, usage counts, connection attributes), and the turn, search, branching
     and usage methods of an [`AdvancedSQLiteSession`][turnstore.AdvancedSQLiteSession] run on
@@ -509,8 +509,8 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
         Raises:
             SessionDecryptionError: An envelope opens with none of the keys; nothing changed.
             UserError: The wrapped session has no atomic replacement (see
-                [`AtomicReplacementSession`][turnstore.AtomicReplacementSession]; `SQLiteSession`,
-                `SQLAlchemySession` and `RedisSession` have one).
+                [`AtomicReplacementSession`][turnstore.memory.AtomicReplacementSession];
+                `SQLiteSession`, `SQLAlchemySession` and `RedisSession` have one).
             SessionStorageError: The history kept changing during five attempts; nothing
                 changed.
         """
@@ -540,7 +540,7 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
         Raises:
             SessionDecryptionError: An envelope opens with none of the keys; nothing changed.
             UserError: The wrapped session has no atomic replacement (see
-                [`AtomicReplacementSession`][turnstore.AtomicReplacementSession]).
+                [`AtomicReplacementSession`][turnstore.memory.AtomicReplacementSession]).
         """
         return await self._rewrite(rotate=False)
 
@@ -698,12 +698,14 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    def _close_now(self) -> Release | None:
+    def _close_now(self) -> Release | Closing | None:
         """Close the wrapped session (awaitable, or callable from synchronous code)."""
         close = getattr(self.underlying_session, "close", None)
         if not callable(close):
             return None
         result = close()
+        if isinstance(result, Closing):  # the wrapped session's own close, as it is
+            return result
         if result is None or not hasattr(result, "__await__"):
             return None
 
@@ -717,7 +719,7 @@ class _AtomicEncryptedSession(EncryptedSession):
     """`EncryptedSession` over a session with an atomic replacement: it offers one too.
 
     `EncryptedSession(...)` returns this class when the wrapped session is an
-    [`AtomicReplacementSession`][turnstore.AtomicReplacementSession], so that compaction over
+    [`AtomicReplacementSession`][turnstore.memory.AtomicReplacementSession], so that compaction over
     an encrypted session swaps the history in one step (never clear, then add).
     """
 

@@ -1,24 +1,66 @@
-"""The words of the error for a feature whose pip extra is not installed (one wording, one place).
+"""Public names that need something installed: the one table of them, and the one error wording.
 
-The API (`from turnstore import RedisSession`), the stores and the `turnstore` command all say
-it the same way: `RedisSession needs the redis extra: pip install 'turnstore[redis]'`.
+`turnstore`, `turnstore.memory` and `turnstore.testing` list these names in their static
+`__all__` and import them on first use (their module `__getattr__` calls `load_lazy_export`),
+so `import turnstore` works
+without the extras and type checkers still see the real classes. Whatever asks for a missing
+extra, the API (`from turnstore import RedisSession`), the stores or the `turnstore` command,
+says it the same way: `RedisSession needs the redis extra: pip install 'turnstore[redis]'`.
 """
 
 from __future__ import annotations
 
-__all__ = ["missing_extra"]
+import importlib
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+__all__ = ["LAZY_EXPORTS", "LazyExport", "load_lazy_export", "missing_extra"]
 
 
-def missing_extra(feature: str, extra: str) -> ImportError:
-    """Return the error that says which extra `feature` needs and how to install it.
+class LazyExport(NamedTuple):
+    """Where a lazily imported public name is defined, and what it needs installed."""
+
+    module: str
+    """The module that defines the name (absolute)."""
+    extra: str | None = None
+    """The pip extra that brings its packages, if it has one."""
+    packages: tuple[str, ...] = ()
+    """Otherwise, the packages to install (for example pytest for the conformance suite)."""
+
+
+LAZY_EXPORTS: dict[str, LazyExport] = {
+    # turnstore and turnstore.memory
+    "EncryptedSession": LazyExport("turnstore.memory.encrypted", extra="encryption"),
+    "RedisSession": LazyExport("turnstore.memory.redis.session", extra="redis"),
+    "SQLAlchemySession": LazyExport("turnstore.memory.sqlalchemy.session", extra="postgres"),
+    # turnstore.testing
+    "SessionConformanceTests": LazyExport(
+        "turnstore.testing.conformance", packages=("pytest", "pytest-asyncio")
+    ),
+}
+"""Every public name imported on first use: name -> where it lives and what it needs.
+
+A name listed here is in the static `__all__` of the packages that export it, imported under
+`if TYPE_CHECKING:` there, and resolved by their `__getattr__`.
+"""
+
+
+def missing_extra(
+    feature: str, extra: str | None = None, *, packages: Sequence[str] = ()
+) -> ImportError:
+    """Return the error that says what `feature` needs installed and how to install it.
 
     Args:
         feature: What the user asked for, as they would name it (`"RedisSession"`,
             `"a redis:// URL"`).
         extra: The pip extra that brings its packages (`"redis"`, `"postgres"`, `"encryption"`).
+        packages: Instead of an extra, the packages to install (`("pytest", "pytest-asyncio")`).
 
     Returns:
         The error to raise (chain the original `ImportError` to it).
+
+    Raises:
+        ValueError: Neither `extra` nor `packages` was given.
 
     Example:
         ```python
@@ -28,4 +70,31 @@ def missing_extra(feature: str, extra: str) -> ImportError:
             raise missing_extra("RedisSession", "redis") from exc
         ```
     """
-    return ImportError(f"{feature} needs the {extra} extra: pip install 'turnstore[{extra}]'")
+    if extra is not None:
+        return ImportError(f"{feature} needs the {extra} extra: pip install 'turnstore[{extra}]'")
+    if not packages:
+        raise ValueError("missing_extra() needs the extra or the packages to install")
+    names = " and ".join([", ".join(packages[:-1]), packages[-1]] if packages[:-1] else packages)
+    return ImportError(f"{feature} needs {names}: pip install {' '.join(packages)}")
+
+
+def load_lazy_export(name: str) -> Any:
+    """Import a name of `LAZY_EXPORTS` from its module.
+
+    Args:
+        name: A key of `LAZY_EXPORTS`.
+
+    Returns:
+        The object the name stands for.
+
+    Raises:
+        ImportError: What the name needs is not installed (the message says what to install).
+    """
+    export = LAZY_EXPORTS[name]
+    try:
+        module = importlib.import_module(export.module)
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] == "turnstore":
+            raise  # a module of this package is missing: a broken install, not an extra
+        raise missing_extra(name, export.extra, packages=export.packages) from exc
+    return getattr(module, name)

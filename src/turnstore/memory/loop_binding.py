@@ -42,6 +42,16 @@ class LoopBinding:
                 "asyncio.run()"
             )
 
+    @property
+    def bound(self) -> bool:
+        """Whether the session was used at all (and so may hold connections of a loop)."""
+        return self._loop is not None
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The loop the session is bound to, or `None` before its first use (or once collected)."""
+        return None if self._loop is None else self._loop()
+
     def is_foreign(self) -> bool:
         """Whether the session was first used on a loop other than the running one."""
         return self._loop is not None and self._loop() is not asyncio.get_running_loop()

@@ -170,6 +170,10 @@ class PooledSession(SessionABC, AsyncCloseable):
             "replace_history", lambda: self._replace(snapshot, encoded), mutation=True
         )
 
+    def _release_loop(self) -> asyncio.AbstractEventLoop | None:
+        """The loop the pooled connections belong to (the one the session was first used on)."""
+        return self._loop_binding.loop
+
     def _close_now(self) -> Release | None:
         """Close the session; release the client too if `from_url` created it.
 
@@ -181,8 +185,8 @@ class PooledSession(SessionABC, AsyncCloseable):
         if self._closed:
             return None
         self._closed = True
-        if not self._owns_client:
-            return None
+        if not self._owns_client or not self._loop_binding.bound:
+            return None  # not ours to close, or never used: no connection was opened
 
         async def release() -> None:
             if not self._loop_binding.is_foreign():

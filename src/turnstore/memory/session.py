@@ -214,7 +214,7 @@ class UsageRecordingSession(Session, Protocol):
 
     [`Runner`][turnstore.Runner] calls `record_turn_usage` with the run's usage after each run
     that completes, when
-    [`is_usage_recording_session`][turnstore.is_usage_recording_session] returns `True`.
+    [`is_usage_recording_session`][turnstore.memory.is_usage_recording_session] returns `True`.
     """
 
     async def record_turn_usage(self, usage: Any) -> None:
@@ -249,10 +249,10 @@ def is_usage_recording_session(session: Any) -> TypeGuard[UsageRecordingSession]
 class HistorySnapshot:
     """A session's stored history as one read saw it, for an atomic replacement.
 
-    [`AtomicReplacementSession.snapshot_history`][turnstore.AtomicReplacementSession.snapshot_history]
-    takes it; [`replace_history`][turnstore.AtomicReplacementSession.replace_history] replaces
-    exactly its rows, or nothing when they changed meanwhile. `prefix(n)` narrows it to its first
-    `n` items, so that only their rows are replaced and the later rows stay.
+    [`AtomicReplacementSession.snapshot_history`][turnstore.memory.AtomicReplacementSession.snapshot_history]
+    takes it; [`replace_history`][turnstore.memory.AtomicReplacementSession.replace_history]
+    replaces exactly its rows, or nothing when they changed meanwhile. `prefix(n)` narrows it to
+    its first `n` items, so that only their rows are replaced and the later rows stay.
 
     Attributes:
         items: The valid items, oldest first.
@@ -340,7 +340,7 @@ class AtomicReplacementSession(Session, Protocol):
     [`SQLiteSession`][turnstore.SQLiteSession],
     [`SQLAlchemySession`][turnstore.SQLAlchemySession] and
     [`RedisSession`][turnstore.RedisSession] implement it; check with
-    [`is_atomic_replacement_session`][turnstore.is_atomic_replacement_session].
+    [`is_atomic_replacement_session`][turnstore.memory.is_atomic_replacement_session].
 
     Example:
         ```python

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..memory.extras import LAZY_EXPORTS, load_lazy_export
 from .fake_conversations import FakeCompactionAPI, FakeConversationsAPI
 from .fake_openai import (
     FakeOpenAIServer,
@@ -41,7 +42,7 @@ __all__ = [
     "RecordedRequest",
     "ScriptStep",
     "ScriptedModel",
-    "SessionConformanceTests",
+    "SessionConformanceTests",  # lazy: needs pytest and pytest-asyncio
     "function_call_item",
     "message_item",
     "response_body",
@@ -49,35 +50,20 @@ __all__ = [
     "text_response",
     "tool_call_response",
 ]
+"""Static: the same on every install. `SessionConformanceTests` is imported on first use
+(`__getattr__`) and raises an `ImportError` saying what to install when pytest is missing."""
 
 
-def _pytest_missing() -> bool:
-    import importlib.util
+if not TYPE_CHECKING:  # type checkers see the lazy names through the imports above, and
+    # flag any other name (a module `__getattr__` would make every name `Any` to them)
 
-    try:
-        return any(importlib.util.find_spec(m) is None for m in ("pytest", "pytest_asyncio"))
-    except (ImportError, ValueError):
-        return True
-
-
-# `from turnstore.testing import *` imports every name in `__all__`: without pytest, the
-# conformance suite is left out (importing it by name still says what to install).
-# (A loop, not `__all__.remove("...")`: type checkers apply a literal removal statically and
-# would then refuse `from turnstore.testing import SessionConformanceTests`.)
-for _name in ["SessionConformanceTests"] if _pytest_missing() else []:
-    __all__.remove(_name)
+    def __getattr__(name: str) -> Any:
+        # The conformance suite imports pytest: loaded on first use (the table of such names is
+        # `turnstore.memory.extras.LAZY_EXPORTS`).
+        if name in LAZY_EXPORTS and name in __all__:
+            return load_lazy_export(name)  # not cached: sys.modules already is
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def __getattr__(name: str) -> Any:
-    # The conformance suite imports pytest: load it only when asked for.
-    if name == "SessionConformanceTests":
-        try:
-            from .conformance import SessionConformanceTests
-        except ImportError as exc:
-            raise ImportError(
-                "SessionConformanceTests needs pytest and pytest-asyncio: "
-                "pip install pytest pytest-asyncio"
-            ) from exc
-
-        return SessionConformanceTests
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

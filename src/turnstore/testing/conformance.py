@@ -6,7 +6,7 @@ ordering, limits, isolation, pop and clear, unicode and large items, hostile ids
 writers and pops, cancellation, corrupt rows and rejected items (too deeply nested, `NaN`
 included), the history window a run loads (`limit`, `limit_turns`, `limit_tokens`: never a tool
 output without its call), and, for sessions that implement
-[`AtomicReplacementSession`][turnstore.AtomicReplacementSession], atomic history replacement.
+[`AtomicReplacementSession`][turnstore.memory.AtomicReplacementSession], atomic history replacement.
 
 Example:
     ```python

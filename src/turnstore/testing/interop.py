@@ -24,6 +24,7 @@ from typing import Any
 
 from ..agent import Agent
 from ..items import TResponseInputItem
+from ..memory.extras import missing_extra
 from ..memory.session import Session
 from ..runner import Runner
 from ..tools import function_tool
@@ -55,9 +56,7 @@ def _sdk() -> Any:
         import agents
         import agents.testing
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "the interop checks need the OpenAI Agents SDK: pip install openai-agents"
-        ) from exc
+        raise missing_extra("turnstore.testing.interop", packages=("openai-agents",)) from exc
     agents.set_tracing_disabled(True)
     return agents
 

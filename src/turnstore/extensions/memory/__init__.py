@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ... import memory as _memory
 from ...memory import AdvancedSQLiteSession, AsyncSQLiteSession
+from ...memory.extras import LAZY_EXPORTS, load_lazy_export
 
 if TYPE_CHECKING:
     from ...memory import EncryptedSession, RedisSession, SQLAlchemySession
@@ -18,21 +18,21 @@ if TYPE_CHECKING:
 __all__ = [
     "AdvancedSQLiteSession",
     "AsyncSQLiteSession",
-    "EncryptedSession",
-    "RedisSession",
-    "SQLAlchemySession",
+    "EncryptedSession",  # lazy: needs the encryption extra
+    "RedisSession",  # lazy: needs the redis extra
+    "SQLAlchemySession",  # lazy: needs the postgres extra
 ]
-
-_WITH_EXTRAS = ("EncryptedSession", "RedisSession", "SQLAlchemySession")
-
-# As in `turnstore.memory`: without its extra, a backend is left out of the star import.
-for _name in _WITH_EXTRAS:
-    if _name not in _memory.__all__:
-        __all__.remove(_name)
-del _name
+"""Static, as in `turnstore.memory`: a backend whose extra is missing raises an `ImportError`
+naming the install command when it is first used."""
 
 
-def __getattr__(name: str) -> Any:
-    if name in _WITH_EXTRAS:
-        return getattr(_memory, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> Any:
+        if name in LAZY_EXPORTS and name in __all__:
+            return load_lazy_export(name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -54,6 +54,11 @@ class OwnedOpenAIClient:
                 await client.close()
         return self._client
 
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop the client was first used on (its connections belong to it)."""
+        return self._loop_binding.loop
+
     def release(self) -> Release | None:
         """Forget the client if it was built here, returning what closes it.
 

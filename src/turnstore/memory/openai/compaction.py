@@ -251,6 +251,9 @@ class OpenAIResponsesCompactionSession(ReplaceAndRestore, WrapperSessionABC, Asy
 
     # -- lifecycle -------------------------------------------------------------------------
 
+    def _release_loop(self) -> asyncio.AbstractEventLoop | None:
+        return self._client.loop
+
     def _close_now(self) -> Release | None:
         """Close the client this session built from the environment.
 

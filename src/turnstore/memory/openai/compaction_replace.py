@@ -1,7 +1,7 @@
 """Compaction on a session without an atomic replacement: replace, read back, restore on failure.
 
 `OpenAIResponsesCompactionSession` uses this path when its wrapped session does not implement
-[`AtomicReplacementSession`][turnstore.AtomicReplacementSession].
+[`AtomicReplacementSession`][turnstore.memory.AtomicReplacementSession].
 """
 
 from __future__ import annotations

@@ -56,7 +56,8 @@ class OpenAIConversationsSession(SessionABC, AsyncCloseable):
     and stops after `limit` items. Writes are sent in requests of at most 20 items, the most the
     API accepts; when one request of a larger batch fails, the items the earlier requests created
     are deleted again, so a batch is stored whole or not at all. A write runs to its end even when
-    its caller is cancelled (see [`await_session_mutation`][turnstore.await_session_mutation]).
+    its caller is cancelled (see
+    [`await_session_mutation`][turnstore.memory.await_session_mutation]).
     Calls through one session object are serialised; separate objects or processes writing to
     the same conversation need their own coordination.
 
@@ -147,6 +148,9 @@ class OpenAIConversationsSession(SessionABC, AsyncCloseable):
         return await self._client.get()
 
     # -- lifecycle -------------------------------------------------------------------------
+
+    def _release_loop(self) -> asyncio.AbstractEventLoop | None:
+        return self._client.loop
 
     def _close_now(self) -> Release | None:
         """Close the client this session built from the environment.

@@ -192,10 +192,10 @@ def create_engine_for_url(url: str, **engine_kwargs: Any) -> AsyncEngine:
             raise missing_extra(f"the {parsed.drivername} driver", "postgres") from exc
         # A missing synchronous driver (psycopg2, MySQLdb) would be refused once installed:
         # point at an async driver instead of at the missing module.
+        asyncpg = missing_extra("postgresql+asyncpg://", "postgres")
         raise ImportError(
             f"the {parsed.drivername} driver is not installed ({exc.name}); use an async "
-            "driver, for example postgresql+asyncpg:// (pip install 'turnstore[postgres]') "
-            "or mysql+asyncmy://"
+            f"driver, for example postgresql+asyncpg:// or mysql+asyncmy:// ({asyncpg})"
         ) from exc
     except (ArgumentError, SQLAlchemyError) as exc:
         raise ValueError(

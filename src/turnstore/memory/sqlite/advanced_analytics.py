@@ -169,8 +169,8 @@ class BranchAnalytics:
         """Record token usage against the current turn (replacing what the turn had).
 
         Called by `Runner` after each run (see
-        [`UsageRecordingSession`][turnstore.UsageRecordingSession]). Nothing is recorded while the
-        branch holds no user message.
+        [`UsageRecordingSession`][turnstore.memory.UsageRecordingSession]). Nothing is recorded
+        while the branch holds no user message.
 
         Args:
             usage: Counts `requests`, `input_tokens`, `output_tokens`, `total_tokens`, and

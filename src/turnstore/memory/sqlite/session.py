@@ -7,8 +7,9 @@ reader threads. The event loop only encodes JSON, queues work and awaits it; no 
 on it, the constructor included (the schema is created by the writer on first use).
 
 For compaction, `SQLiteSession` implements
-[`AtomicReplacementSession`][turnstore.AtomicReplacementSession] and keeps the replaced rows in
-the `<messages_table>_archive` table (`get_archived_items()`; `clear_session` removes them too).
+[`AtomicReplacementSession`][turnstore.memory.AtomicReplacementSession] and keeps the replaced
+rows in the `<messages_table>_archive` table (`get_archived_items()`; `clear_session` removes
+them too).
 """
 
 from __future__ import annotations
