@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 from .front_matter import split_front_matter
 from .headings import english_heading_ids, find_headings
-from .markdown_mask import MERMAID_LABELS_RE, PLACEHOLDER_RE, Masked, mask, mermaid_skeleton
+from .markdown_mask import MERMAID_LABELS_RE, PLACEHOLDER_RE, Masked, mask, mermaid_skeleton, unmask
 from .prompt import Glossary, mentions
+from .rules import LanguageRules, Located, Units
 from .sections import split_sections
 
 __all__ = [
@@ -24,10 +25,13 @@ __all__ = [
     "align_code",
     "check_meaning",
     "check_section",
+    "meaning_findings",
+    "page_form_findings",
     "numbers",
     "paragraph_count",
     "prose",
     "structure",
+    "swapped_sections",
     "untranslated_runs",
     "verify_page",
 ]
@@ -338,6 +342,18 @@ def verify_page(
     tr_text, _, code_findings = align_code(en_masked, tr_masked)
     findings += code_findings
     en_sections, tr_sections = split_sections(en_masked.text), split_sections(tr_text)
+    starts = [0]
+    for section in tr_sections:
+        starts.append(starts[-1] + section.count("\n"))
+    head = len(translated) - len(tr_fm.body)
+    offset = translated.count("\n", 0, head) + 1
+
+    masked_lines = tr_masked.text.split("\n")
+
+    def _at(number: int, line: int | None) -> str:
+        prefix = "".join(f"{text}\n" for text in masked_lines[: starts[number] + (line or 0)])
+        return f"line {offset + unmask(prefix, tr_masked.code).count(chr(10))}"
+
     if len(en_sections) != len(tr_sections):
         findings.append(
             f"the English has {len(en_sections) - 1} `## ` sections, the translation "
@@ -345,10 +361,29 @@ def verify_page(
         )
     else:
         for number, (en, tr) in enumerate(zip(en_sections, tr_sections, strict=True)):
-            found = check_section(en, tr)
+            findings += [f"{_at(number, None)}: section {number}: {f}" for f in check_section(en, tr)]
             if lang is not None and glossary is not None:
-                found += check_meaning(en, tr, lang, glossary)
-            findings += [f"section {number}: {f}" for f in found]
+                findings += [
+                    f"{_at(number, f.line)}: section {number}: {f.message}"
+                    for f in meaning_findings(en, tr, lang, glossary)
+                ]
+        if lang is not None and glossary is not None:
+            rules = glossary.rules.get(lang) or LanguageRules()
+            for group, places in page_form_findings(tr_sections, rules):
+                shown = "; ".join(
+                    f"{name!r} at " + ", ".join(_at(n, line) for n, line in where)
+                    for name, where in places.items()
+                )
+                first = min(where[0] for where in places.values())
+                findings.append(
+                    f"{_at(*first)}: {group} written in {len(places)} forms on one page "
+                    f"({shown}): use one form"
+                )
+        for i, j in swapped_sections(list(zip(en_sections, tr_sections, strict=True)), glossary):
+            findings.append(
+                f"{_at(i, None)}: sections {i} and {j} look swapped: the translation of each "
+                "matches the other's English (numbers, code, links, names)"
+            )
     ids = english_heading_ids(en_masked.text, en_masked.code)
     pinned = [h.explicit_id for h in find_headings(tr_text)]
     if len(pinned) == len(ids):
@@ -395,7 +430,8 @@ _LATIN_RUN = re.compile(
 def prose(masked: str) -> str:
     """Return the prose of a masked text: code, link targets, URLs, tags and markup removed."""
     for pattern in _NOT_PROSE:
-        masked = pattern.sub(" \u2022 ", masked)  # a mark no Latin run crosses
+        # a mark no Latin run crosses; the lines stay where they were
+        masked = pattern.sub(lambda m: " \u2022 " + "\n" * m.group(0).count("\n"), masked)
     return masked
 
 
@@ -426,62 +462,437 @@ def untranslated_runs(masked: str, keep: list[str]) -> list[str]:
     return [" ".join(m.group(0).split()) for m in _LATIN_RUN.finditer(text)]
 
 
-def check_meaning(english: str, draft: str, lang: str, glossary: Glossary) -> list[str]:
-    """Check the meaning-bearing tokens of a masked draft section against its English section.
+# -- the meaning and consistency checks: one function for drafts, --check and --adopt -----------
 
-    Without a model: every number of the English prose is in the translation; the section keeps
-    its paragraphs (blocks); no long run of Latin-script words is left untranslated; the
-    glossary's required renderings are used and its forbidden ones are not.
+_SIGNED_NUMBER = re.compile(r"(?:(?<![\w@.\-−])[-−](?=\d))?(?<![\w@])\d+(?:[.,]\d+)*")
+_FOOTNOTE_DEFINITION = re.compile(r"^[ \t]{0,3}\[\^(?P<name>[^\]]+)\]:(?P<text>[^\n]*)$", re.M)
+_MARKER_LINE = re.compile(r"^(?P<indent>[ \t]*)(?:!!!|\?\?\?\+?|===\+?)[ \t]")
+_TABLE_ROW = re.compile(r"^[ \t]*\|")
+
+
+def _number_list(masked: str, bare: tuple[Units, str] | None = None) -> list[str]:
+    """The numbers of a masked text's prose, in order; with `bare` (units and language), only
+    those that carry no unit."""
+    text = prose(masked)
+    skip = bare[0].starts(text, bare[1]) if bare else set()
+    found = []
+    for match in _SIGNED_NUMBER.finditer(text):
+        if match.start() in skip:
+            continue
+        value = match.group(0).replace("−", "-")
+        if re.fullmatch(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?", value):
+            value = value.replace(",", "")
+        found.append(value.rstrip(".,"))
+    return found
+
+
+def _blocks(masked: str) -> list[tuple[int, str]]:
+    """The blocks of a masked text (runs of non-blank lines) with their first line's number."""
+    out: list[tuple[int, str]] = []
+    line = 0
+    for part in re.split(r"(\n[ \t]*\n)", masked):
+        if part.strip() and not re.fullmatch(r"\n[ \t]*\n", part):
+            lead = len(part) - len(part.lstrip("\n"))
+            out.append((line + part.count("\n", 0, lead), part))
+        line += part.count("\n")
+    return out
+
+
+def _chars(text: str) -> int:
+    return len(re.sub(r"[\s\u2022]+", "", text))
+
+
+def _find_all(text: str, word: str) -> list[int]:
+    """Where `word` occurs in `text`: whole words for Latin words (case kept), anywhere else."""
+    if re.fullmatch(r"[A-Za-z][\w .-]*", word):
+        pattern = r"(?<![A-Za-z0-9_-])" + re.escape(word) + r"(?![A-Za-z0-9_-])"
+    else:
+        pattern = re.escape(word)
+    return [m.start() for m in re.finditer(pattern, text)]
+
+
+def _line(text: str, index: int) -> int:
+    return text.count("\n", 0, index)
+
+
+def _excerpt(text: str, index: int, end: int) -> str:
+    start = text.rfind("\n", 0, index) + 1
+    start = max(start, index - 24)
+    stop = text.find("\n", end)
+    stop = len(text) if stop < 0 else min(stop, end + 12)
+    return " ".join(text[start:stop].replace("\u2022", " ").split())
+
+
+def _table_rows(masked: str) -> list[tuple[int, list[str]]]:
+    """The body rows of every table: (line, cells); header and delimiter rows left out."""
+    lines = masked.split("\n")
+    rows: list[tuple[int, list[str]]] = []
+    for i, line in enumerate(lines):
+        if not _TABLE_ROW.match(line) or _TABLE_DELIMITER.match(line):
+            continue
+        if i + 1 < len(lines) and _TABLE_DELIMITER.match(lines[i + 1]):
+            rows.append((i, []))  # a header row starts a new table
+            continue
+        cells = re.split(r"(?<!\\)\|", line.strip())[1:]
+        if cells and cells[-1].strip() == "":
+            cells = cells[:-1]
+        rows.append((i, [c.strip() for c in cells]))
+    return rows
+
+
+def _tables(masked: str) -> list[list[tuple[int, list[str]]]]:
+    tables: list[list[tuple[int, list[str]]]] = []
+    for line, cells in _table_rows(masked):
+        if not cells:
+            tables.append([])
+        elif tables:
+            tables[-1].append((line, cells))
+    return tables
+
+
+def _cell_end(cell: str) -> str:
+    text = prose(cell).replace("\u2022", " ").strip()
+    text = re.sub(r"[ \t]*[（(][^（）()]*[）)]$", "", text)
+    return text.rstrip(" *_`)）」』]")
+
+
+def _prose_lines(masked: str) -> list[tuple[int, str]]:
+    """The prose lines of a masked text with their numbers: no tables, headings, labels."""
+    text = MERMAID_LABELS_RE.sub(lambda m: "\n" * m.group(0).count("\n"), masked)
+    raw = text.split("\n")
+    out = []
+    for i, line in enumerate(prose(text).split("\n")):
+        if _TABLE_ROW.match(raw[i]) or re.match(r"^ {0,3}#{1,6}[ \t]", raw[i]):
+            continue
+        out.append((i, line))
+    return out
+
+
+def _admonition_bodies(masked: str) -> list[bool]:
+    """For each admonition, details or tab marker in order: whether it has a body."""
+    lines = masked.split("\n")
+    found = []
+    for i, line in enumerate(lines):
+        m = _MARKER_LINE.match(line)
+        if not m:
+            continue
+        indent = len(m["indent"].expandtabs(4))
+        body = False
+        for nxt in lines[i + 1 :]:
+            if not nxt.strip():
+                continue
+            if len(nxt) - len(nxt.lstrip()) > indent and prose(nxt).replace("\u2022", "").strip():
+                body = True
+            elif len(nxt) - len(nxt.lstrip()) > indent and PLACEHOLDER_RE.search(nxt):
+                body = True
+            break
+        found.append(body)
+    return found
+
+
+def _footnote_texts(masked: str) -> dict[str, bool]:
+    lines = masked.split("\n")
+    out: dict[str, bool] = {}
+    for m in _FOOTNOTE_DEFINITION.finditer(masked):
+        text = m["text"].strip()
+        if not text:
+            after = lines[_line(masked, m.start()) + 1 :]
+            text = after[0].strip() if after and after[0].startswith((" ", "\t")) else ""
+        out[m["name"]] = bool(text)
+    return out
+
+
+def _hidden(text: str, words: list[str]) -> str:
+    """`text` with every occurrence of `words` replaced by filler of the same length."""
+    for word in sorted(words, key=len, reverse=True):
+        text = text.replace(word, "\u3000" * len(word))
+    return text
+
+
+def check_meaning(english: str, draft: str, lang: str, glossary: Glossary) -> list[str]:
+    """Check the meaning-bearing tokens and the consistency of a masked draft section.
+
+    Without a model (see `meaning_findings` for the list).
 
     Args:
         english: The masked English section.
         draft: The masked translated section.
         lang: The target language code.
-        glossary: The glossary.
+        glossary: The glossary, with the language's rules (`PromptSet.load`).
 
     Returns:
         One finding per problem, worded for the model to fix; empty when the draft is sound.
 
     Example:
         >>> g = Glossary(do_not_translate=[], terms={})
-        >>> check_meaning("Wait 30 seconds.\\n", "60 秒待ちます。\\n", "ja", g)
-        ['the number 30 appears 1 time(s) in the English but 0 in the translation']
+        >>> check_meaning("Wait 30 seconds.\\n", "60 秒待ちます。\\n", "ja", g)[0]
+        'the number 30 appears 1 time(s) in the English but 0 in the translation'
     """
-    findings: list[str] = []
-    want, got = numbers(english), numbers(draft)
+    return [f.message for f in meaning_findings(english, draft, lang, glossary)]
+
+
+def meaning_findings(english: str, draft: str, lang: str, glossary: Glossary) -> list[Located]:
+    """What `check_meaning` finds, each with the line (within the section) it is on.
+
+    Checked: numbers (missing, added, reordered within a paragraph, signs), the unit after a
+    number, paragraphs, empty admonition and footnote bodies, untranslated runs,
+    do-not-translate words kept, text in a script the language never uses, every glossary term
+    whose English the section uses (its rendering is there, no known variant of it is), the
+    language's prose register, one register per table, the order of code in table cells and
+    list items, and each paragraph's length against its English.
+    """
+    findings: list[Located] = []
+    english_prose, draft_prose = prose(english), prose(draft)
+    rules = glossary.rules.get(lang) or LanguageRules()
+    en_numbers, tr_numbers = _number_list(english), _number_list(draft)
+    want, got = Counter(en_numbers), Counter(tr_numbers)
     for number in sorted(want):
         if got[number] < want[number]:
             findings.append(
-                f"the number {number} appears {want[number]} time(s) in the English but "
-                f"{got[number]} in the translation"
+                Located(
+                    f"the number {number} appears {want[number]} time(s) in the English but "
+                    f"{got[number]} in the translation"
+                )
             )
-    en_blocks, tr_blocks = paragraph_count(english), paragraph_count(draft)
-    if en_blocks != tr_blocks:
+    allowed = {
+        number
+        for word, values in rules.number_words.items()
+        if re.search(rf"\b{re.escape(word)}", english_prose, re.I)
+        for number in values
+    }
+    for number in sorted(got):
+        small = re.fullmatch(r"\d+", number) is not None and int(number) <= rules.counting
+        if got[number] > want[number] and not small and number not in allowed:
+            findings.append(
+                Located(
+                    f"the number {number} appears {got[number]} time(s) in the translation but "
+                    f"{want[number]} in the English: say only what the English says",
+                    _line(draft_prose, draft_prose.find(number)),
+                )
+            )
+    en_blocks, tr_blocks = _blocks(english), _blocks(draft)
+    if len(en_blocks) != len(tr_blocks):
         findings.append(
-            f"the English has {en_blocks} paragraph(s) or block(s) separated by blank lines, "
-            f"the translation {tr_blocks}: translate every paragraph, keep the blank lines"
+            Located(
+                f"the English has {len(en_blocks)} paragraph(s) or block(s) separated by blank "
+                f"lines, the translation {len(tr_blocks)}: translate every paragraph, keep the "
+                "blank lines"
+            )
         )
+    else:
+        findings += _block_findings(en_blocks, tr_blocks, rules, glossary.units, lang)
+    for en_ok, tr_ok in zip(_admonition_bodies(english), _admonition_bodies(draft), strict=False):
+        if en_ok and not tr_ok:
+            findings.append(Located("an admonition, details or tab has lost its body"))
+    tr_notes = _footnote_texts(draft)
+    for name, has_text in _footnote_texts(english).items():
+        if has_text and not tr_notes.get(name, False):
+            findings.append(Located(f"footnote [^{name}] has no text: translate it"))
     for run in untranslated_runs(draft, glossary.do_not_translate):
         shown = run if len(run) <= 80 else run[:77] + "..."
-        findings.append(f"untranslated English text: {shown!r}")
-    english_prose, draft_prose = prose(english), prose(draft)
-    terms = glossary.terms.get(lang, {})
-    for term in glossary.require.get(lang, []):
-        if mentions(english_prose, term) and terms[term] not in draft_prose:
+        findings.append(Located(f"untranslated English text: {shown!r}"))
+    en_units, tr_units = glossary.units.pairs(english_prose, "en"), glossary.units.pairs(
+        draft_prose, lang
+    )
+    for (number, unit), count in sorted(en_units.items()):
+        if tr_units.get((number, unit), 0) < count:
             findings.append(
-                f"the English says {term!r}: the glossary requires {terms[term]!r}, "
-                "which the translation does not use"
+                Located(f"{number} {unit} in the English is not {number} {unit} in the translation")
             )
-    for term, renderings in glossary.forbid.get(lang, {}).items():
-        if not mentions(english_prose, term):
-            continue
-        for wrong in renderings:
-            legit = any(
-                wrong in rendering and mentions(english_prose, other)
-                for other, rendering in terms.items()
-                if other != term
+    for word in glossary.do_not_translate:
+        need, have = len(_find_all(english_prose, word)), len(_find_all(draft_prose, word))
+        if re.fullmatch(r"[A-Z][a-z]+", word):  # `Session` starting a sentence is a noun
+            need -= len(re.findall(rf"(?:^|[|.:!?]\s|\u2022\s)\s*{word}\b", english_prose, re.M))
+        if have < need:
+            findings.append(
+                Located(
+                    f"{word!r} appears {need} time(s) in the English but {have} in the "
+                    "translation: do-not-translate names stay as written"
+                )
             )
-            if wrong in draft_prose and not legit:
-                right = f": use {terms[term]!r}" if term in terms else ""
-                findings.append(f"{wrong!r} is a forbidden rendering of {term!r}{right}")
+    if rules.foreign_script is not None:
+        for m in rules.foreign_script.pattern.finditer(draft_prose):
+            findings.append(
+                Located(
+                    f"{rules.foreign_script.message}: {_excerpt(draft_prose, m.start(), m.end())!r}",
+                    _line(draft_prose, m.start()),
+                )
+            )
+            break
+    findings += _term_findings(english_prose, draft_prose, lang, glossary)
+    findings += _register_findings(draft, rules)
     return findings
+
+
+def _block_findings(
+    en_blocks: list[tuple[int, str]],
+    tr_blocks: list[tuple[int, str]],
+    rules: LanguageRules,
+    units: Units,
+    lang: str,
+) -> list[Located]:
+    findings: list[Located] = []
+    for (_, en), (line, tr) in zip(en_blocks, tr_blocks, strict=True):
+        a, b = _number_list(en, (units, "en")), _number_list(tr, (units, lang))
+        if a != b and sorted(a) == sorted(b):
+            findings.append(
+                Located(
+                    f"a paragraph has its numbers in another order ({', '.join(b)}) than the "
+                    f"English ({', '.join(a)})",
+                    line,
+                )
+            )
+        if (a and b and sorted(x.lstrip("-") for x in a) == sorted(x.lstrip("-") for x in b)
+                and sorted(a) != sorted(b)):
+            findings.append(
+                Located(f"a paragraph has a sign changed: {', '.join(b)} where the English has "
+                        f"{', '.join(a)}", line)
+            )
+        if rules.length is None or _TABLE_ROW.match(en) or "<!-- i18n:mermaid" in en:
+            continue
+        en_len, tr_len = _chars(prose(en)), _chars(prose(tr))
+        if en_len < rules.min_length:
+            continue
+        ratio = tr_len / en_len
+        low, high = rules.length
+        if not low <= ratio <= high:
+            what = "longer" if ratio > high else "shorter"
+            findings.append(
+                Located(
+                    f"a paragraph is {ratio:.2f} times its English's length (usual {low:.2f} to "
+                    f"{high:.2f}): much {what}, so a sentence may have been "
+                    + ("added" if ratio > high else "dropped"),
+                    line,
+                )
+            )
+    return findings
+
+
+def _term_findings(
+    english_prose: str, draft_prose: str, lang: str, glossary: Glossary
+) -> list[Located]:
+    findings: list[Located] = []
+    terms = glossary.terms.get(lang, {})
+    for term, rendering in terms.items():
+        if not glossary.uses(english_prose, term):
+            continue
+        if not any(_find_all(draft_prose, form) for form in glossary.renderings(lang, term)):
+            findings.append(
+                Located(
+                    f"the English says {term!r}: the glossary's rendering {rendering!r} is not in "
+                    "the translation (if the English means something else here, add the phrase "
+                    "to other_senses in i18n/glossary.yml)"
+                )
+            )
+    for term, variants in glossary.forbid.get(lang, {}).items():
+        if not glossary.uses(english_prose, term):
+            continue
+        for wrong in variants:
+            covers = [
+                form
+                for other in terms
+                for form in glossary.renderings(lang, other)
+                if wrong in form
+                and wrong != form
+                and (other == term or glossary.uses(english_prose, other))
+            ]
+            if any(
+                other != term and wrong in glossary.renderings(lang, other)
+                for other in terms
+                if glossary.uses(english_prose, other)
+            ):
+                continue  # the word is another term's rendering, and that term is used here
+            text = _hidden(draft_prose, covers)
+            lines = sorted({_line(text, i) for i in _find_all(text, wrong)})
+            right = f": the glossary says {terms[term]!r}" if term in terms else ""
+            findings += [
+                Located(f"{wrong!r} is a forbidden rendering of {term!r}{right}", line)
+                for line in lines
+            ]
+    return findings
+
+
+def _register_findings(draft: str, rules: LanguageRules) -> list[Located]:
+    findings: list[Located] = []
+    for number, line in _prose_lines(draft):
+        for rule in rules.prose:
+            for m in rule.pattern.finditer(line):
+                findings.append(
+                    Located(f"{rule.message}: {_excerpt(line, m.start(), m.end())!r}", number)
+                )
+    if rules.table_registers:
+        for table in _tables(draft):
+            used: dict[str, tuple[int, str]] = {}
+            for line, cells in table:
+                for cell in cells:
+                    end = _cell_end(cell)
+                    for name, pattern in rules.table_registers.items():
+                        if end and pattern.search(end):
+                            used.setdefault(name, (line, end[-24:]))
+                            break
+            if len(used) > 1:
+                shown = "; ".join(f"{name} ({text!r})" for name, (_, text) in used.items())
+                first = min(line for line, _ in used.values())
+                findings.append(
+                    Located(
+                        f"one table mixes registers in its cells: {shown}: use one register",
+                        first,
+                    )
+                )
+    return findings
+
+
+def page_form_findings(
+    sections: list[str], rules: LanguageRules
+) -> list[tuple[str, dict[str, list[tuple[int, int]]]]]:
+    """Forms of one thing used side by side on a page (`x` and `×` for ratios...).
+
+    Returns:
+        For each group with more than one form on the page: its name and, per form, the
+        (section number, line in the section) of each use.
+    """
+    out = []
+    for group, forms in rules.one_form.items():
+        places: dict[str, list[tuple[int, int]]] = {}
+        for n, section in enumerate(sections):
+            text = prose(section)
+            for name, pattern in forms.items():
+                for m in pattern.finditer(text):
+                    places.setdefault(name, []).append((n, _line(text, m.start())))
+        if len(places) > 1:
+            out.append((group, places))
+    return out
+
+
+def _signature(masked: str, lang: str | None, glossary: Glossary | None) -> set[str]:
+    text = prose(masked)
+    keys = {f"n:{n}" for n in _number_list(masked)} | set(PLACEHOLDER_RE.findall(masked))
+    keys |= {f"t:{m['url']}" for m in _LINK_TARGET.finditer(masked)}
+    if glossary is not None:
+        keys |= {f"w:{w}" for w in glossary.do_not_translate if _find_all(text, w)}
+    return keys
+
+
+def swapped_sections(
+    pairs: list[tuple[str, str]], glossary: Glossary | None = None
+) -> list[tuple[int, int]]:
+    """Pairs of sections whose translations look swapped (each matches the other's English).
+
+    Compared: numbers, code, link targets and do-not-translate names.
+    """
+    en = [_signature(e, None, glossary) for e, _ in pairs]
+    tr = [_signature(t, None, glossary) for _, t in pairs]
+
+    def _score(a: set[str], b: set[str]) -> float:
+        return len(a & b) / len(a | b) if a | b else 1.0
+
+    found = []
+    for i in range(len(pairs)):
+        for j in range(i + 1, len(pairs)):
+            if not en[i] or not en[j] or en[i] == en[j]:
+                continue
+            kept = _score(en[i], tr[i]) + _score(en[j], tr[j])
+            swapped = _score(en[i], tr[j]) + _score(en[j], tr[i])
+            if swapped > kept and _score(en[i], tr[j]) > _score(en[i], tr[i]):
+                found.append((i, j))
+    return found
