@@ -22,7 +22,10 @@ from .sections import split_sections
 __all__ = [
     "LATIN_RUN_WORDS",
     "Structure",
+    "AlignedPage",
+    "TermUse",
     "align_code",
+    "align_page",
     "check_meaning",
     "check_section",
     "meaning_findings",
@@ -32,6 +35,7 @@ __all__ = [
     "prose",
     "structure",
     "swapped_sections",
+    "term_uses",
     "untranslated_runs",
     "verify_page",
 ]
@@ -308,24 +312,39 @@ def align_code(english: Masked, translated: Masked) -> tuple[str, dict[str, str]
     return text, leftovers, findings
 
 
-def verify_page(
-    english: str, translated: str, lang: str | None = None, glossary: Glossary | None = None
-) -> list[str]:
-    """Check a whole translated page against its English page.
+@dataclass
+class AlignedPage:
+    """An English page and its translation, masked, code aligned, split into sections.
 
-    Checks everything `check_section` checks, section by section, plus: the code is the English
-    code, the headings carry the English ids (`{#id}`), the English front matter keys are kept.
-    With `lang` and `glossary`, also what `check_meaning` checks.
-
-    Args:
-        english: The English page, front matter included.
-        translated: The translated page, front matter included.
-        lang: The translation's language code (for the meaning checks).
-        glossary: The glossary (for the meaning checks).
-
-    Returns:
-        Findings; empty when the translation is sound.
+    Attributes:
+        english: The masked English sections.
+        translated: The masked translated sections (placeholders renamed to the English ones).
+        findings: What aligning found (front matter keys, code not in the English).
     """
+
+    english: list[str]
+    translated: list[str]
+    findings: list[str]
+    english_masked: Masked
+    _offset: int
+    _starts: list[int]
+    _lines: list[str]
+    _code: dict[str, str]
+
+    def at(self, number: int, line: int | None) -> str:
+        """`line N` of the translated file for `line` (0-based) of translated section `number`
+        (its first non-blank line when `line` is `None`)."""
+        if line is None:
+            section = self.translated[number] if number < len(self.translated) else ""
+            line = len(section) - len(section.lstrip("\n")) if section.strip() else 0
+            line = section.count("\n", 0, line)
+        prefix = "".join(f"{text}\n" for text in self._lines[: self._starts[number] + line])
+        return f"line {self._offset + unmask(prefix, self._code).count(chr(10))}"
+
+
+def align_page(english: str, translated: str) -> AlignedPage | list[str]:
+    """Mask both pages, align the translation's code with the English, split both into
+    sections; or the findings that stop the comparison (bad front matter or code fences)."""
     findings: list[str] = []
     try:
         en_fm, tr_fm = split_front_matter(english), split_front_matter(translated)
@@ -346,14 +365,45 @@ def verify_page(
     for section in tr_sections:
         starts.append(starts[-1] + section.count("\n"))
     head = len(translated) - len(tr_fm.body)
-    offset = translated.count("\n", 0, head) + 1
+    return AlignedPage(
+        english=en_sections,
+        translated=tr_sections,
+        findings=findings,
+        english_masked=en_masked,
+        _offset=translated.count("\n", 0, head) + 1,
+        _starts=starts,
+        _lines=tr_masked.text.split("\n"),
+        _code=tr_masked.code,
+    )
 
-    masked_lines = tr_masked.text.split("\n")
 
-    def _at(number: int, line: int | None) -> str:
-        prefix = "".join(f"{text}\n" for text in masked_lines[: starts[number] + (line or 0)])
-        return f"line {offset + unmask(prefix, tr_masked.code).count(chr(10))}"
+def verify_page(
+    english: str, translated: str, lang: str | None = None, glossary: Glossary | None = None
+) -> list[str]:
+    """Check a whole translated page against its English page.
 
+    Checks everything `check_section` checks, section by section, plus: the code is the English
+    code, the headings carry the English ids (`{#id}`), the English front matter keys are kept,
+    no two sections' contents are swapped. With `lang` and `glossary`, also what
+    `meaning_findings` checks, and one form per page (`page_form_findings`). Every finding
+    starts with the line of the translated file it is about (`line 12: ...`).
+
+    Args:
+        english: The English page, front matter included.
+        translated: The translated page, front matter included.
+        lang: The translation's language code (for the meaning checks).
+        glossary: The glossary (for the meaning checks).
+
+    Returns:
+        Findings; empty when the translation is sound.
+    """
+    aligned = align_page(english, translated)
+    if isinstance(aligned, list):
+        return aligned
+    findings = list(aligned.findings)
+    en_sections, tr_sections, _at = aligned.english, aligned.translated, aligned.at
+    en_masked = aligned.english_masked
+    tr_text = "".join(tr_sections)
     if len(en_sections) != len(tr_sections):
         findings.append(
             f"the English has {len(en_sections) - 1} `## ` sections, the translation "
@@ -371,7 +421,7 @@ def verify_page(
             rules = glossary.rules.get(lang) or LanguageRules()
             for group, places in page_form_findings(tr_sections, rules):
                 shown = "; ".join(
-                    f"{name!r} at " + ", ".join(_at(n, line) for n, line in where)
+                    f"{name!r} at " + _lines([_at(n, line) for n, line in where])
                     for name, where in places.items()
                 )
                 first = min(where[0] for where in places.values())
@@ -396,6 +446,12 @@ def verify_page(
                     else f"a heading lacks the English id: add `{{#{english_id}}}`"
                 )
     return findings
+
+
+def _lines(where: list[str]) -> str:
+    unique = list(dict.fromkeys(where))
+    more = f" and {len(unique) - 5} more" if len(unique) > 5 else ""
+    return ", ".join(unique[:5]) + more
 
 
 # -- meaning-bearing tokens: numbers, paragraphs, untranslated text, glossary -------------------
@@ -504,10 +560,9 @@ def _chars(text: str) -> int:
 
 def _find_all(text: str, word: str) -> list[int]:
     """Where `word` occurs in `text`: whole words for Latin words (case kept), anywhere else."""
+    pattern = r"\s+".join(map(re.escape, word.split()))
     if re.fullmatch(r"[A-Za-z][\w .-]*", word):
-        pattern = r"(?<![A-Za-z0-9_-])" + re.escape(word) + r"(?![A-Za-z0-9_-])"
-    else:
-        pattern = re.escape(word)
+        pattern = r"(?<![A-Za-z0-9_-])" + pattern + r"(?![A-Za-z0-9_-])"
     return [m.start() for m in re.finditer(pattern, text)]
 
 
@@ -662,7 +717,7 @@ def meaning_findings(english: str, draft: str, lang: str, glossary: Glossary) ->
     }
     for number in sorted(got):
         small = re.fullmatch(r"\d+", number) is not None and int(number) <= rules.counting
-        if got[number] > want[number] and not small and number not in allowed:
+        if want[number] == 0 and not small and number not in allowed:
             findings.append(
                 Located(
                     f"the number {number} appears {got[number]} time(s) in the translation but "
@@ -712,6 +767,8 @@ def meaning_findings(english: str, draft: str, lang: str, glossary: Glossary) ->
             )
     if rules.foreign_script is not None:
         for m in rules.foreign_script.pattern.finditer(draft_prose):
+            if m.group(0) in english_prose:
+                continue  # the English quotes it too (a page about the languages)
             findings.append(
                 Located(
                     f"{rules.foreign_script.message}: {_excerpt(draft_prose, m.start(), m.end())!r}",
@@ -768,47 +825,76 @@ def _block_findings(
     return findings
 
 
+@dataclass
+class TermUse:
+    """How a section renders one glossary term its English uses.
+
+    Attributes:
+        rendered: How often the rendering (or an accepted form) occurs.
+        variants: Each known variant found -> the lines (0-based, in the section) it is on.
+    """
+
+    rendered: int
+    variants: dict[str, list[int]]
+
+
+def term_uses(
+    english_prose: str, draft_prose: str, lang: str, glossary: Glossary
+) -> dict[str, TermUse]:
+    """For each glossary term of `lang` that the English prose uses, how the draft renders it.
+
+    A variant that is the rendering of another term the English also uses is not counted
+    (one word may stand for that term), nor one that is part of an accepted form (`历史` in
+    `历史记录`).
+    """
+    terms = glossary.terms.get(lang, {})
+    used = [term for term in terms if glossary.uses(english_prose, term)]
+    out: dict[str, TermUse] = {}
+    for term in used:
+        rendered = sum(len(_find_all(draft_prose, f)) for f in glossary.renderings(lang, term))
+        variants: dict[str, list[int]] = {}
+        for wrong in glossary.forbid.get(lang, {}).get(term, []):
+            if any(other != term and wrong in glossary.renderings(lang, other) for other in used):
+                continue  # the word is another term's rendering, and that term is used here
+            covers = [
+                form
+                for other in used
+                for form in glossary.renderings(lang, other)
+                if wrong in form and wrong != form
+            ]
+            text = _hidden(draft_prose, covers)
+            lines = sorted({_line(text, i) for i in _find_all(text, wrong)})
+            if lines:
+                variants[wrong] = lines
+        out[term] = TermUse(rendered, variants)
+    for term, variants in glossary.forbid.get(lang, {}).items():
+        if term not in terms and glossary.uses(english_prose, term):
+            found = {w: sorted({_line(draft_prose, i) for i in _find_all(draft_prose, w)})
+                     for w in variants}
+            out[term] = TermUse(0, {w: lines for w, lines in found.items() if lines})
+    return out
+
+
 def _term_findings(
     english_prose: str, draft_prose: str, lang: str, glossary: Glossary
 ) -> list[Located]:
     findings: list[Located] = []
     terms = glossary.terms.get(lang, {})
-    for term, rendering in terms.items():
-        if not glossary.uses(english_prose, term):
-            continue
-        if not any(_find_all(draft_prose, form) for form in glossary.renderings(lang, term)):
-            findings.append(
-                Located(
-                    f"the English says {term!r}: the glossary's rendering {rendering!r} is not in "
-                    "the translation (if the English means something else here, add the phrase "
-                    "to other_senses in i18n/glossary.yml)"
-                )
-            )
-    for term, variants in glossary.forbid.get(lang, {}).items():
-        if not glossary.uses(english_prose, term):
-            continue
-        for wrong in variants:
-            covers = [
-                form
-                for other in terms
-                for form in glossary.renderings(lang, other)
-                if wrong in form
-                and wrong != form
-                and (other == term or glossary.uses(english_prose, other))
-            ]
-            if any(
-                other != term and wrong in glossary.renderings(lang, other)
-                for other in terms
-                if glossary.uses(english_prose, other)
-            ):
-                continue  # the word is another term's rendering, and that term is used here
-            text = _hidden(draft_prose, covers)
-            lines = sorted({_line(text, i) for i in _find_all(text, wrong)})
-            right = f": the glossary says {terms[term]!r}" if term in terms else ""
+    for term, use in term_uses(english_prose, draft_prose, lang, glossary).items():
+        right = f": the glossary says {terms[term]!r}" if term in terms else ""
+        for wrong, lines in use.variants.items():
             findings += [
                 Located(f"{wrong!r} is a forbidden rendering of {term!r}{right}", line)
                 for line in lines
             ]
+        if term in terms and not use.variants and not use.rendered:
+            findings.append(
+                Located(
+                    f"the English says {term!r}: the glossary's rendering {terms[term]!r} is not "
+                    "in the translation (if the English means something else here, add the "
+                    "phrase to other_senses in i18n/glossary.yml)"
+                )
+            )
     return findings
 
 

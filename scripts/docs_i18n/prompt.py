@@ -166,7 +166,7 @@ class Glossary:
             if not isinstance(phrases, list) or not all(isinstance(x, str) for x in phrases):
                 raise ValueError(f"{path}: other_senses.{term} must be a list of phrases")
             try:
-                senses[str(term)] = [re.compile(x, re.I) for x in phrases]
+                senses[str(term)] = [re.compile(x.replace(" ", r"\s+"), re.I) for x in phrases]
             except re.error as exc:
                 raise ValueError(f"{path}: other_senses.{term}: bad pattern: {exc}") from exc
         accept: dict[str, dict[str, list[str]]] = {}
@@ -193,7 +193,8 @@ class Glossary:
             english = pattern.sub(" ", english)
         for word in sorted(self.do_not_translate, key=len, reverse=True):
             if term.lower() in word.lower():
-                english = re.sub(r"(?<![\w-])" + re.escape(word) + r"(?![\w-])", " ", english)
+                pattern = r"\s+".join(map(re.escape, word.split()))
+                english = re.sub(r"(?<![\w-])" + pattern + r"(?![\w-])", " ", english)
         return mentions(english, term)
 
     def renderings(self, lang: str, term: str) -> list[str]:
