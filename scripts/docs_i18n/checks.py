@@ -554,8 +554,15 @@ def _blocks(masked: str) -> list[tuple[int, str]]:
     return out
 
 
-def _chars(text: str) -> int:
-    return len(re.sub(r"[\s\u2022]+", "", text))
+_LENGTH_UNIT = re.compile(
+    r"[A-Za-z0-9][A-Za-z0-9'’._-]*|[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7a3]"
+)
+
+
+def _length(text: str) -> int:
+    """The length of prose: one per Latin word or number, one per CJK character or Hangul
+    syllable (so a Latin word and a CJK character weigh the same in every language)."""
+    return len(_LENGTH_UNIT.findall(text))
 
 
 def _find_all(text: str, word: str) -> list[int]:
@@ -595,7 +602,7 @@ def _table_rows(masked: str) -> list[tuple[int, list[str]]]:
     return rows
 
 
-def _tables(masked: str) -> list[list[tuple[int, list[str]]]]:
+def _table_bodies(masked: str) -> list[list[tuple[int, list[str]]]]:
     tables: list[list[tuple[int, list[str]]]] = []
     for line, cells in _table_rows(masked):
         if not cells:
@@ -807,7 +814,7 @@ def _block_findings(
             )
         if rules.length is None or _TABLE_ROW.match(en) or "<!-- i18n:mermaid" in en:
             continue
-        en_len, tr_len = _chars(prose(en)), _chars(prose(tr))
+        en_len, tr_len = _length(prose(en)), _length(prose(tr))
         if en_len < rules.min_length:
             continue
         ratio = tr_len / en_len
@@ -907,7 +914,7 @@ def _register_findings(draft: str, rules: LanguageRules) -> list[Located]:
                     Located(f"{rule.message}: {_excerpt(line, m.start(), m.end())!r}", number)
                 )
     if rules.table_registers:
-        for table in _tables(draft):
+        for table in _table_bodies(draft):
             used: dict[str, tuple[int, str]] = {}
             for line, cells in table:
                 for cell in cells:

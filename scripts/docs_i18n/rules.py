@@ -13,9 +13,9 @@ The rules live in the front matter of each language's prompt file (`i18n/prompts
   Japanese page), with its message;
 - `counting` and `number_words`: numbers a translation may add (counters up to `counting`,
   `1 つ` for "a"; the numbers written for English words, `100 万` for "million");
-- `length`: the lowest and highest ratio of a block's prose length to its English (non-space
-  characters, blocks of `min_length` English characters or more), so an added or dropped
-  sentence is seen.
+- `length`: the lowest and highest ratio of a paragraph's length to its English's (counted in
+  Latin words, CJK characters and Hangul syllables; paragraphs of `min_length` English words or
+  more; tables and diagrams left out), so an added or dropped sentence is seen.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ class LanguageRules:
     one_form: dict[str, dict[str, re.Pattern[str]]] = field(default_factory=dict)
     foreign_script: Rule | None = None
     length: tuple[float, float] | None = None
-    min_length: int = 150
+    min_length: int = 25
     counting: int = 0
     number_words: dict[str, list[str]] = field(default_factory=dict)
 
@@ -133,7 +133,7 @@ class LanguageRules:
             },
             foreign_script=_rule(script, f"{where}: checks.foreign_script") if script else None,
             length=(float(length[0]), float(length[1])) if length else None,
-            min_length=int(data.get("min_length", 150)),
+            min_length=int(data.get("min_length", 25)),
             counting=int(data.get("counting", 0)),
             number_words={str(k): list(v) for k, v in words.items()},
         )
