@@ -783,9 +783,66 @@ def meaning_findings(english: str, draft: str, lang: str, glossary: Glossary) ->
                 )
             )
             break
+    findings += _link_text_findings(english, draft, lang, glossary)
     findings += _term_findings(english_prose, draft_prose, lang, glossary)
     findings += _register_findings(draft, rules)
     return findings
+
+
+_LINK = re.compile(
+    r"(?<!!)\[(?P<text>[^\[\]\n]*)\](?:\((?P<url>[^)\s]*)[^)\n]*\)|\[(?P<label>[^\]\n]*)\])"
+)
+
+
+def _links(masked: str) -> dict[str, list[tuple[int, str]]]:
+    """Link target -> the (line, text) of each link to it, in order."""
+    out: dict[str, list[tuple[int, str]]] = {}
+    for m in _LINK.finditer(masked):
+        target = m["url"] if m["url"] is not None else (m["label"] or m["text"])
+        out.setdefault(target, []).append((_line(masked, m.start()), m["text"]))
+    return out
+
+
+def _link_text_findings(
+    english: str, draft: str, lang: str, glossary: Glossary
+) -> list[Located]:
+    """Each link's text says what the English link's text says: its code, its names and its
+    glossary terms (so two link texts swapped between their targets are seen)."""
+    findings: list[Located] = []
+    tr_links = _links(draft)
+    for target, links in _links(english).items():
+        for (_, en_text), (line, tr_text) in zip(links, tr_links.get(target, []), strict=False):
+            missing = [p for p in PLACEHOLDER_RE.findall(en_text) if p not in tr_text]
+            missing += [
+                w for w in glossary.do_not_translate if _find_all(en_text, w) and not _find_all(tr_text, w)
+            ]
+            missing += [
+                glossary.terms[lang][term]
+                for term in glossary.terms.get(lang, {})
+                if glossary.uses(en_text, term)
+                and not any(_find_all(tr_text, f) for f in glossary.renderings(lang, term))
+            ]
+            if missing:
+                findings.append(
+                    Located(
+                        f"the text of the link to {target!r} does not say what the English link "
+                        f"says ({', '.join(missing)} missing): is it another link's text?",
+                        line,
+                    )
+                )
+    return findings
+
+
+def _repeated_sentences(block: str) -> set[str]:
+    """The sentences (of 6 words or characters or more) that a block says more than once."""
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for sentence in re.split(r"(?<=[.!?])\s+|(?<=[。！？])", prose(block)):
+        key = " ".join(sentence.replace("\u2022", " ").split())
+        if _length(key) < 6:
+            continue
+        (twice if key in seen else seen).add(key)
+    return twice
 
 
 def _block_findings(
@@ -811,6 +868,11 @@ def _block_findings(
             findings.append(
                 Located(f"a paragraph has a sign changed: {', '.join(b)} where the English has "
                         f"{', '.join(a)}", line)
+            )
+        repeated = _repeated_sentences(tr) - _repeated_sentences(en)
+        if repeated and not _TABLE_ROW.match(en):
+            findings.append(
+                Located(f"a sentence is said twice in one paragraph: {sorted(repeated)[0]!r}", line)
             )
         if rules.length is None or _TABLE_ROW.match(en) or "<!-- i18n:mermaid" in en:
             continue
