@@ -251,6 +251,25 @@ def _forbidden_term(text: str, source: str, glossary: Glossary) -> str:
     raise AssertionError("no term with a forbidden rendering in the draft")
 
 
+def _swap_sections(text: str, source: str, glossary: Glossary) -> str:
+    """Swap the contents of the first two sections of the reply, each keeping its heading (a
+    reply that put each section's translation under the other's marker)."""
+    parts = re.split(r"(?m)^(<!-- i18n:section \d+ -->\n)", text)
+    bodies = [i for i in range(2, len(parts), 2) if parts[i].strip()]
+    if len(bodies) < 2:
+        raise AssertionError("no two sections to swap in the draft")
+    a, b = bodies[0], bodies[1]
+
+    def _split(section: str) -> tuple[str, str]:
+        lines = section.splitlines(keepends=True)
+        head = [line for line in lines[:1] if line.lstrip().startswith("#")]
+        return "".join(head), "".join(lines[len(head) :])
+
+    (head_a, body_a), (head_b, body_b) = _split(parts[a]), _split(parts[b])
+    parts[a], parts[b] = head_a + body_b, head_b + body_a
+    return "".join(parts)
+
+
 FAULTS: dict[str, Fault] = {
     "drop_code": _drop_code,
     "change_link": _change_link,
@@ -266,6 +285,7 @@ MEANING_FAULTS: dict[str, Fault] = {
     "flip_negation": _flip_negation,
     "untranslated_paragraph": _untranslated_paragraph,
     "forbidden_term": _forbidden_term,
+    "swap_sections": _swap_sections,
 }
 """Named ways to break a draft's meaning while its structure stays sound."""
 

@@ -431,8 +431,8 @@ def verify_page(
                 )
         for i, j in swapped_sections(list(zip(en_sections, tr_sections, strict=True)), glossary):
             findings.append(
-                f"{_at(i, None)}: sections {i} and {j} look swapped: the translation of each "
-                "matches the other's English (numbers, code, links, names)"
+                f"{_at(i, None)}: section {i}: its translation and that of section {j} look "
+                "swapped, each matches the other's English (numbers, code, links, names)"
             )
     ids = english_heading_ids(en_masked.text, en_masked.code)
     pinned = [h.explicit_id for h in find_headings(tr_text)]

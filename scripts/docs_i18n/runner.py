@@ -107,8 +107,9 @@ def _draft_findings(
     pairs = [(job.page.sections[n], drafts[n]) for n in numbers]
     for i, j in swapped_sections(pairs, prompts.glossary):
         findings.append(
-            f"sections {numbers[i]} and {numbers[j]} look swapped: the translation of each matches "
-            "the other's English (numbers, code, links, names): put each under its own marker"
+            f"section {numbers[i]}: its translation and that of section {numbers[j]} look "
+            "swapped, each matches the other's English (numbers, code, links, names): put each "
+            "under its own marker"
         )
     rules = prompts.glossary.rules.get(job.lang)
     if rules is not None and drafts:

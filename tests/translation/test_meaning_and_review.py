@@ -48,6 +48,7 @@ CAUGHT_BY = {
     "flip_negation": "review",
     "untranslated_paragraph": "checks",
     "forbidden_term": "checks",
+    "swap_sections": "checks",
 }
 
 
@@ -60,6 +61,7 @@ WHY = {
     "flip_negation": "a review blocker survived the repair",
     "untranslated_paragraph": "untranslated English text",
     "forbidden_term": "is a forbidden rendering of 'writer'",
+    "swap_sections": "section 0: its translation and that of section 1 look swapped",
 }
 
 
