@@ -15,22 +15,22 @@ from dataclasses import dataclass
 from .front_matter import split_front_matter
 from .headings import english_heading_ids, find_headings
 from .markdown_mask import MERMAID_LABELS_RE, PLACEHOLDER_RE, Masked, mask, mermaid_skeleton, unmask
-from .prompt import Glossary, mentions
+from .prompt import Glossary
 from .rules import LanguageRules, Located, Units
 from .sections import split_sections
 
 __all__ = [
     "LATIN_RUN_WORDS",
-    "Structure",
     "AlignedPage",
+    "Structure",
     "TermUse",
     "align_code",
     "align_page",
     "check_meaning",
     "check_section",
     "meaning_findings",
-    "page_form_findings",
     "numbers",
+    "page_form_findings",
     "paragraph_count",
     "prose",
     "structure",
@@ -411,7 +411,9 @@ def verify_page(
         )
     else:
         for number, (en, tr) in enumerate(zip(en_sections, tr_sections, strict=True)):
-            findings += [f"{_at(number, None)}: section {number}: {f}" for f in check_section(en, tr)]
+            findings += [
+                f"{_at(number, None)}: section {number}: {f}" for f in check_section(en, tr)
+            ]
             if lang is not None and glossary is not None:
                 findings += [
                     f"{_at(number, f.line)}: section {number}: {f.message}"
@@ -554,9 +556,7 @@ def _blocks(masked: str) -> list[tuple[int, str]]:
     return out
 
 
-_LENGTH_UNIT = re.compile(
-    r"[A-Za-z0-9][A-Za-z0-9'’._-]*|[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7a3]"
-)
+_LENGTH_UNIT = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’._-]*|[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7a3]")
 
 
 def _length(text: str) -> int:
@@ -643,10 +643,9 @@ def _admonition_bodies(masked: str) -> list[bool]:
         for nxt in lines[i + 1 :]:
             if not nxt.strip():
                 continue
-            if len(nxt) - len(nxt.lstrip()) > indent and prose(nxt).replace("\u2022", "").strip():
-                body = True
-            elif len(nxt) - len(nxt.lstrip()) > indent and PLACEHOLDER_RE.search(nxt):
-                body = True
+            inside = len(nxt) - len(nxt.lstrip()) > indent
+            text = prose(nxt).replace("\u2022", "").strip()
+            body = inside and bool(text or PLACEHOLDER_RE.search(nxt))
             break
         found.append(body)
     return found
@@ -753,8 +752,9 @@ def meaning_findings(english: str, draft: str, lang: str, glossary: Glossary) ->
     for run in untranslated_runs(draft, glossary.do_not_translate):
         shown = run if len(run) <= 80 else run[:77] + "..."
         findings.append(Located(f"untranslated English text: {shown!r}"))
-    en_units, tr_units = glossary.units.pairs(english_prose, "en"), glossary.units.pairs(
-        draft_prose, lang
+    en_units, tr_units = (
+        glossary.units.pairs(english_prose, "en"),
+        glossary.units.pairs(draft_prose, lang),
     )
     for (number, unit), count in sorted(en_units.items()):
         if tr_units.get((number, unit), 0) < count:
@@ -776,11 +776,9 @@ def meaning_findings(english: str, draft: str, lang: str, glossary: Glossary) ->
         for m in rules.foreign_script.pattern.finditer(draft_prose):
             if m.group(0) in english_prose:
                 continue  # the English quotes it too (a page about the languages)
+            shown = _excerpt(draft_prose, m.start(), m.end())
             findings.append(
-                Located(
-                    f"{rules.foreign_script.message}: {_excerpt(draft_prose, m.start(), m.end())!r}",
-                    _line(draft_prose, m.start()),
-                )
+                Located(f"{rules.foreign_script.message}: {shown!r}", _line(draft_prose, m.start()))
             )
             break
     findings += _link_text_findings(english, draft, lang, glossary)
@@ -803,9 +801,7 @@ def _links(masked: str) -> dict[str, list[tuple[int, str]]]:
     return out
 
 
-def _link_text_findings(
-    english: str, draft: str, lang: str, glossary: Glossary
-) -> list[Located]:
+def _link_text_findings(english: str, draft: str, lang: str, glossary: Glossary) -> list[Located]:
     """Each link's text says what the English link's text says: its code, its names and its
     glossary terms (so two link texts swapped between their targets are seen)."""
     findings: list[Located] = []
@@ -814,7 +810,9 @@ def _link_text_findings(
         for (_, en_text), (line, tr_text) in zip(links, tr_links.get(target, []), strict=False):
             missing = [p for p in PLACEHOLDER_RE.findall(en_text) if p not in tr_text]
             missing += [
-                w for w in glossary.do_not_translate if _find_all(en_text, w) and not _find_all(tr_text, w)
+                w
+                for w in glossary.do_not_translate
+                if _find_all(en_text, w) and not _find_all(tr_text, w)
             ]
             missing += [
                 glossary.terms[lang][term]
@@ -863,11 +861,18 @@ def _block_findings(
                     line,
                 )
             )
-        if (a and b and sorted(x.lstrip("-") for x in a) == sorted(x.lstrip("-") for x in b)
-                and sorted(a) != sorted(b)):
+        if (
+            a
+            and b
+            and sorted(x.lstrip("-") for x in a) == sorted(x.lstrip("-") for x in b)
+            and sorted(a) != sorted(b)
+        ):
             findings.append(
-                Located(f"a paragraph has a sign changed: {', '.join(b)} where the English has "
-                        f"{', '.join(a)}", line)
+                Located(
+                    f"a paragraph has a sign changed: {', '.join(b)} where the English has "
+                    f"{', '.join(a)}",
+                    line,
+                )
             )
         repeated = _repeated_sentences(tr) - _repeated_sentences(en)
         if repeated and not _TABLE_ROW.match(en):
@@ -936,10 +941,12 @@ def term_uses(
             if lines:
                 variants[wrong] = lines
         out[term] = TermUse(rendered, variants)
-    for term, variants in glossary.forbid.get(lang, {}).items():
+    for term, listed in glossary.forbid.get(lang, {}).items():
         if term not in terms and glossary.uses(english_prose, term):
-            found = {w: sorted({_line(draft_prose, i) for i in _find_all(draft_prose, w)})
-                     for w in variants}
+            found = {
+                w: sorted({_line(draft_prose, i) for i in _find_all(draft_prose, w)})
+                for w in listed
+            }
             out[term] = TermUse(0, {w: lines for w, lines in found.items() if lines})
     return out
 
@@ -969,11 +976,11 @@ def _term_findings(
 
 def _register_findings(draft: str, rules: LanguageRules) -> list[Located]:
     findings: list[Located] = []
-    for number, line in _prose_lines(draft):
+    for number, text in _prose_lines(draft):
         for rule in rules.prose:
-            for m in rule.pattern.finditer(line):
+            for m in rule.pattern.finditer(text):
                 findings.append(
-                    Located(f"{rule.message}: {_excerpt(line, m.start(), m.end())!r}", number)
+                    Located(f"{rule.message}: {_excerpt(text, m.start(), m.end())!r}", number)
                 )
     if rules.table_registers:
         for table in _table_bodies(draft):

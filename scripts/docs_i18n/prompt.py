@@ -189,8 +189,8 @@ class Glossary:
     def uses(self, english: str, term: str) -> bool:
         """Whether English prose uses `term` as the glossary means it: outside the
         do-not-translate names and the phrases of `other_senses`."""
-        for pattern in self.other_senses.get(term, []):
-            english = pattern.sub(" ", english)
+        for phrase in self.other_senses.get(term, []):
+            english = phrase.sub(" ", english)
         for word in sorted(self.do_not_translate, key=len, reverse=True):
             if term.lower() in word.lower():
                 pattern = r"\s+".join(map(re.escape, word.split()))

@@ -119,8 +119,10 @@ def _draft_findings(
                 f"{name!r} ({'draft' if any(n in drafts for n, _ in where) else 'kept sections'})"
                 for name, where in places.items()
             )
-            findings.append(f"{group} are written in more than one form on this page: {forms}: "
-                            "use the form of the kept sections, one form per page")
+            findings.append(
+                f"{group} are written in more than one form on this page: {forms}: "
+                "use the form of the kept sections, one form per page"
+            )
     return findings
 
 

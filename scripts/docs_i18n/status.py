@@ -119,9 +119,11 @@ def terms_report(options: Options) -> list[str]:
                 f"{terms.get(term, '(no rendering)')} x{rendered[term]} "
                 f"({len(on_pages[term])} page(s))"
             ]
-            for wrong, where in variants.get(term, {}).items():
-                shown = ", ".join(where[:8]) + (f" and {len(where) - 8} more" if len(where) > 8 else "")
-                parts.append(f"{wrong} x{len(where)} ({shown})")
+            for wrong, places in variants.get(term, {}).items():
+                shown = ", ".join(places[:8]) + (
+                    f" and {len(places) - 8} more" if len(places) > 8 else ""
+                )
+                parts.append(f"{wrong} x{len(places)} ({shown})")
             mark = "DRIFT " if term in variants else "      "
             lines.append(f"  {mark}{term}: " + "; ".join(parts))
     return lines

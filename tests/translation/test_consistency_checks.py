@@ -4,6 +4,7 @@ the line and what is wrong; `--adopt` refuses what `--check` refuses."""
 
 from __future__ import annotations
 
+import itertools
 import re
 import shutil
 import subprocess
@@ -58,7 +59,11 @@ def _prose_lines(text: str) -> list[int]:
         if re.match(r"^\s*(```|~~~)", line):
             fence = not fence
             continue
-        if fence or not line.strip() or re.match(r"^\s*(\||#|[-*+] |\d+\. |!!!|\?\?\?|===|<)", line):
+        if (
+            fence
+            or not line.strip()
+            or re.match(r"^\s*(\||#|[-*+] |\d+\. |!!!|\?\?\?|===|<)", line)
+        ):
             continue
         if line.startswith((" ", "\t")):
             continue
@@ -151,10 +156,16 @@ def test_check_terms_lists_every_rendering_of_a_term_per_language(real_site: Pat
 
 def test_every_glossary_term_is_checked_not_only_a_required_few() -> None:
     prompts = _glossary(("ja",))
-    assert "require" not in (REPO / "i18n" / "glossary.yml").read_text(encoding="utf-8").split(
-        "\nforbid:"
-    )[0].split("\nterms:")[1]
-    findings = check_meaning("Run it again.\n", "もう一度それを動かします。\n", "ja", prompts.glossary)
+    assert (
+        "require"
+        not in (REPO / "i18n" / "glossary.yml")
+        .read_text(encoding="utf-8")
+        .split("\nforbid:")[0]
+        .split("\nterms:")[1]
+    )
+    findings = check_meaning(
+        "Run it again.\n", "もう一度それを動かします。\n", "ja", prompts.glossary
+    )
     assert any("the glossary's rendering '実行' is not in the translation" in f for f in findings)
     # A phrase listed under other_senses is another meaning of the word, not the term.
     assert check_meaning("Take turns.\n", "交代で使います。\n", "ja", prompts.glossary) == []
@@ -206,7 +217,11 @@ def test_register_rules_come_from_the_language_files(
 @pytest.mark.parametrize(
     ("lang", "draft", "forms"),
     [
-        ("ja", "速度は 1.5x です。\n\n## B {#b}\n\n速度は 2.0× です。\n", "'x' at line 5; '×' at line 9"),
+        (
+            "ja",
+            "速度は 1.5x です。\n\n## B {#b}\n\n速度は 2.0× です。\n",
+            "'x' at line 5; '×' at line 9",
+        ),
         ("zh", "快 1.5 倍。\n\n## B {#b}\n\n快 2.0x。\n", "'倍' at line 5; 'x' at line 9"),
         ("ko", "250ms 걸립니다.\n\n## B {#b}\n\n3밀리초 걸립니다.\n", "'ms' at line 5"),
     ],
@@ -220,7 +235,8 @@ def test_one_form_for_ratios_and_units_per_page(lang: str, draft: str, forms: st
     page = "---\nmachine_translated: true\n---\n\n"
     findings = verify_page(english, page + draft, lang, _glossary().glossary)
     shown = [f for f in findings if "forms on one page" in f]
-    assert shown and forms in shown[0], findings
+    assert shown, findings
+    assert forms in shown[0], findings
 
 
 def test_the_language_rules_are_data_in_the_prompt_files() -> None:
@@ -228,7 +244,7 @@ def test_the_language_rules_are_data_in_the_prompt_files() -> None:
         text = (REPO / "i18n" / "prompts" / f"{lang}.md").read_text(encoding="utf-8")
         assert text.startswith("---\n# Code checks")
         prompts = _glossary((lang,))
-        assert prompts.glossary.rules[lang].prose or lang == "zh" and prompts.glossary.rules[lang]
+        assert prompts.glossary.rules[lang].prose or (lang == "zh" and prompts.glossary.rules[lang])
         instructions = prompts.instructions(lang)
         assert "checks:" not in instructions  # the model gets the prose rules only
         assert prompts.per_language[lang].strip() in instructions
@@ -244,8 +260,8 @@ def _two_sentences(line: str) -> str | None:
 
 
 def _swap_numbers(line: str) -> str | None:
-    found = [m for m in re.finditer(r"(?<![\w.,])\d+(?![\w.,])", line)]
-    pairs = [(a, b) for a, b in zip(found, found[1:], strict=False) if a[0] != b[0]]
+    found = list(re.finditer(r"(?<![\w.,])\d+(?![\w.,])", line))
+    pairs = [(a, b) for a, b in itertools.pairwise(found) if a[0] != b[0]]
     if not pairs:
         return None
     a, b = pairs[0]
@@ -254,11 +270,9 @@ def _swap_numbers(line: str) -> str | None:
 
 def _swap_link_texts(line: str) -> str | None:
     links = list(re.finditer(r"\[(`[^`\]]+`)\](\[[^\]]*\]|\([^)]*\))", line))
-    for a, b in zip(links, links[1:], strict=False):
+    for a, b in itertools.pairwise(links):
         if a[1] != b[1] and a[2] != b[2]:
-            return (
-                line[: a.start(1)] + b[1] + line[a.end(1) : b.start(1)] + a[1] + line[b.end(1) :]
-            )
+            return line[: a.start(1)] + b[1] + line[a.end(1) : b.start(1)] + a[1] + line[b.end(1) :]
     return None
 
 
@@ -291,7 +305,11 @@ FAULTS_ON_REAL_PAGES: dict[str, tuple[Edit, str]] = {
         "'PostgreSQL' appears",
     ),
     "a paragraph in Korean on the Japanese page": (
-        lambda x: "이 단락은 한국어로 쓰여 있으며 일본어 페이지에 있어서는 안 됩니다." if len(x) > 40 else None,
+        lambda x: (
+            "이 단락은 한국어로 쓰여 있으며 일본어 페이지에 있어서는 안 됩니다."
+            if len(x) > 40
+            else None
+        ),
         "Korean (Hangul) text on a Japanese page",
     ),
     "two link texts swapped between their targets": (
@@ -321,7 +339,11 @@ def test_an_admonition_whose_body_is_dropped_fails_check(real_site: Path) -> Non
             continue
         end = marker + 1
         while end < len(lines) and (lines[end].startswith("    ") or not lines[end].strip()):
-            if not lines[end].strip() and end + 1 < len(lines) and not lines[end + 1].startswith(" "):
+            if (
+                not lines[end].strip()
+                and end + 1 < len(lines)
+                and not lines[end + 1].startswith(" ")
+            ):
                 break
             end += 1
         before = set(_problems(real_site, "ja", path.name))
@@ -380,7 +402,8 @@ async def test_faults_with_no_real_example_fail_check_after_a_clean_run(
 
 def test_the_review_prompt_names_what_code_cannot_see() -> None:
     review = _glossary(("ja",)).review_instructions("ja", "Text with @@CODE_1@@.\n")
-    assert "two list items" in review and "swapped" in review
+    assert "two list items" in review
+    assert "swapped" in review
     assert "said twice" in review
 
 

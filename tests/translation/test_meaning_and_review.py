@@ -301,7 +301,11 @@ def test_parse_review_refuses_what_the_schema_refuses() -> None:
             "untranslated English text",
         ),
         ("The writer waits.\n", "書き手は待ちます。\n", "forbidden rendering of 'writer'"),
-        ("The writer waits.\n", "それは待ちます。\n", "rendering 'ライター' is not in the translation"),
+        (
+            "The writer waits.\n",
+            "それは待ちます。\n",
+            "rendering 'ライター' is not in the translation",
+        ),
         ("The writer waits.\n", "ライターは待ちます。\n", None),
         (
             "Use [the docs](a.md) with SQLAlchemySession and Redis.\n",
