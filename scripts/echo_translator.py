@@ -58,7 +58,16 @@ _WORDS: dict[str, dict[str, str]] = {
     "ko": {"the": "그", "not": "않", "never": "절대"},
     "zh": {"the": "这个", "not": "不", "never": "从不"},
 }
+_UNITS: dict[str, dict[str, str]] = {
+    "ja": {"second": "秒", "minute": "分", "hour": "時間", "millisecond": "ミリ秒"},
+    "ko": {"second": "초", "minute": "분", "hour": "시간", "millisecond": "밀리초"},
+    "zh": {"second": "秒", "minute": "分钟", "hour": "小时", "millisecond": "毫秒"},
+}
+for _lang, _units in _UNITS.items():  # units are translated, in the singular and the plural
+    _WORDS[_lang].update(_units)
+    _WORDS[_lang].update({f"{word}s": unit for word, unit in _units.items()})
 _SUFFIX = {"ja": "語", "ko": "어", "zh": "语"}
+_FULL_WIDTH = {",": "，", ";": "；", "!": "！", "?": "？", ".": "。", ":": "："}
 _TAGS = {"ja": "（訳）", "ko": "(번역)", "zh": "（译）"}
 _LANG_BY_NAME = {"Japanese": "ja", "Korean": "ko", "Simplified Chinese": "zh"}
 _PROTECTED = re.compile(
@@ -126,7 +135,11 @@ def _translate_prose(text: str, lang: str, glossary: Glossary) -> str:
         lambda m: words.get(m[0].lower(), m[0] + _SUFFIX[lang]),
         text,
     )
-    return re.sub("\x00(\\d+)\x00", lambda m: slots[int(m[1])], text)
+    text = re.sub("\x00(\\d+)\x00", lambda m: slots[int(m[1])], text)
+    if lang == "zh":  # full-width punctuation after Chinese, as the Chinese rules ask
+        text = re.sub(r"(?<=[\u4e00-\u9fff])[,;!?]", lambda m: _FULL_WIDTH[m[0]], text)
+        text = re.sub(r"(?<=[\u4e00-\u9fff])[.:](?=\s|$)", lambda m: _FULL_WIDTH[m[0]], text)
+    return text
 
 
 def _translate_text(text: str, lang: str, glossary: Glossary) -> str:
@@ -181,7 +194,9 @@ _PROSE_LINE = r"(?m)^(?![ \t]*(?:#|@@|!!!|\?\?\?|===|[-*+] |\d+[.)] |\||<|>|\[))
 
 def _drop_sentence(text: str, source: str, glossary: Glossary) -> str:
     """Drop a sentence without digits that ends in the middle of a prose line."""
-    for found in re.finditer(r"(?m)(?:^|(?<=[.!?] ))([^\n.!?]*[.!?] )(?=\S)", text):
+    for found in re.finditer(
+        r"(?m)(?:^|(?<=[.!?。！？] ))([^\n.!?。！？]*[.!?。！？] )(?=\S)", text
+    ):
         sentence = found[1]
         line = text[text.rfind("\n", 0, found.start()) + 1 : found.start()]
         if re.search(r"\d|@@", sentence) or re.match(r"[ \t]*(?:#|[-*+] |\d+[.)] |>|\|)", line):
@@ -236,6 +251,25 @@ def _forbidden_term(text: str, source: str, glossary: Glossary) -> str:
     raise AssertionError("no term with a forbidden rendering in the draft")
 
 
+def _swap_sections(text: str, source: str, glossary: Glossary) -> str:
+    """Swap the contents of the first two sections of the reply, each keeping its heading (a
+    reply that put each section's translation under the other's marker)."""
+    parts = re.split(r"(?m)^(<!-- i18n:section \d+ -->\n)", text)
+    bodies = [i for i in range(2, len(parts), 2) if parts[i].strip()]
+    if len(bodies) < 2:
+        raise AssertionError("no two sections to swap in the draft")
+    a, b = bodies[0], bodies[1]
+
+    def _split(section: str) -> tuple[str, str]:
+        lines = section.splitlines(keepends=True)
+        head = [line for line in lines[:1] if line.lstrip().startswith("#")]
+        return "".join(head), "".join(lines[len(head) :])
+
+    (head_a, body_a), (head_b, body_b) = _split(parts[a]), _split(parts[b])
+    parts[a], parts[b] = head_a + body_b, head_b + body_a
+    return "".join(parts)
+
+
 FAULTS: dict[str, Fault] = {
     "drop_code": _drop_code,
     "change_link": _change_link,
@@ -251,6 +285,7 @@ MEANING_FAULTS: dict[str, Fault] = {
     "flip_negation": _flip_negation,
     "untranslated_paragraph": _untranslated_paragraph,
     "forbidden_term": _forbidden_term,
+    "swap_sections": _swap_sections,
 }
 """Named ways to break a draft's meaning while its structure stays sound."""
 
@@ -264,7 +299,7 @@ finding, a reply that is not JSON, a blocker it reports whatever the draft, or n
 
 def _sentences(text: str) -> list[str]:
     flat = " ".join(text.split())
-    return [s for s in re.split(r"(?<=[.!?])\s+", flat) if s]
+    return [s for s in re.split(r"(?<=[.!?。！？])\s+", flat) if s]
 
 
 def review_findings(

@@ -22,7 +22,7 @@ from docs_i18n.planning import Options
 from docs_i18n.prompt import LANGUAGES
 from docs_i18n.report import Reporter
 from docs_i18n.runner import translate
-from docs_i18n.status import adopt, check, dry_run
+from docs_i18n.status import adopt, check, dry_run, terms_report
 from docs_i18n.translator import EndpointUnreachable, RetryPolicy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -122,6 +122,14 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument(
+        "--terms",
+        action="store_true",
+        help=(
+            "with --check: also list, per language, the renderings each glossary term has "
+            "across the pages (its rendering and any known variant, with page:line)"
+        ),
+    )
+    parser.add_argument(
         "--section",
         action="append",
         metavar="ID",
@@ -197,11 +205,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.section and not args.adopt:
         return _fail("--section only goes with --adopt")
+    if args.terms and not args.check:
+        return _fail("--terms only goes with --check")
     try:
         if args.check:
             code, lines = check(options)
             for line in lines:
                 print(line)
+            if args.terms:
+                print("renderings of the glossary terms across the pages:")
+                for line in terms_report(options):
+                    print(line)
             print(
                 "all translations are current and sound"
                 if code == 0

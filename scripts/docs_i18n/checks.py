@@ -14,20 +14,28 @@ from dataclasses import dataclass
 
 from .front_matter import split_front_matter
 from .headings import english_heading_ids, find_headings
-from .markdown_mask import MERMAID_LABELS_RE, PLACEHOLDER_RE, Masked, mask, mermaid_skeleton
-from .prompt import Glossary, mentions
+from .markdown_mask import MERMAID_LABELS_RE, PLACEHOLDER_RE, Masked, mask, mermaid_skeleton, unmask
+from .prompt import Glossary
+from .rules import LanguageRules, Located, Units
 from .sections import split_sections
 
 __all__ = [
     "LATIN_RUN_WORDS",
+    "AlignedPage",
     "Structure",
+    "TermUse",
     "align_code",
+    "align_page",
     "check_meaning",
     "check_section",
+    "meaning_findings",
     "numbers",
+    "page_form_findings",
     "paragraph_count",
     "prose",
     "structure",
+    "swapped_sections",
+    "term_uses",
     "untranslated_runs",
     "verify_page",
 ]
@@ -304,24 +312,39 @@ def align_code(english: Masked, translated: Masked) -> tuple[str, dict[str, str]
     return text, leftovers, findings
 
 
-def verify_page(
-    english: str, translated: str, lang: str | None = None, glossary: Glossary | None = None
-) -> list[str]:
-    """Check a whole translated page against its English page.
+@dataclass
+class AlignedPage:
+    """An English page and its translation, masked, code aligned, split into sections.
 
-    Checks everything `check_section` checks, section by section, plus: the code is the English
-    code, the headings carry the English ids (`{#id}`), the English front matter keys are kept.
-    With `lang` and `glossary`, also what `check_meaning` checks.
-
-    Args:
-        english: The English page, front matter included.
-        translated: The translated page, front matter included.
-        lang: The translation's language code (for the meaning checks).
-        glossary: The glossary (for the meaning checks).
-
-    Returns:
-        Findings; empty when the translation is sound.
+    Attributes:
+        english: The masked English sections.
+        translated: The masked translated sections (placeholders renamed to the English ones).
+        findings: What aligning found (front matter keys, code not in the English).
     """
+
+    english: list[str]
+    translated: list[str]
+    findings: list[str]
+    english_masked: Masked
+    _offset: int
+    _starts: list[int]
+    _lines: list[str]
+    _code: dict[str, str]
+
+    def at(self, number: int, line: int | None) -> str:
+        """`line N` of the translated file for `line` (0-based) of translated section `number`
+        (its first non-blank line when `line` is `None`)."""
+        if line is None:
+            section = self.translated[number] if number < len(self.translated) else ""
+            line = len(section) - len(section.lstrip("\n")) if section.strip() else 0
+            line = section.count("\n", 0, line)
+        prefix = "".join(f"{text}\n" for text in self._lines[: self._starts[number] + line])
+        return f"line {self._offset + unmask(prefix, self._code).count(chr(10))}"
+
+
+def align_page(english: str, translated: str) -> AlignedPage | list[str]:
+    """Mask both pages, align the translation's code with the English, split both into
+    sections; or the findings that stop the comparison (bad front matter or code fences)."""
     findings: list[str] = []
     try:
         en_fm, tr_fm = split_front_matter(english), split_front_matter(translated)
@@ -338,6 +361,49 @@ def verify_page(
     tr_text, _, code_findings = align_code(en_masked, tr_masked)
     findings += code_findings
     en_sections, tr_sections = split_sections(en_masked.text), split_sections(tr_text)
+    starts = [0]
+    for section in tr_sections:
+        starts.append(starts[-1] + section.count("\n"))
+    head = len(translated) - len(tr_fm.body)
+    return AlignedPage(
+        english=en_sections,
+        translated=tr_sections,
+        findings=findings,
+        english_masked=en_masked,
+        _offset=translated.count("\n", 0, head) + 1,
+        _starts=starts,
+        _lines=tr_masked.text.split("\n"),
+        _code=tr_masked.code,
+    )
+
+
+def verify_page(
+    english: str, translated: str, lang: str | None = None, glossary: Glossary | None = None
+) -> list[str]:
+    """Check a whole translated page against its English page.
+
+    Checks everything `check_section` checks, section by section, plus: the code is the English
+    code, the headings carry the English ids (`{#id}`), the English front matter keys are kept,
+    no two sections' contents are swapped. With `lang` and `glossary`, also what
+    `meaning_findings` checks, and one form per page (`page_form_findings`). Every finding
+    starts with the line of the translated file it is about (`line 12: ...`).
+
+    Args:
+        english: The English page, front matter included.
+        translated: The translated page, front matter included.
+        lang: The translation's language code (for the meaning checks).
+        glossary: The glossary (for the meaning checks).
+
+    Returns:
+        Findings; empty when the translation is sound.
+    """
+    aligned = align_page(english, translated)
+    if isinstance(aligned, list):
+        return aligned
+    findings = list(aligned.findings)
+    en_sections, tr_sections, _at = aligned.english, aligned.translated, aligned.at
+    en_masked = aligned.english_masked
+    tr_text = "".join(tr_sections)
     if len(en_sections) != len(tr_sections):
         findings.append(
             f"the English has {len(en_sections) - 1} `## ` sections, the translation "
@@ -345,10 +411,31 @@ def verify_page(
         )
     else:
         for number, (en, tr) in enumerate(zip(en_sections, tr_sections, strict=True)):
-            found = check_section(en, tr)
+            findings += [
+                f"{_at(number, None)}: section {number}: {f}" for f in check_section(en, tr)
+            ]
             if lang is not None and glossary is not None:
-                found += check_meaning(en, tr, lang, glossary)
-            findings += [f"section {number}: {f}" for f in found]
+                findings += [
+                    f"{_at(number, f.line)}: section {number}: {f.message}"
+                    for f in meaning_findings(en, tr, lang, glossary)
+                ]
+        if lang is not None and glossary is not None:
+            rules = glossary.rules.get(lang) or LanguageRules()
+            for group, places in page_form_findings(tr_sections, rules):
+                shown = "; ".join(
+                    f"{name!r} at " + _lines([_at(n, line) for n, line in where])
+                    for name, where in places.items()
+                )
+                first = min(where[0] for where in places.values())
+                findings.append(
+                    f"{_at(*first)}: {group} written in {len(places)} forms on one page "
+                    f"({shown}): use one form"
+                )
+        for i, j in swapped_sections(list(zip(en_sections, tr_sections, strict=True)), glossary):
+            findings.append(
+                f"{_at(i, None)}: section {i}: its translation and that of section {j} look "
+                "swapped, each matches the other's English (numbers, code, links, names)"
+            )
     ids = english_heading_ids(en_masked.text, en_masked.code)
     pinned = [h.explicit_id for h in find_headings(tr_text)]
     if len(pinned) == len(ids):
@@ -361,6 +448,12 @@ def verify_page(
                     else f"a heading lacks the English id: add `{{#{english_id}}}`"
                 )
     return findings
+
+
+def _lines(where: list[str]) -> str:
+    unique = list(dict.fromkeys(where))
+    more = f" and {len(unique) - 5} more" if len(unique) > 5 else ""
+    return ", ".join(unique[:5]) + more
 
 
 # -- meaning-bearing tokens: numbers, paragraphs, untranslated text, glossary -------------------
@@ -395,7 +488,8 @@ _LATIN_RUN = re.compile(
 def prose(masked: str) -> str:
     """Return the prose of a masked text: code, link targets, URLs, tags and markup removed."""
     for pattern in _NOT_PROSE:
-        masked = pattern.sub(" \u2022 ", masked)  # a mark no Latin run crosses
+        # a mark no Latin run crosses; the lines stay where they were
+        masked = pattern.sub(lambda m: " \u2022 " + "\n" * m.group(0).count("\n"), masked)
     return masked
 
 
@@ -426,62 +520,545 @@ def untranslated_runs(masked: str, keep: list[str]) -> list[str]:
     return [" ".join(m.group(0).split()) for m in _LATIN_RUN.finditer(text)]
 
 
-def check_meaning(english: str, draft: str, lang: str, glossary: Glossary) -> list[str]:
-    """Check the meaning-bearing tokens of a masked draft section against its English section.
+# -- the meaning and consistency checks: one function for drafts, --check and --adopt -----------
 
-    Without a model: every number of the English prose is in the translation; the section keeps
-    its paragraphs (blocks); no long run of Latin-script words is left untranslated; the
-    glossary's required renderings are used and its forbidden ones are not.
+# A number, with its sign; not the digits of a name such as UTF-8 or base-64, whose place in a
+# sentence moves with the name (ko "UTF-8로 최대 48바이트" for "at most 48 UTF-8 bytes").
+_SIGNED_NUMBER = re.compile(
+    r"(?:(?<![\w@.\-−])[-−](?=\d))?(?<![\w@])(?<![A-Za-z][-‐])\d+(?:[.,]\d+)*"
+)
+_FOOTNOTE_DEFINITION = re.compile(r"^[ \t]{0,3}\[\^(?P<name>[^\]]+)\]:(?P<text>[^\n]*)$", re.M)
+_MARKER_LINE = re.compile(r"^(?P<indent>[ \t]*)(?:!!!|\?\?\?\+?|===\+?)[ \t]")
+_TABLE_ROW = re.compile(r"^[ \t]*\|")
+
+
+def _number_list(masked: str, bare: tuple[Units, str] | None = None) -> list[str]:
+    """The numbers of a masked text's prose, in order; with `bare` (units and language), only
+    those that carry no unit."""
+    text = prose(masked)
+    skip = bare[0].starts(text, bare[1]) if bare else set()
+    found = []
+    for match in _SIGNED_NUMBER.finditer(text):
+        if match.start() in skip:
+            continue
+        value = match.group(0).replace("−", "-")
+        if re.fullmatch(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?", value):
+            value = value.replace(",", "")
+        found.append(value.rstrip(".,"))
+    return found
+
+
+def _blocks(masked: str) -> list[tuple[int, str]]:
+    """The blocks of a masked text (runs of non-blank lines) with their first line's number."""
+    out: list[tuple[int, str]] = []
+    line = 0
+    for part in re.split(r"(\n[ \t]*\n)", masked):
+        if part.strip() and not re.fullmatch(r"\n[ \t]*\n", part):
+            lead = len(part) - len(part.lstrip("\n"))
+            out.append((line + part.count("\n", 0, lead), part))
+        line += part.count("\n")
+    return out
+
+
+_LENGTH_UNIT = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’._-]*|[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7a3]")
+
+
+def _length(text: str) -> int:
+    """The length of prose: one per Latin word or number, one per CJK character or Hangul
+    syllable (so a Latin word and a CJK character weigh the same in every language)."""
+    return len(_LENGTH_UNIT.findall(text))
+
+
+def _find_all(text: str, word: str) -> list[int]:
+    """Where `word` occurs in `text`: whole words for Latin words (case kept), anywhere else."""
+    pattern = r"\s+".join(map(re.escape, word.split()))
+    if re.fullmatch(r"[A-Za-z][\w .-]*", word):
+        pattern = r"(?<![A-Za-z0-9_-])" + pattern + r"(?![A-Za-z0-9_-])"
+    return [m.start() for m in re.finditer(pattern, text)]
+
+
+def _line(text: str, index: int) -> int:
+    return text.count("\n", 0, index)
+
+
+def _excerpt(text: str, index: int, end: int) -> str:
+    start = text.rfind("\n", 0, index) + 1
+    start = max(start, index - 24)
+    stop = text.find("\n", end)
+    stop = len(text) if stop < 0 else min(stop, end + 12)
+    return " ".join(text[start:stop].replace("\u2022", " ").split())
+
+
+def _table_rows(masked: str) -> list[tuple[int, list[str]]]:
+    """The body rows of every table: (line, cells); header and delimiter rows left out."""
+    lines = masked.split("\n")
+    rows: list[tuple[int, list[str]]] = []
+    for i, line in enumerate(lines):
+        if not _TABLE_ROW.match(line) or _TABLE_DELIMITER.match(line):
+            continue
+        if i + 1 < len(lines) and _TABLE_DELIMITER.match(lines[i + 1]):
+            rows.append((i, []))  # a header row starts a new table
+            continue
+        cells = re.split(r"(?<!\\)\|", line.strip())[1:]
+        if cells and cells[-1].strip() == "":
+            cells = cells[:-1]
+        rows.append((i, [c.strip() for c in cells]))
+    return rows
+
+
+def _table_bodies(masked: str) -> list[list[tuple[int, list[str]]]]:
+    tables: list[list[tuple[int, list[str]]]] = []
+    for line, cells in _table_rows(masked):
+        if not cells:
+            tables.append([])
+        elif tables:
+            tables[-1].append((line, cells))
+    return tables
+
+
+def _cell_end(cell: str) -> str:
+    text = prose(cell).replace("\u2022", " ").strip()
+    text = re.sub(r"[ \t]*[（(][^（）()]*[）)]$", "", text)
+    return text.rstrip(" *_`)）」』]")
+
+
+def _prose_lines(masked: str) -> list[tuple[int, str]]:
+    """The prose lines of a masked text with their numbers: no tables, headings, labels."""
+    text = MERMAID_LABELS_RE.sub(lambda m: "\n" * m.group(0).count("\n"), masked)
+    raw = text.split("\n")
+    out = []
+    for i, line in enumerate(prose(text).split("\n")):
+        if _TABLE_ROW.match(raw[i]) or re.match(r"^ {0,3}#{1,6}[ \t]", raw[i]):
+            continue
+        out.append((i, line))
+    return out
+
+
+def _admonition_bodies(masked: str) -> list[bool]:
+    """For each admonition, details or tab marker in order: whether it has a body."""
+    lines = masked.split("\n")
+    found = []
+    for i, line in enumerate(lines):
+        m = _MARKER_LINE.match(line)
+        if not m:
+            continue
+        indent = len(m["indent"].expandtabs(4))
+        body = False
+        for nxt in lines[i + 1 :]:
+            if not nxt.strip():
+                continue
+            inside = len(nxt) - len(nxt.lstrip()) > indent
+            text = prose(nxt).replace("\u2022", "").strip()
+            body = inside and bool(text or PLACEHOLDER_RE.search(nxt))
+            break
+        found.append(body)
+    return found
+
+
+def _footnote_texts(masked: str) -> dict[str, bool]:
+    lines = masked.split("\n")
+    out: dict[str, bool] = {}
+    for m in _FOOTNOTE_DEFINITION.finditer(masked):
+        text = m["text"].strip()
+        if not text:
+            after = lines[_line(masked, m.start()) + 1 :]
+            text = after[0].strip() if after and after[0].startswith((" ", "\t")) else ""
+        out[m["name"]] = bool(text)
+    return out
+
+
+def _hidden(text: str, words: list[str]) -> str:
+    """`text` with every occurrence of `words` replaced by filler of the same length."""
+    for word in sorted(words, key=len, reverse=True):
+        text = text.replace(word, "\u3000" * len(word))
+    return text
+
+
+def check_meaning(english: str, draft: str, lang: str, glossary: Glossary) -> list[str]:
+    """Check the meaning-bearing tokens and the consistency of a masked draft section.
+
+    Without a model (see `meaning_findings` for the list).
 
     Args:
         english: The masked English section.
         draft: The masked translated section.
         lang: The target language code.
-        glossary: The glossary.
+        glossary: The glossary, with the language's rules (`PromptSet.load`).
 
     Returns:
         One finding per problem, worded for the model to fix; empty when the draft is sound.
 
     Example:
         >>> g = Glossary(do_not_translate=[], terms={})
-        >>> check_meaning("Wait 30 seconds.\\n", "60 秒待ちます。\\n", "ja", g)
-        ['the number 30 appears 1 time(s) in the English but 0 in the translation']
+        >>> check_meaning("Wait 30 seconds.\\n", "60 秒待ちます。\\n", "ja", g)[0]
+        'the number 30 appears 1 time(s) in the English but 0 in the translation'
     """
-    findings: list[str] = []
-    want, got = numbers(english), numbers(draft)
+    return [f.message for f in meaning_findings(english, draft, lang, glossary)]
+
+
+def meaning_findings(english: str, draft: str, lang: str, glossary: Glossary) -> list[Located]:
+    """What `check_meaning` finds, each with the line (within the section) it is on.
+
+    Checked: numbers (missing, added, reordered within a paragraph, signs), the unit after a
+    number, paragraphs, empty admonition and footnote bodies, untranslated runs,
+    do-not-translate words kept, text in a script the language never uses, every glossary term
+    whose English the section uses (its rendering is there, no known variant of it is), the
+    language's prose register, one register per table, the order of code in table cells and
+    list items, and each paragraph's length against its English.
+    """
+    findings: list[Located] = []
+    english_prose, draft_prose = prose(english), prose(draft)
+    rules = glossary.rules.get(lang) or LanguageRules()
+    en_numbers, tr_numbers = _number_list(english), _number_list(draft)
+    want, got = Counter(en_numbers), Counter(tr_numbers)
     for number in sorted(want):
         if got[number] < want[number]:
             findings.append(
-                f"the number {number} appears {want[number]} time(s) in the English but "
-                f"{got[number]} in the translation"
+                Located(
+                    f"the number {number} appears {want[number]} time(s) in the English but "
+                    f"{got[number]} in the translation"
+                )
             )
-    en_blocks, tr_blocks = paragraph_count(english), paragraph_count(draft)
-    if en_blocks != tr_blocks:
+    allowed = {
+        number
+        for word, values in rules.number_words.items()
+        if re.search(rf"\b{re.escape(word)}", english_prose, re.I)
+        for number in values
+    }
+    for number in sorted(got):
+        small = re.fullmatch(r"\d+", number) is not None and int(number) <= rules.counting
+        if want[number] == 0 and not small and number not in allowed:
+            findings.append(
+                Located(
+                    f"the number {number} appears {got[number]} time(s) in the translation but "
+                    f"{want[number]} in the English: say only what the English says",
+                    _line(draft_prose, draft_prose.find(number)),
+                )
+            )
+    en_blocks, tr_blocks = _blocks(english), _blocks(draft)
+    if len(en_blocks) != len(tr_blocks):
         findings.append(
-            f"the English has {en_blocks} paragraph(s) or block(s) separated by blank lines, "
-            f"the translation {tr_blocks}: translate every paragraph, keep the blank lines"
+            Located(
+                f"the English has {len(en_blocks)} paragraph(s) or block(s) separated by blank "
+                f"lines, the translation {len(tr_blocks)}: translate every paragraph, keep the "
+                "blank lines"
+            )
         )
+    else:
+        findings += _block_findings(en_blocks, tr_blocks, rules, glossary.units, lang)
+    for en_ok, tr_ok in zip(_admonition_bodies(english), _admonition_bodies(draft), strict=False):
+        if en_ok and not tr_ok:
+            findings.append(Located("an admonition, details or tab has lost its body"))
+    tr_notes = _footnote_texts(draft)
+    for name, has_text in _footnote_texts(english).items():
+        if has_text and not tr_notes.get(name, False):
+            findings.append(Located(f"footnote [^{name}] has no text: translate it"))
     for run in untranslated_runs(draft, glossary.do_not_translate):
         shown = run if len(run) <= 80 else run[:77] + "..."
-        findings.append(f"untranslated English text: {shown!r}")
-    english_prose, draft_prose = prose(english), prose(draft)
-    terms = glossary.terms.get(lang, {})
-    for term in glossary.require.get(lang, []):
-        if mentions(english_prose, term) and terms[term] not in draft_prose:
+        findings.append(Located(f"untranslated English text: {shown!r}"))
+    en_units, tr_units = (
+        glossary.units.pairs(english_prose, "en"),
+        glossary.units.pairs(draft_prose, lang),
+    )
+    for (number, unit), count in sorted(en_units.items()):
+        if tr_units.get((number, unit), 0) < count:
             findings.append(
-                f"the English says {term!r}: the glossary requires {terms[term]!r}, "
-                "which the translation does not use"
+                Located(f"{number} {unit} in the English is not {number} {unit} in the translation")
             )
-    for term, renderings in glossary.forbid.get(lang, {}).items():
-        if not mentions(english_prose, term):
-            continue
-        for wrong in renderings:
-            legit = any(
-                wrong in rendering and mentions(english_prose, other)
-                for other, rendering in terms.items()
-                if other != term
+    for word in glossary.do_not_translate:
+        need, have = len(_find_all(english_prose, word)), len(_find_all(draft_prose, word))
+        if re.fullmatch(r"[A-Z][a-z]+", word):  # `Session` starting a sentence is a noun
+            need -= len(re.findall(rf"(?:^|[|.:!?]\s|\u2022\s)\s*{word}\b", english_prose, re.M))
+        if have < need:
+            findings.append(
+                Located(
+                    f"{word!r} appears {need} time(s) in the English but {have} in the "
+                    "translation: do-not-translate names stay as written"
+                )
             )
-            if wrong in draft_prose and not legit:
-                right = f": use {terms[term]!r}" if term in terms else ""
-                findings.append(f"{wrong!r} is a forbidden rendering of {term!r}{right}")
+    if rules.foreign_script is not None:
+        for m in rules.foreign_script.pattern.finditer(draft_prose):
+            if m.group(0) in english_prose:
+                continue  # the English quotes it too (a page about the languages)
+            shown = _excerpt(draft_prose, m.start(), m.end())
+            findings.append(
+                Located(f"{rules.foreign_script.message}: {shown!r}", _line(draft_prose, m.start()))
+            )
+            break
+    findings += _link_text_findings(english, draft, lang, glossary)
+    findings += _term_findings(english_prose, draft_prose, lang, glossary)
+    findings += _register_findings(draft, rules)
     return findings
+
+
+_LINK = re.compile(
+    r"(?<!!)\[(?P<text>[^\[\]\n]*)\](?:\((?P<url>[^)\s]*)[^)\n]*\)|\[(?P<label>[^\]\n]*)\])"
+)
+
+
+def _links(masked: str) -> dict[str, list[tuple[int, str]]]:
+    """Link target -> the (line, text) of each link to it, in order."""
+    out: dict[str, list[tuple[int, str]]] = {}
+    for m in _LINK.finditer(masked):
+        target = m["url"] if m["url"] is not None else (m["label"] or m["text"])
+        out.setdefault(target, []).append((_line(masked, m.start()), m["text"]))
+    return out
+
+
+def _link_text_findings(english: str, draft: str, lang: str, glossary: Glossary) -> list[Located]:
+    """Each link's text says what the English link's text says: its code, its names and its
+    glossary terms (so two link texts swapped between their targets are seen)."""
+    findings: list[Located] = []
+    tr_links = _links(draft)
+    for target, links in _links(english).items():
+        for (_, en_text), (line, tr_text) in zip(links, tr_links.get(target, []), strict=False):
+            missing = [p for p in PLACEHOLDER_RE.findall(en_text) if p not in tr_text]
+            missing += [
+                w
+                for w in glossary.do_not_translate
+                if _find_all(en_text, w) and not _find_all(tr_text, w)
+            ]
+            missing += [
+                glossary.terms[lang][term]
+                for term in glossary.terms.get(lang, {})
+                if glossary.uses(en_text, term)
+                and not any(_find_all(tr_text, f) for f in glossary.renderings(lang, term))
+            ]
+            if missing:
+                findings.append(
+                    Located(
+                        f"the text of the link to {target!r} does not say what the English link "
+                        f"says ({', '.join(missing)} missing): is it another link's text?",
+                        line,
+                    )
+                )
+    return findings
+
+
+def _repeated_sentences(block: str) -> set[str]:
+    """The sentences (of 6 words or characters or more) that a block says more than once."""
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for sentence in re.split(r"(?<=[.!?])\s+|(?<=[。！？])", prose(block)):
+        key = " ".join(sentence.replace("\u2022", " ").split())
+        if _length(key) < 6:
+            continue
+        (twice if key in seen else seen).add(key)
+    return twice
+
+
+def _block_findings(
+    en_blocks: list[tuple[int, str]],
+    tr_blocks: list[tuple[int, str]],
+    rules: LanguageRules,
+    units: Units,
+    lang: str,
+) -> list[Located]:
+    findings: list[Located] = []
+    for (_, en), (line, tr) in zip(en_blocks, tr_blocks, strict=True):
+        a, b = _number_list(en, (units, "en")), _number_list(tr, (units, lang))
+        if a != b and sorted(a) == sorted(b):
+            findings.append(
+                Located(
+                    f"a paragraph has its numbers in another order ({', '.join(b)}) than the "
+                    f"English ({', '.join(a)})",
+                    line,
+                )
+            )
+        if (
+            a
+            and b
+            and sorted(x.lstrip("-") for x in a) == sorted(x.lstrip("-") for x in b)
+            and sorted(a) != sorted(b)
+        ):
+            findings.append(
+                Located(
+                    f"a paragraph has a sign changed: {', '.join(b)} where the English has "
+                    f"{', '.join(a)}",
+                    line,
+                )
+            )
+        repeated = _repeated_sentences(tr) - _repeated_sentences(en)
+        if repeated and not _TABLE_ROW.match(en):
+            findings.append(
+                Located(f"a sentence is said twice in one paragraph: {sorted(repeated)[0]!r}", line)
+            )
+        if rules.length is None or _TABLE_ROW.match(en) or "<!-- i18n:mermaid" in en:
+            continue
+        en_len, tr_len = _length(prose(en)), _length(prose(tr))
+        if en_len < rules.min_length:
+            continue
+        ratio = tr_len / en_len
+        low, high = rules.length
+        if not low <= ratio <= high:
+            what = "longer" if ratio > high else "shorter"
+            findings.append(
+                Located(
+                    f"a paragraph is {ratio:.2f} times its English's length (usual {low:.2f} to "
+                    f"{high:.2f}): much {what}, so a sentence may have been "
+                    + ("added" if ratio > high else "dropped"),
+                    line,
+                )
+            )
+    return findings
+
+
+@dataclass
+class TermUse:
+    """How a section renders one glossary term its English uses.
+
+    Attributes:
+        rendered: How often the rendering (or an accepted form) occurs.
+        variants: Each known variant found -> the lines (0-based, in the section) it is on.
+    """
+
+    rendered: int
+    variants: dict[str, list[int]]
+
+
+def term_uses(
+    english_prose: str, draft_prose: str, lang: str, glossary: Glossary
+) -> dict[str, TermUse]:
+    """For each glossary term of `lang` that the English prose uses, how the draft renders it.
+
+    A variant that is the rendering of another term the English also uses is not counted
+    (one word may stand for that term), nor one that is part of an accepted form (`历史` in
+    `历史记录`).
+    """
+    terms = glossary.terms.get(lang, {})
+    used = [term for term in terms if glossary.uses(english_prose, term)]
+    out: dict[str, TermUse] = {}
+    for term in used:
+        rendered = sum(len(_find_all(draft_prose, f)) for f in glossary.renderings(lang, term))
+        variants: dict[str, list[int]] = {}
+        for wrong in glossary.forbid.get(lang, {}).get(term, []):
+            if any(other != term and wrong in glossary.renderings(lang, other) for other in used):
+                continue  # the word is another term's rendering, and that term is used here
+            covers = [
+                form
+                for other in used
+                for form in glossary.renderings(lang, other)
+                if wrong in form and wrong != form
+            ]
+            text = _hidden(draft_prose, covers)
+            lines = sorted({_line(text, i) for i in _find_all(text, wrong)})
+            if lines:
+                variants[wrong] = lines
+        out[term] = TermUse(rendered, variants)
+    for term, listed in glossary.forbid.get(lang, {}).items():
+        if term not in terms and glossary.uses(english_prose, term):
+            found = {
+                w: sorted({_line(draft_prose, i) for i in _find_all(draft_prose, w)})
+                for w in listed
+            }
+            out[term] = TermUse(0, {w: lines for w, lines in found.items() if lines})
+    return out
+
+
+def _term_findings(
+    english_prose: str, draft_prose: str, lang: str, glossary: Glossary
+) -> list[Located]:
+    findings: list[Located] = []
+    terms = glossary.terms.get(lang, {})
+    for term, use in term_uses(english_prose, draft_prose, lang, glossary).items():
+        right = f": the glossary says {terms[term]!r}" if term in terms else ""
+        for wrong, lines in use.variants.items():
+            findings += [
+                Located(f"{wrong!r} is a forbidden rendering of {term!r}{right}", line)
+                for line in lines
+            ]
+        if term in terms and not use.variants and not use.rendered:
+            findings.append(
+                Located(
+                    f"the English says {term!r}: the glossary's rendering {terms[term]!r} is not "
+                    "in the translation (if the English means something else here, add the "
+                    "phrase to other_senses in i18n/glossary.yml)"
+                )
+            )
+    return findings
+
+
+def _register_findings(draft: str, rules: LanguageRules) -> list[Located]:
+    findings: list[Located] = []
+    for number, text in _prose_lines(draft):
+        for rule in rules.prose:
+            for m in rule.pattern.finditer(text):
+                findings.append(
+                    Located(f"{rule.message}: {_excerpt(text, m.start(), m.end())!r}", number)
+                )
+    if rules.table_registers:
+        for table in _table_bodies(draft):
+            used: dict[str, tuple[int, str]] = {}
+            for line, cells in table:
+                for cell in cells:
+                    end = _cell_end(cell)
+                    for name, pattern in rules.table_registers.items():
+                        if end and pattern.search(end):
+                            used.setdefault(name, (line, end[-24:]))
+                            break
+            if len(used) > 1:
+                shown = "; ".join(f"{name} ({text!r})" for name, (_, text) in used.items())
+                first = min(line for line, _ in used.values())
+                findings.append(
+                    Located(
+                        f"one table mixes registers in its cells: {shown}: use one register",
+                        first,
+                    )
+                )
+    return findings
+
+
+def page_form_findings(
+    sections: list[str], rules: LanguageRules
+) -> list[tuple[str, dict[str, list[tuple[int, int]]]]]:
+    """Forms of one thing used side by side on a page (`x` and `×` for ratios...).
+
+    Returns:
+        For each group with more than one form on the page: its name and, per form, the
+        (section number, line in the section) of each use.
+    """
+    out = []
+    for group, forms in rules.one_form.items():
+        places: dict[str, list[tuple[int, int]]] = {}
+        for n, section in enumerate(sections):
+            text = prose(section)
+            for name, pattern in forms.items():
+                for m in pattern.finditer(text):
+                    places.setdefault(name, []).append((n, _line(text, m.start())))
+        if len(places) > 1:
+            out.append((group, places))
+    return out
+
+
+def _signature(masked: str, lang: str | None, glossary: Glossary | None) -> set[str]:
+    text = prose(masked)
+    keys = {f"n:{n}" for n in _number_list(masked)} | set(PLACEHOLDER_RE.findall(masked))
+    keys |= {f"t:{m['url']}" for m in _LINK_TARGET.finditer(masked)}
+    if glossary is not None:
+        keys |= {f"w:{w}" for w in glossary.do_not_translate if _find_all(text, w)}
+    return keys
+
+
+def swapped_sections(
+    pairs: list[tuple[str, str]], glossary: Glossary | None = None
+) -> list[tuple[int, int]]:
+    """Pairs of sections whose translations look swapped (each matches the other's English).
+
+    Compared: numbers, code, link targets and do-not-translate names.
+    """
+    en = [_signature(e, None, glossary) for e, _ in pairs]
+    tr = [_signature(t, None, glossary) for _, t in pairs]
+
+    def _score(a: set[str], b: set[str]) -> float:
+        return len(a & b) / len(a | b) if a | b else 1.0
+
+    found = []
+    for i in range(len(pairs)):
+        for j in range(i + 1, len(pairs)):
+            if not en[i] or not en[j] or en[i] == en[j]:
+                continue
+            kept = _score(en[i], tr[i]) + _score(en[j], tr[j])
+            swapped = _score(en[i], tr[j]) + _score(en[j], tr[i])
+            if swapped > kept and _score(en[i], tr[j]) > _score(en[i], tr[i]):
+                found.append((i, j))
+    return found

@@ -16,6 +16,8 @@ from typing import Any
 
 import yaml
 
+from .front_matter import split_front_matter
+from .rules import LanguageRules, Units
 from .translator import load_reply_json
 
 __all__ = [
@@ -94,14 +96,25 @@ class Glossary:
         terms: Per language code, English term -> the translation to use (told to the model).
         require: Per language code, the terms of `terms` whose translation the code checks: a
             section whose English uses the term must contain its translation.
-        forbid: Per language code, English term -> renderings that must not appear in any
-            translated section (known mistranslations, collisions with another term).
+        forbid: Per language code, English term -> renderings that must not stand for it
+            anywhere on the site (known variants, mistranslations, collisions with another term).
+        units: The units checked after numbers (`units:`), in English and each language.
+        rules: Per language code, the consistency rules of its prompt file (`checks:`), set by
+            `PromptSet.load`.
+        other_senses: English term -> phrases (regular expressions) where the English word is
+            not the term (`take turns`, `list items`): the term checks skip them.
+        accept: Per language code, English term -> other forms of its rendering that the checks
+            accept (a shorter or inflected form: `轮` for `轮次`).
     """
 
     do_not_translate: list[str]
     terms: dict[str, dict[str, str]]
     require: dict[str, list[str]] = field(default_factory=dict)
     forbid: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    units: Units = field(default_factory=Units)
+    rules: dict[str, LanguageRules] = field(default_factory=dict)
+    other_senses: dict[str, list[re.Pattern[str]]] = field(default_factory=dict)
+    accept: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path) -> Glossary:
@@ -148,7 +161,46 @@ class Glossary:
                     f"{path}: forbid.{lang} must map English terms to lists of renderings"
                 )
             forbid[str(lang)] = {k: list(v) for k, v in table.items()}
-        return cls(do_not_translate=list(words), terms=checked, require=require, forbid=forbid)
+        senses: dict[str, list[re.Pattern[str]]] = {}
+        for term, phrases in (data.get("other_senses") or {}).items():
+            if not isinstance(phrases, list) or not all(isinstance(x, str) for x in phrases):
+                raise ValueError(f"{path}: other_senses.{term} must be a list of phrases")
+            try:
+                senses[str(term)] = [re.compile(x.replace(" ", r"\s+"), re.I) for x in phrases]
+            except re.error as exc:
+                raise ValueError(f"{path}: other_senses.{term}: bad pattern: {exc}") from exc
+        accept: dict[str, dict[str, list[str]]] = {}
+        for lang, table in (data.get("accept") or {}).items():
+            if not isinstance(table, dict) or not all(
+                isinstance(v, list) and all(isinstance(x, str) for x in v) for v in table.values()
+            ):
+                raise ValueError(f"{path}: accept.{lang} must map English terms to lists of forms")
+            accept[str(lang)] = {str(k): list(v) for k, v in table.items()}
+        return cls(
+            do_not_translate=list(words),
+            terms=checked,
+            require=require,
+            forbid=forbid,
+            units=Units.parse(data.get("units"), str(path)),
+            other_senses=senses,
+            accept=accept,
+        )
+
+    def uses(self, english: str, term: str) -> bool:
+        """Whether English prose uses `term` as the glossary means it: outside the
+        do-not-translate names and the phrases of `other_senses`."""
+        for phrase in self.other_senses.get(term, []):
+            english = phrase.sub(" ", english)
+        for word in sorted(self.do_not_translate, key=len, reverse=True):
+            if term.lower() in word.lower():
+                pattern = r"\s+".join(map(re.escape, word.split()))
+                english = re.sub(r"(?<![\w-])" + pattern + r"(?![\w-])", " ", english)
+        return mentions(english, term)
+
+    def renderings(self, lang: str, term: str) -> list[str]:
+        """The forms of `term`'s rendering in `lang` that the checks accept."""
+        main = self.terms.get(lang, {}).get(term)
+        return ([main] if main else []) + self.accept.get(lang, {}).get(term, [])
 
     def used_words(self, text: str) -> list[str]:
         """The do-not-translate words that occur in `text` (all of them when `text` is `None`)."""
@@ -188,9 +240,19 @@ class PromptSet:
         def _read(name: str) -> str:
             return (prompts / name).read_text(encoding="utf-8")
 
+        glossary = Glossary.load(i18n_dir / "glossary.yml")
+        per_language: dict[str, str] = {}
+        for lang in languages:
+            where = str(prompts / f"{lang}.md")
+            try:
+                split = split_front_matter(_read(f"{lang}.md"))
+            except ValueError as exc:
+                raise ValueError(f"{where}: {exc}") from exc
+            per_language[lang] = split.body
+            glossary.rules[lang] = LanguageRules.parse(split.data.get("checks"), where)
         return cls(
             common=_read("common.md"),
-            per_language={lang: _read(f"{lang}.md") for lang in languages},
+            per_language=per_language,
             task=_read("task.md"),
             context=_read("context.md"),
             repair=_read("repair.md"),
@@ -199,7 +261,7 @@ class PromptSet:
             review_repair=_read("review_repair.md"),
             task_batch=_read("task_batch.md"),
             review_task_batch=_read("review_task_batch.md"),
-            glossary=Glossary.load(i18n_dir / "glossary.yml"),
+            glossary=glossary,
         )
 
     def glossary_lists(self, lang: str, text: str | None) -> tuple[str, str]:

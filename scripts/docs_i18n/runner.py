@@ -29,7 +29,7 @@ from typing import Any
 import openai
 
 from .atomic import atomic_write_text, remove_file, sweep_temp_files
-from .checks import check_meaning, check_section
+from .checks import check_meaning, check_section, page_form_findings, swapped_sections
 from .front_matter import translated_front_matter
 from .headings import pin_heading_ids
 from .manifest import Manifest, ManifestEntry, text_hash
@@ -95,13 +95,34 @@ def _draft_findings(
         findings.append(f"sections missing from the reply: {', '.join(map(str, missing))}")
     if extra:
         findings.append(f"sections not asked for: {', '.join(map(str, extra))}")
+    drafts: dict[int, str] = {}
     for n in job.todo:
         if n in sections:
             english = job.page.sections[n]
-            draft = _full_draft(job, n, sections[n])
+            draft = drafts[n] = _full_draft(job, n, sections[n])
             found = check_section(english, draft)
             found += check_meaning(english, draft, job.lang, prompts.glossary)
             findings += [f"section {n}: {f}" for f in found]
+    numbers = sorted(drafts)
+    pairs = [(job.page.sections[n], drafts[n]) for n in numbers]
+    for i, j in swapped_sections(pairs, prompts.glossary):
+        findings.append(
+            f"section {numbers[i]}: its translation and that of section {numbers[j]} look "
+            "swapped, each matches the other's English (numbers, code, links, names): put each "
+            "under its own marker"
+        )
+    rules = prompts.glossary.rules.get(job.lang)
+    if rules is not None and drafts:
+        page = [drafts.get(n, job.reuse.get(n, "")) for n in range(len(job.page.sections))]
+        for group, places in page_form_findings(page, rules):
+            forms = ", ".join(
+                f"{name!r} ({'draft' if any(n in drafts for n, _ in where) else 'kept sections'})"
+                for name, where in places.items()
+            )
+            findings.append(
+                f"{group} are written in more than one form on this page: {forms}: "
+                "use the form of the kept sections, one form per page"
+            )
     return findings
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 
-from .checks import verify_page
+from .checks import align_page, prose, term_uses, verify_page
 from .manifest import Manifest, ManifestEntry, text_hash
 from .markdown_mask import unmask
 from .pages import EnglishPage, translated_pages, translation_path
@@ -12,7 +12,7 @@ from .planning import Options, groups, plan, read_text, select_pages
 from .prompt import PromptSet
 from .tokens import estimate_cost, estimate_output_tokens, estimate_tokens
 
-__all__ = ["adopt", "check", "dry_run", "section_names"]
+__all__ = ["adopt", "check", "dry_run", "section_names", "terms_report"]
 
 UNRECORDED = "sha256:unrecorded"
 """The hash recorded for a section whose translation no English text vouches for yet."""
@@ -79,6 +79,54 @@ def check(options: Options) -> tuple[int, list[str]]:
                 ):
                     problems.append(f"orphaned  manifest entry {lang}/{rel}")
     return (1 if problems else 0), problems
+
+
+def terms_report(options: Options) -> list[str]:
+    """Per language, the renderings each glossary term has across the selected pages.
+
+    For every term of the glossary, in the sections whose English uses it (the very check
+    `--check` runs, `checks.term_uses`): how often its rendering occurs, and where each known
+    variant (`forbid`) occurs, so a second rendering is seen before a reader sees it. A term
+    with a variant anywhere on the site is marked `DRIFT`.
+    """
+    glossary = _glossary_prompts(options).glossary
+    lines: list[str] = []
+    pages = select_pages(options)
+    for lang in options.languages:
+        rendered: dict[str, int] = {}
+        on_pages: dict[str, set[str]] = {}
+        variants: dict[str, dict[str, list[str]]] = {}
+        for rel in pages:
+            target = translation_path(options.docs, lang, rel)
+            if not target.exists():
+                continue
+            aligned = align_page(read_text(options.docs / rel), read_text(target))
+            if isinstance(aligned, list) or len(aligned.english) != len(aligned.translated):
+                lines.append(f"{lang}: docs/{lang}/{rel} skipped: its sections do not line up")
+                continue
+            for n, (en, tr) in enumerate(zip(aligned.english, aligned.translated, strict=True)):
+                for term, use in term_uses(prose(en), prose(tr), lang, glossary).items():
+                    rendered[term] = rendered.get(term, 0) + use.rendered
+                    on_pages.setdefault(term, set()).add(rel)
+                    for wrong, where in use.variants.items():
+                        variants.setdefault(term, {}).setdefault(wrong, []).extend(
+                            f"{rel}:{aligned.at(n, line)[5:]}" for line in where
+                        )
+        lines.append(f"{lang}:")
+        terms = glossary.terms.get(lang, {})
+        for term in sorted(on_pages):
+            parts = [
+                f"{terms.get(term, '(no rendering)')} x{rendered[term]} "
+                f"({len(on_pages[term])} page(s))"
+            ]
+            for wrong, places in variants.get(term, {}).items():
+                shown = ", ".join(places[:8]) + (
+                    f" and {len(places) - 8} more" if len(places) > 8 else ""
+                )
+                parts.append(f"{wrong} x{len(places)} ({shown})")
+            mark = "DRIFT " if term in variants else "      "
+            lines.append(f"  {mark}{term}: " + "; ".join(parts))
+    return lines
 
 
 def _changed_sections(page: EnglishPage, entry: ManifestEntry) -> list[int]:

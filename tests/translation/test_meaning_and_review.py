@@ -48,6 +48,7 @@ CAUGHT_BY = {
     "flip_negation": "review",
     "untranslated_paragraph": "checks",
     "forbidden_term": "checks",
+    "swap_sections": "checks",
 }
 
 
@@ -60,6 +61,7 @@ WHY = {
     "flip_negation": "a review blocker survived the repair",
     "untranslated_paragraph": "untranslated English text",
     "forbidden_term": "is a forbidden rendering of 'writer'",
+    "swap_sections": "section 0: its translation and that of section 1 look swapped",
 }
 
 
@@ -299,12 +301,21 @@ def test_parse_review_refuses_what_the_schema_refuses() -> None:
             "untranslated English text",
         ),
         ("The writer waits.\n", "書き手は待ちます。\n", "forbidden rendering of 'writer'"),
-        ("The writer waits.\n", "それは待ちます。\n", "requires 'ライター'"),
+        (
+            "The writer waits.\n",
+            "それは待ちます。\n",
+            "rendering 'ライター' is not in the translation",
+        ),
         ("The writer waits.\n", "ライターは待ちます。\n", None),
         (
             "Use [the docs](a.md) with SQLAlchemySession and Redis.\n",
-            "[the docs](a.md) を使います。\n",
+            "[the docs](a.md) を SQLAlchemySession と Redis で使います。\n",
             None,
+        ),
+        (
+            "Use [the docs](a.md) with SQLAlchemySession and Redis.\n",
+            "[the docs](a.md) を SQLAlchemySession とレディスで使います。\n",
+            "'Redis' appears 1 time(s) in the English but 0",
         ),
     ],
 )

@@ -109,7 +109,7 @@ async def test_a_paragraph_edit_sends_the_paragraph_its_section_and_neighbours_i
         assert len(old_blocks) == len(new_blocks)
         differ = [i for i, (a, b) in enumerate(zip(old_blocks, new_blocks, strict=True)) if a != b]
         assert len(differ) == 1
-        assert re.fullmatch(r"Install\S+ \S+ redis\S+ extra\S+ .*:", new_blocks[differ[0]])
+        assert re.fullmatch(r"Install\S+ \S+ redis\S+ extra\S+ .*[:：]", new_blocks[differ[0]])
     prompts = PromptSet.load(site / "i18n", LANGS)
     changed = 3  # ## Redis
     # One request translates the edit into all three languages, one reviews all three.
