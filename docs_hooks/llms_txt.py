@@ -10,8 +10,9 @@ translated builds show without rendering again).
 
 The files are read outside the site, so their links are absolute: mkdocs-autorefs references
 (`[Session][turnstore.Session]`), relative links to other pages (`[guide](sessions.md)`) and
-to the page's own sections (`[CLI](#cli)`) become links to the published pages, and API pages are Markdown (headings with the object's
-qualified name, signatures as code blocks, tables) rather than the HTML's indented text.
+to the page's own sections (`[CLI](#cli)`) become links to the published pages, and API pages
+are Markdown (headings with the object's qualified name, signatures as code blocks, tables)
+rather than the HTML's indented text.
 """
 
 from __future__ import annotations
