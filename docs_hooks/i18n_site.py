@@ -23,7 +23,8 @@ This hook
 4. the footer's "Made with Material for MkDocs" in the page's language (overrides/partials/
    copyright.html; the copyright line itself is translated in mkdocs.yml), a language's home
    page titled like the English one (the site's name, not "ホーム - turnstore"), and
-   mkdocstrings' stylesheet linked once (it adds it again in every language build).
+   mkdocstrings' stylesheet linked once (it adds it again in every language build, and autorefs
+   and mkdocstrings their Markdown extensions).
 
 It relies on mkdocs-static-i18n's `current_language`, `default_language`, `building` and
 `extra_alternate` (the language homes); the plugin's version is pinned in pyproject.toml.
@@ -92,16 +93,21 @@ def without_head_alternates(output: str) -> str:
     return _HEAD_ALTERNATE.sub("", output[:head_end]) + output[head_end:]
 
 
-@event_priority(-100)  # after mkdocstrings (0) has added its stylesheet again
+@event_priority(-100)  # after mkdocstrings and autorefs (0) have added their pieces again
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
-    """Link each stylesheet once: every language build runs mkdocstrings' `on_config` again."""
-    seen: set[str] = set()
-    unique = []
-    for css in config.extra_css:
-        if str(css) not in seen:
-            seen.add(str(css))
-            unique.append(css)
-    config.extra_css[:] = unique
+    """Keep one of each stylesheet and Markdown extension that a language build adds again.
+
+    Every language build runs the plugins' `on_config` again on the same configuration:
+    mkdocstrings adds its stylesheet (linked four times on Chinese pages) and, like autorefs,
+    its Markdown extension (set up four times for every Chinese page). The last one added is
+    kept.
+    """
+    config.extra_css[:] = list(dict.fromkeys(config.extra_css))
+    extensions = config.markdown_extensions
+    last = {type(e): e for e in extensions if not isinstance(e, str)}
+    config.markdown_extensions[:] = [
+        e for e in extensions if isinstance(e, str) or last[type(e)] is e
+    ]
     return config
 
 

@@ -66,7 +66,7 @@ def cached_listing(env: Any, config: MkDocsConfig) -> Any:
     def list_templates(extensions: Any = None, filter_func: Any = None) -> list[str]:
         if extensions is not None or filter_func is None:
             return original(extensions=extensions, filter_func=filter_func)
-        dirs = list(config.theme.dirs)
+        dirs = list(dict.fromkeys(config.theme.dirs))  # mkdocs-static-i18n repeats one per build
         key = (tuple(dirs), tuple(config.theme.static_templates), _custom_dir_times(config))
         if key not in _theme_files:
             _theme_files[key] = original(filter_func=filter_func)
