@@ -42,17 +42,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import yaml
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.plugins import event_priority
 from mkdocs.structure.pages import Page
 from mkdocs.utils import get_relative_url, write_file
+from search_cjk import read_glossary
 
 REF_PREFIX = "ref/"
 ZERO_WIDTH_SPACE = "\u200b"
 # Languages whose words Material's jieba segmentation must not split (it is meant for Chinese).
 UNSEGMENTED = frozenset({"ja"})
-GLOSSARY = Path("i18n") / "glossary.yml"
 # An API object's anchor, e.g. "ref/session/#turnstore.Session.pop_item".
 _OBJECT = re.compile(r"#turnstore\.(?P<name>[\w.]+)$")
 # How much an API object's entry outweighs a guide section with the same words in its title.
@@ -157,10 +156,7 @@ def with_dot_separator(separator: str) -> str:
 
 def search_synonyms(root: Path, language: str) -> dict[str, list[str]]:
     """The glossary's search synonyms for `language`: a word readers type -> the pages' words."""
-    path = root / GLOSSARY
-    if not path.is_file():
-        return {}
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    data = read_glossary(root)
     table = (data.get("search_synonyms") or {}).get(language) or {}
     synonyms: dict[str, list[str]] = {}
     for word, targets in table.items():

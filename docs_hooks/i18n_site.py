@@ -1,4 +1,4 @@
-"""Site-wide pieces that each language needs: its 404 page, its sitemap, and hreflang.
+"""Site-wide pieces that each language needs: its 404 page, its sitemap, hreflang, its footer.
 
 mkdocs-static-i18n builds every language into the same site folder, one build after the other, and
 each build writes the site's `404.html` and `sitemap.xml` again: the last language (Chinese) won,
@@ -9,14 +9,22 @@ fetches `sitemap.xml` beside every `<link rel="alternate">` of a page (`/ja/sess
 This hook
 
 1. gives each language its own 404 page (overrides/404.html: a sentence in the language and links
-   to every language's home page): the English one at the site root, which GitHub Pages serves for
-   every missing URL, the others at `<lang>/404.html`;
+   to every language's home page): the English one at the site root, the others at
+   `<lang>/404.html`. GitHub Pages serves only the root one, for every missing URL: it carries
+   every language's text and a small script shows the text of the language the missing URL's
+   path starts with (`/ja/nope/` in Japanese); without JavaScript it stays English and still
+   links to every language's home;
 2. leaves the `<link rel="alternate" hreflang>` tags out of the pages' `<head>` and declares the
    alternates, `x-default` (the English page) included, in `sitemap.xml`, which search engines
    read for hreflang as well. Material then fetches only the sitemap of the page's own language
    root, which this hook writes too (`<lang>/sitemap.xml`, that language's pages);
 3. the switcher's links carry the current `#anchor` (overrides/assets/javascripts/
-   language_switcher.js): every translation keeps the English heading ids.
+   language_switcher.js): every translation keeps the English heading ids;
+4. the footer's "Made with Material for MkDocs" in the page's language (overrides/partials/
+   copyright.html; the copyright line itself is translated in mkdocs.yml), a language's home
+   page titled like the English one (the site's name, not "ホーム - turnstore"), and
+   mkdocstrings' stylesheet linked once (it adds it again in every language build, and autorefs
+   and mkdocstrings their Markdown extensions).
 
 It relies on mkdocs-static-i18n's `current_language`, `default_language`, `building` and
 `extra_alternate` (the language homes); the plugin's version is pinned in pyproject.toml.
@@ -50,6 +58,13 @@ NOT_FOUND_TEXT: dict[str, tuple[str, str]] = {
     ),
     "zh": ("找不到页面", "此页面不存在。文档首页如下："),
 }
+# language -> (before, after) the "Material for MkDocs" link in the footer
+MADE_WITH: dict[str, tuple[str, str]] = {
+    "en": ("Made with", ""),
+    "ja": ("", "で作成"),
+    "ko": ("", "로 만들었습니다"),
+    "zh": ("使用", "构建"),
+}
 # Material's head tags for the language alternates (not the RSS feeds, which have a type).
 _HEAD_ALTERNATE = re.compile(r'[ \t]*<link rel="alternate" href="[^"]*" hreflang="[^"]*">\n?')
 _URL = re.compile(r"<url>.*?</url>", re.S)
@@ -78,13 +93,49 @@ def without_head_alternates(output: str) -> str:
     return _HEAD_ALTERNATE.sub("", output[:head_end]) + output[head_end:]
 
 
+@event_priority(-100)  # after mkdocstrings and autorefs (0) have added their pieces again
+def on_config(config: MkDocsConfig) -> MkDocsConfig:
+    """Keep one of each stylesheet and Markdown extension that a language build adds again.
+
+    Every language build runs the plugins' `on_config` again on the same configuration:
+    mkdocstrings adds its stylesheet (linked four times on Chinese pages) and, like autorefs,
+    its Markdown extension (set up four times for every Chinese page). The last one added is
+    kept.
+    """
+    config.extra_css[:] = list(dict.fromkeys(config.extra_css))
+    extensions = config.markdown_extensions
+    last = {type(e): e for e in extensions if not isinstance(e, str)}
+    config.markdown_extensions[:] = [
+        e for e in extensions if isinstance(e, str) or last[type(e)] is e
+    ]
+    return config
+
+
 def on_env(env: Any, config: MkDocsConfig, files: Any) -> Any:
-    """Give the 404 template its text in the language being built."""
-    language = _i18n(config).current_language
+    """Give the 404 template and the footer their text in the language being built."""
+    i18n = _i18n(config)
+    language = i18n.current_language
     title, sentence = NOT_FOUND_TEXT.get(language, NOT_FOUND_TEXT["en"])
     config.extra["not_found"] = {"title": title, "sentence": sentence}
+    # The root 404 page shows the text of the language its URL starts with.
+    config.extra["not_found_texts"] = {
+        lang: {"title": text[0], "sentence": text[1]}
+        for lang, text in NOT_FOUND_TEXT.items()
+        if lang in i18n.build_languages
+    }
     config.extra["language_homes"] = language_homes(config)
+    before, after = MADE_WITH.get(language, MADE_WITH["en"])
+    config.extra["made_with"] = {"before": before, "after": after}
     return env
+
+
+def on_page_context(
+    context: dict[str, Any], page: Page, config: MkDocsConfig, nav: Any
+) -> dict[str, Any]:
+    """A language's home page is titled with the site's name alone, as the English one is."""
+    source = str(getattr(page.file, "norm_src_uri", page.file.src_uri))
+    context["is_language_home"] = source == "index.md"
+    return context
 
 
 def on_template_context(

@@ -1,14 +1,21 @@
-"""Compile the theme's templates once for all language builds.
+"""Compile the theme's templates, and list the theme's files, once for all language builds.
 
 mkdocs-static-i18n runs a whole MkDocs build per language, and each build makes a new Jinja
 environment for the theme, which compiled Material's templates again (about a quarter of a
 translated build's time). This hook gives every build's environment one in-memory bytecode cache:
 Jinja compiles each template once and later builds load the compiled code. Jinja checks each
 template's source against its checksum, so an edited template (`mkdocs serve`) is compiled anew.
+
+Each build also lists every file of the theme (Material's thousands of icons included) and
+matches each name against MkDocs' patterns for static files, a tenth of a translated build
+whose result never changes: the list is kept per theme folders and patterns, and a folder
+changed since (a file added to overrides/ under `mkdocs serve`) lists it again.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from typing import Any
 
 from jinja2 import BytecodeCache
@@ -40,9 +47,52 @@ class MemoryBytecodeCache(BytecodeCache):
 
 CACHE = MemoryBytecodeCache()
 
+# (theme folders, static templates, folder mtimes) -> the theme's static files, as listed
+_theme_files: dict[tuple[Any, ...], list[str]] = {}
+
+
+def _custom_dir_times(config: MkDocsConfig) -> tuple[int, ...]:
+    """The modification times of the site's own theme folders (the installed theme's are fixed)."""
+    custom = config.theme.custom_dir
+    if not custom or not os.path.isdir(custom):
+        return ()
+    return tuple(os.stat(folder).st_mtime_ns for folder, _, _ in os.walk(custom))
+
+
+def cached_listing(env: Any, config: MkDocsConfig) -> Any:
+    """Make `env.list_templates(filter_func=...)` answer from the cache after its first call."""
+    original: Callable[..., list[str]] = env.list_templates
+
+    def list_templates(extensions: Any = None, filter_func: Any = None) -> list[str]:
+        if extensions is not None or filter_func is None:
+            return original(extensions=extensions, filter_func=filter_func)
+        dirs = list(dict.fromkeys(config.theme.dirs))  # mkdocs-static-i18n repeats one per build
+        key = (tuple(dirs), tuple(config.theme.static_templates), _custom_dir_times(config))
+        if key not in _theme_files:
+            _theme_files[key] = original(filter_func=filter_func)
+        return list(_theme_files[key])
+
+    env.list_templates = list_templates
+    return env
+
 
 @event_priority(100)  # before any template is loaded
 def on_env(env: Any, config: MkDocsConfig, files: Any) -> Any:
     """Share the bytecode cache with this build's theme environment."""
     env.bytecode_cache = CACHE
     return env
+
+
+def on_config(config: MkDocsConfig) -> MkDocsConfig:
+    """List the theme's files once (see the module's docstring); each language's theme too."""
+    theme = config.theme
+    if getattr(theme.get_env, "_lists_once", False):
+        return config
+    make_env = theme.get_env
+
+    def get_env() -> Any:
+        return cached_listing(make_env(), config)
+
+    get_env._lists_once = True  # type: ignore[attr-defined]
+    theme.get_env = get_env  # type: ignore[method-assign]
+    return config

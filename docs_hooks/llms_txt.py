@@ -5,20 +5,31 @@ site's name, its one-line description and a link to every page, in the order and
 navigation. `llms-full.txt` holds the pages themselves: the Markdown of each guide (snippets such
 as the changelog and the examples expanded) and the text of each API reference page (source
 listings left out). Each language gets its own pair under its prefix (`/ja/llms.txt`, ...); the
-API reference is in English in every language.
+API reference is in English in every language (the English build's text and summary, which the
+translated builds show without rendering again).
+
+The files are read outside the site, so their links are absolute: mkdocs-autorefs references
+(`[Session][turnstore.Session]`), relative links to other pages (`[guide](sessions.md)`) and
+to the page's own sections (`[CLI](#cli)`) become links to the published pages, and API pages
+are Markdown (headings with the object's qualified name, signatures as code blocks, tables)
+rather than the HTML's indented text.
 """
 
 from __future__ import annotations
 
-import html
 import os
+import posixpath
 import re
 from dataclasses import dataclass, field
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin
 
+from i18n_ref_once import is_shared_ref_copy
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.plugins import event_priority
+from mkdocs.structure.files import Files
 from mkdocs.structure.nav import Navigation, Section
 from mkdocs.structure.pages import Page
 from mkdocs.utils import write_file
@@ -28,12 +39,12 @@ SNIPPET = re.compile(
     r'^(?P<indent>[ \t]*)--8<-- "(?P<path>[^":]+)(?::(?P<start>\d+):)?"[ \t]*$', re.M
 )
 HEADING_ID = re.compile(r"\s*\{#[^}]*\}")
-SOURCE_BLOCK = re.compile(r"<details class=\"mkdocstrings-source\".*?</details>", re.S)
-# The translated reference's "this page is in English" notice (docs_hooks/i18n_ref_once.py).
-REF_NOTICE = re.compile(r'<div class="admonition note reference-language-notice".*?</div>', re.S)
-PERMALINK = re.compile(r'<a [^>]*class="headerlink"[^>]*>.*?</a>', re.S)
-TAG = re.compile(r"<[^>]+>")
-BLOCK_END = re.compile(r"</(?:p|h[1-6]|li|tr|pre|div|table|details|summary)>|<br\s*/?>")
+# mkdocs-autorefs' cross-references in Markdown: [title][identifier] and [identifier][].
+AUTOREF = re.compile(r"\[(?P<title>(?:[^\[\]]|\[[^\]]*\])+)\]\[(?P<identifier>[^\]\s]*)\]")
+# Links to a section of the same page: [title](#anchor).
+SAME_PAGE_LINK = re.compile(r"\]\((?P<anchor>#[^)\s]+)\)")
+# Relative links to another page's Markdown file: [title](page.md#anchor).
+MD_LINK = re.compile(r"\]\((?P<path>(?![a-z][a-z0-9+.-]*:|/|#)[^)\s]+?\.md)(?P<anchor>#[^)\s]*)?\)")
 
 
 @dataclass
@@ -55,8 +66,10 @@ class LanguageSite:
 
 
 _sites: dict[str, LanguageSite] = {}
-# The text of each API page, by source path: the same English text in every language.
-_api_text: dict[str, str] = {}
+# (text, summary) of each English reference page, by source path: shown in every language.
+_reference: dict[str, tuple[str, str]] = {}
+# The files of the language being built (to resolve relative links).
+_files: Files | None = None
 
 
 def _language(config: MkDocsConfig) -> str:
@@ -83,14 +96,140 @@ def expand_snippets(markdown: str, root: Path) -> str:
     return SNIPPET.sub(include, markdown)
 
 
-def html_to_text(content: str) -> str:
-    """Plain text of rendered HTML (an API page), without source listings or permalinks."""
-    content = REF_NOTICE.sub("", SOURCE_BLOCK.sub("", content))
-    content = PERMALINK.sub("", content)
-    content = BLOCK_END.sub("\n", content)
-    text = html.unescape(TAG.sub("", content))
-    lines = [line.rstrip() for line in text.splitlines()]
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+class _ApiMarkdown(HTMLParser):
+    """Markdown of a rendered API page: headings, signatures as code, tables, paragraphs."""
+
+    SKIP = (
+        ("details", "mkdocstrings-source"),
+        ("a", "headerlink"),
+        ("div", "reference-language-notice"),
+        ("code", "doc-symbol"),
+    )
+    BLOCKS = frozenset({"p", "div", "li", "dt", "dd", "ul", "ol", "dl", "summary", "details"})
+    VOID = frozenset({"br", "wbr", "img", "input", "hr", "meta", "link", "source"})
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.blocks: list[str] = []
+        self.inline: list[str] = []
+        self.skip: list[str] = []  # tags open inside a skipped element, the skipped one first
+        self.heading = 0
+        self.heading_id = ""
+        self.heading_labels: list[str] = []
+        self.labels: list[str] | None = None
+        self.pre: list[str] | None = None
+        self.rows: list[list[str]] | None = None
+        self.cell: list[str] | None = None
+
+    def _flush(self, prefix: str = "") -> None:
+        text = " ".join("".join(self.inline).split())
+        self.inline = []
+        if text:
+            self.blocks.append(prefix + text)
+
+    def _text_target(self) -> list[str]:
+        if self.labels is not None:
+            return self.labels
+        if self.cell is not None:
+            return self.cell
+        return self.inline
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        classes = (dict(attrs).get("class") or "").split()
+        if self.skip:
+            if tag not in self.VOID:
+                self.skip.append(tag)
+            return
+        if any(tag == t and c in classes for t, c in self.SKIP):
+            self.skip.append(tag)
+            return
+        if self.pre is not None:
+            return
+        if tag == "pre":
+            self._flush()
+            self.pre = []
+        elif tag in ("h1", "h2", "h3", "h4", "h5", "h6"):
+            self._flush()
+            self.heading = int(tag[1])
+            self.heading_id = dict(attrs).get("id") or ""
+        elif tag == "small" and "doc-label" in classes:
+            self.labels = []
+        elif tag == "table":
+            self._flush()
+            self.rows = []
+        elif tag == "tr" and self.rows is not None:
+            self.rows.append([])
+        elif tag in ("td", "th") and self.rows is not None:
+            self.cell = []
+        elif tag == "code" and self.labels is None:
+            self._text_target().append("`")
+        elif tag in self.BLOCKS and self.cell is None:
+            self._flush()
+        elif tag in ("br",):
+            self._text_target().append(" ")
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.skip:
+            if self.skip[-1] == tag:
+                self.skip.pop()
+            return
+        if self.pre is not None:
+            if tag == "pre":
+                code = "".join(self.pre).strip("\n")
+                self.blocks.append(f"```python\n{code}\n```")
+                self.pre = None
+            return
+        if tag in ("h1", "h2", "h3", "h4", "h5", "h6") and self.heading:
+            text = " ".join("".join(self.inline).split())
+            self.inline = []
+            if self.heading_id.startswith("turnstore."):  # an object: its qualified name
+                text = f"`{self.heading_id.removeprefix('turnstore.')}`"
+            labels = f" ({', '.join(self.heading_labels)})" if self.heading_labels else ""
+            self.blocks.append("#" * self.heading + " " + text + labels)
+            self.heading = 0
+            self.heading_labels = []
+        elif tag == "small" and self.labels is not None:
+            label = "".join(self.labels).strip()
+            self.labels = None
+            if label:
+                self.heading_labels.append(label)
+        elif tag in ("td", "th") and self.cell is not None and self.rows is not None:
+            text = " ".join("".join(self.cell).split()).replace("|", "\\|")
+            self.rows[-1].append(text)
+            self.cell = None
+        elif tag == "table" and self.rows is not None:
+            rows = [row for row in self.rows if row]
+            self.rows = None
+            if rows:
+                width = max(len(row) for row in rows)
+                lines = ["| " + " | ".join(row + [""] * (width - len(row))) + " |" for row in rows]
+                lines.insert(1, "|" + " --- |" * width)
+                self.blocks.append("\n".join(lines))
+        elif tag == "code" and self.labels is None:
+            self._text_target().append("`")
+        elif tag in self.BLOCKS and self.cell is None:
+            self._flush("- " if tag == "li" else "")
+
+    def handle_data(self, data: str) -> None:
+        if self.skip:
+            return
+        if self.pre is not None:
+            self.pre.append(data)
+        else:
+            self._text_target().append(data)
+
+    def markdown(self) -> str:
+        """The Markdown of everything fed so far."""
+        self._flush()
+        return "\n\n".join(self.blocks)
+
+
+def api_markdown(content: str) -> str:
+    """Markdown of a rendered API page, without source listings, permalinks or the notice."""
+    parser = _ApiMarkdown()
+    parser.feed(content)
+    parser.close()
+    return parser.markdown()
 
 
 def summary_of(markdown: str) -> str:
@@ -103,7 +242,9 @@ def summary_of(markdown: str) -> str:
             continue
         text = " ".join(block.split())
         text = re.sub(r"\[([^\]]+)\]\[[^\]]*\]|\[([^\]]+)\]\([^)]*\)", r"\1\2", text)
-        sentence = re.split(r"(?<=[.!?。！？])\s*", text, maxsplit=1)[0]
+        # A sentence ends at . ! ? before a space (not inside `RunResultStreaming.stream_events`)
+        # or at a full-width 。！？.
+        sentence = re.split(r"(?<=[.!?])\s+|(?<=[。！？])", text, maxsplit=1)[0]
         return sentence[:200]
     return ""
 
@@ -112,7 +253,43 @@ def on_pre_build(config: MkDocsConfig) -> None:
     """The English build (the first) reads the API pages afresh (`mkdocs serve` rebuilds)."""
     i18n = config.plugins["i18n"]
     if i18n.current_language == i18n.default_language:
-        _api_text.clear()
+        _reference.clear()
+
+
+def on_env(env: Any, config: MkDocsConfig, files: Files) -> Any:
+    """Keep this build's files: relative links are resolved against them."""
+    global _files
+    _files = files
+    return env
+
+
+def absolute_links(markdown: str, page: Page, config: MkDocsConfig) -> str:
+    """The page's Markdown with autorefs references and relative page links made absolute."""
+    base = (config.site_url or "/").rstrip("/") + "/"
+    page_url = urljoin(base, page.url)
+    autorefs = config.plugins.get("autorefs")
+
+    def reference(match: re.Match[str]) -> str:
+        title = match["title"]
+        identifier = match["identifier"] or title.strip("`")
+        if autorefs is None:
+            return match.group(0)
+        try:
+            url, _ = autorefs.get_item_url(identifier, from_url=page.url)
+        except KeyError:
+            return match.group(0)
+        return f"[{title}]({urljoin(page_url, url)})"
+
+    def page_link(match: re.Match[str]) -> str:
+        source = posixpath.dirname(page.file.src_uri)
+        target = posixpath.normpath(posixpath.join(source, match["path"]))
+        file = _files.get_file_from_path(target) if _files is not None else None
+        if file is None:
+            return match.group(0)
+        return f"]({urljoin(base, file.url)}{match['anchor'] or ''})"
+
+    markdown = MD_LINK.sub(page_link, AUTOREF.sub(reference, markdown))
+    return SAME_PAGE_LINK.sub(lambda match: f"]({page_url}{match['anchor']})", markdown)
 
 
 @event_priority(-150)  # after mkdocs-static-i18n (-100) has translated the nav titles
@@ -150,15 +327,21 @@ def on_page_context(
     if site is None:
         return context
     root = Path(config.config_file_path or ".").resolve().parent
-    is_api = "doc doc-object" in (page.content or "")
-    if is_api:
-        key = str(getattr(page.file, "norm_src_uri", page.file.src_uri))
-        text = _api_text.get(key) or _api_text.setdefault(key, html_to_text(page.content or ""))
+    i18n = config.plugins["i18n"]
+    key = str(getattr(page.file, "norm_src_uri", page.file.src_uri))
+    shared = is_shared_ref_copy(page.file, i18n.current_language, i18n.default_language)
+    if shared and key in _reference:
+        text, summary = _reference[key]
+    elif "doc doc-object" in (page.content or ""):
+        text = api_markdown(page.content or "")
         summary = summary_of(text.split("\n", 1)[1] if "\n" in text else "")
     else:
         markdown = expand_snippets(FRONT_MATTER.sub("", page.markdown or ""), root)
+        markdown = absolute_links(markdown, page, config)
         text = HEADING_ID.sub("", markdown).strip()
         summary = summary_of(markdown)
+    if i18n.current_language == i18n.default_language and key.startswith("ref/"):
+        _reference[key] = (text, summary)
     site.pages[page.url] = PageText(str(page.title or ""), page.url, summary, text)
     return context
 

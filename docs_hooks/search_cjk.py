@@ -24,11 +24,13 @@ This hook
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import yaml
 from mkdocs.config.defaults import MkDocsConfig
@@ -60,12 +62,23 @@ def _language(config: MkDocsConfig) -> str | None:
     return getattr(i18n, "current_language", None)
 
 
-def glossary_terms(root: Path, language: str) -> list[str]:
-    """The glossary's translations for `language` (an empty list without a glossary)."""
+def read_glossary(root: Path) -> dict[str, Any]:
+    """The translation glossary (`i18n/glossary.yml`), read once per version of the file."""
     path = root / GLOSSARY
     if not path.is_file():
-        return []
+        return {}
+    return _parsed_glossary(path, path.stat().st_mtime_ns)
+
+
+@functools.cache
+def _parsed_glossary(path: Path, mtime_ns: int) -> dict[str, Any]:
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return data if isinstance(data, dict) else {}
+
+
+def glossary_terms(root: Path, language: str) -> list[str]:
+    """The glossary's translations for `language` (an empty list without a glossary)."""
+    data = read_glossary(root)
     terms = (data.get("terms") or {}).get(language) or {}
     return [str(term) for term in terms.values()]
 
@@ -89,6 +102,35 @@ def worker_source(material_worker: str) -> str:
     return TEMPLATE.read_text(encoding="utf-8").replace(
         '"__MATERIAL_WORKER__"', json.dumps(material_worker)
     )
+
+
+def _search_plugin(config: MkDocsConfig) -> Any:
+    for name in ("material/search", "search"):
+        if name in config.plugins:
+            return config.plugins[name]
+    return None
+
+
+@event_priority(-100)  # after mkdocs-static-i18n has switched to the language being built
+def on_pre_build(config: MkDocsConfig) -> None:
+    """Only Chinese pages are segmented with jieba.
+
+    Material segments every run of Han characters with jieba when it is installed, whatever the
+    page's language: Japanese pages were cut apart (then joined again by
+    docs_hooks/i18n_search.py, since it breaks Japanese search), which took a fifth of the
+    Japanese build.
+    """
+    search = _search_plugin(config)
+    if search is None:
+        return
+    if _language(config) == "zh":
+        search.__dict__.pop("_segment_chinese", None)  # Material's own method
+    else:
+        search._segment_chinese = _unsegmented
+
+
+def _unsegmented(data: str) -> str:
+    return data
 
 
 def on_config(config: MkDocsConfig) -> None:

@@ -2,9 +2,9 @@
 
 mkdocstrings shows the source of every documented object in a collapsible block titled
 "Source code in `src/...py`". This hook turns that path into a link to the file in the
-repository (`repo_url`, the branch of `edit_uri`), pointing at the object's lines, and keeps the
-listing out of the search index (`data-search-exclude`): source filled a third of the index and
-pushed guides and other objects above the object searched for.
+repository (`repo_url`) at the release's tag (`v<version>`, docs_hooks/release.py), pointing at
+the object's lines: a link to a branch drifted as soon as the file changed (the listing
+is kept out of the search index by docs_hooks/search_prose.py).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from typing import Any
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.pages import Page
 
+from release import release_tag
+
 _SUMMARY = re.compile(r"<summary>Source code in <code>(?P<path>[^<]+)</code></summary>")
 _LINE = re.compile(r'codelineno-\d+-(\d+)"')
 _BLOCK_END = "</td>"
-SOURCE_BLOCK = '<details class="mkdocstrings-source">'
-UNSEARCHED_SOURCE_BLOCK = '<details class="mkdocstrings-source" data-search-exclude>'
 
 
 def source_url(config: MkDocsConfig, path: str, first: int | None, last: int | None) -> str | None:
@@ -28,10 +28,7 @@ def source_url(config: MkDocsConfig, path: str, first: int | None, last: int | N
     repo = (config.repo_url or "").rstrip("/")
     if not repo:
         return None
-    edit_uri = config.edit_uri or "edit/main/"
-    parts = edit_uri.strip("/").split("/")
-    branch = parts[1] if len(parts) > 1 and parts[0] in ("edit", "blob") else "main"
-    url = f"{repo}/blob/{branch}/{path}"
+    url = f"{repo}/blob/{release_tag(config)}/{path}"
     if first is not None and last is not None:
         url += f"#L{first}-L{last}"
     return url
@@ -57,7 +54,7 @@ def link_sources(content: str, config: MkDocsConfig) -> str:
             )
         position = match.end()
     pieces.append(content[position:])
-    return "".join(pieces).replace(SOURCE_BLOCK, UNSEARCHED_SOURCE_BLOCK)
+    return "".join(pieces)
 
 
 def on_page_content(html_text: str, page: Page, config: MkDocsConfig, **kwargs: Any) -> str:

@@ -2,8 +2,12 @@
 
 `built_site` runs the same strict build as `make docs-build` (every language, link and anchor
 validation as errors) into a temporary directory; `site_url` serves it with a threaded
-`http.server` (Material hides its search over `file://`). The browser fixtures drive the system
-Chromium through Playwright: one browser per session, one context per test.
+`http.server` (Material hides its search over `file://`) that answers a missing path the way
+GitHub Pages does: status 404 with the site's root `404.html`. The browser fixtures drive the
+system Chromium through Playwright: one browser per session, one context per test.
+
+`DOCS_SITE_DIR=path` tests a strict build made beforehand
+(`mkdocs build --strict -d path`) instead of building again: quicker while iterating on tests.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +29,9 @@ from site_support import CHROMIUM_ARGS, ROOT, BuiltSite
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory: pytest.TempPathFactory) -> BuiltSite:
     """Build the whole site once, strictly, and fail with the build's output if it fails."""
+    prebuilt = os.environ.get("DOCS_SITE_DIR")
+    if prebuilt:
+        return BuiltSite(Path(prebuilt), "")
     site = tmp_path_factory.mktemp("site")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "DOCS_TRANSLATIONS": "true"}
     env.pop("SITE_URL", None)
@@ -45,6 +53,20 @@ def built_site(tmp_path_factory: pytest.TempPathFactory) -> BuiltSite:
 class _QuietHandler(SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """A missing path gets the site's root 404 page, as on GitHub Pages."""
+        page = Path(self.directory) / "404.html"
+        if code != 404 or not page.is_file():
+            super().send_error(code, message, explain)
+            return
+        body = page.read_bytes()
+        self.send_response(404)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
 
 
 @pytest.fixture(scope="session")

@@ -183,7 +183,8 @@ def test_api_entries_link_to_their_source_lines(built_site: BuiltSite) -> None:
     link = re.compile(r'Source code in <a href="([^"]+)"').search(html, start)
     assert link, "no source link after Session.get_items"
     url = link.group(1)
-    blob = "https://github.com/turnstore/turnstore/blob/main/"
+    # Pinned to the release's tag, so the line numbers stay right after main moves on.
+    blob = f"https://github.com/turnstore/turnstore/blob/v{turnstore.__version__}/"
     assert url.startswith(blob)
     path, lines = url[len(blob) :].split("#L")
     first, last = (int(n) for n in lines.split("-L"))
