@@ -26,7 +26,7 @@ from support.shared import once_per_run
 
 
 @pytest.fixture(scope="session")
-def built_site(tmp_path_factory: pytest.TempPathFactory) -> BuiltSite:
+def built_site(request: pytest.FixtureRequest) -> BuiltSite:
     """Build the whole site once, strictly, and fail with the build's output if it fails.
 
     Once per run: under `pytest -n` the first worker builds and the others read its site.
@@ -46,7 +46,7 @@ def built_site(tmp_path_factory: pytest.TempPathFactory) -> BuiltSite:
         )
         return {"returncode": proc.returncode, "log": proc.stdout + proc.stderr}
 
-    site, built = once_per_run(tmp_path_factory, "site", build)
+    site, built = once_per_run(request, "site", build)
     if built["returncode"] != 0:
         pytest.fail(f"mkdocs build --strict failed ({built['returncode']}):\n{built['log']}")
     return BuiltSite(site, built["log"])

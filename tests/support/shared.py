@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,10 +17,14 @@ from typing import Any
 import pytest
 
 
-def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The temporary folder of the whole run: the workers' common parent under `pytest -n`."""
+def run_folder(config: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The temporary folder of the whole run: the workers' common parent under `pytest -n`.
+
+    A worker is told by its `workerinput`, not by the environment: a child pytest that a test
+    starts inherits `PYTEST_XDIST_WORKER` but is a run of its own.
+    """
     base = tmp_path_factory.getbasetemp()
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    return base.parent if hasattr(config, "workerinput") else base
 
 
 @contextmanager
@@ -36,7 +39,7 @@ def file_lock(path: Path) -> Iterator[None]:
 
 
 def once_per_run(
-    tmp_path_factory: pytest.TempPathFactory, name: str, work: Callable[[Path], Any]
+    request: pytest.FixtureRequest, name: str, work: Callable[[Path], Any]
 ) -> tuple[Path, Any]:
     """Run `work(folder)` once for the whole run and return `(folder, what it returned)`.
 
@@ -44,7 +47,7 @@ def once_per_run(
     the others wait on the lock and return the recorded result, so a failed build fails every
     test that needs it, each with the same output. `work` must return a JSON value.
     """
-    shared = run_folder(tmp_path_factory)
+    shared = run_folder(request.config, request.getfixturevalue("tmp_path_factory"))
     folder = shared / name
     record = shared / f"{name}.json"
     with file_lock(shared / f"{name}.lock"):
