@@ -1,6 +1,6 @@
 # Every target builds what it needs from nothing: a fresh clone needs only Python 3.11+ and make.
 #   make docs   build the documentation site and serve it at http://127.0.0.1:8000 (PORT=8001 ...)
-#   make test   ruff, mypy --strict, typos and the whole pytest suite
+#   make test   ruff, mypy --strict, typos and the whole pytest suite, in parallel (xdist)
 #   make test-fast  the edit-run loop: no browser, service or slow tests, on every core (xdist)
 #   make test-floors  every runtime dependency at its declared floor, in a fresh venv: the import,
 #               the README example on the fake server, the backend smoke tests (.ci/floors.py)
@@ -59,14 +59,27 @@ docs: docs-venv
 docs-build: docs-venv
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
-lint: venv
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
-	$(BIN)/mypy --strict src
-	$(BIN)/typos
+LINT = $(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy --strict src && $(BIN)/typos
 
-test: lint
-	$(BIN)/python -m pytest
+lint: venv
+	$(LINT)
+
+# pytest-xdist workers: one per core, and at least 4, since many tests wait on a child process,
+# a service or a timeout rather than compute (on 2 cores, 4 workers finish sooner than 2).
+# `make test PYTEST_WORKERS=0` runs the suite in one process.
+PYTEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(max(4, os.cpu_count() or 1))')
+
+# The linters run beside the tests (their output is printed when both are done); `make test`
+# fails if either fails.
+test: venv
+	@lint_log="$$(mktemp)"; \
+	( $(LINT) ) >"$$lint_log" 2>&1 & lint_pid=$$!; \
+	trap 'kill $$lint_pid 2>/dev/null; rm -f "$$lint_log"; exit 130' INT TERM; \
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal; tests=$$?; \
+	wait $$lint_pid; lint=$$?; \
+	printf '\n==> lint (ruff, ruff format, mypy --strict, typos)\n'; cat "$$lint_log"; rm -f "$$lint_log"; \
+	if [ $$lint -ne 0 ]; then echo "make test: lint failed"; fi; \
+	[ $$tests -eq 0 ] && [ $$lint -eq 0 ]
 
 test-fast: venv
 	$(BIN)/python -m pytest -n auto -m "not browser and not services and not slow" -q

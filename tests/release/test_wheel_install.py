@@ -112,6 +112,7 @@ def test_build_check_and_install_the_wheel_into_a_fresh_venv(tmp_path: Path) -> 
         python,
         "install",
         "--quiet",
+        "--no-compile",  # the same files; a module is compiled when it is first imported
         wheel,
         cwd=tmp_path,
         env=env,

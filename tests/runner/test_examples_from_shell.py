@@ -168,42 +168,51 @@ def test_docstring_says_how_to_run_it_on_the_fake_server(example: Path) -> None:
     assert f".venv/bin/python examples/{example.name}" in doc
 
 
-@pytest.mark.slow
-def test_every_example_runs_from_the_shell(server: RunningServer, tmp_path: Path) -> None:
-    outputs: dict[str, str] = {}
-    for example in EXAMPLES:
-        done = run_in_shell(
-            server.export_line, f"{shlex.quote(sys.executable)} {example}", tmp_path
-        )
-        assert done.returncode == 0, f"{example.name}: {done.stderr}"
-        assert "Traceback" not in done.stderr
-        outputs[example.name] = done.stdout
-    # The replies quote the earlier user turns: the history reached the model.
-    basic = outputs["basic_memory.py"]
-    assert (
+# What each example prints, in part: the replies quote the earlier user turns, so the history
+# reached the model.
+EXPECTED_OUTPUT = {
+    "basic_memory.py": [
         'You said "What state is it in?". '
-        'Your earlier message: "What city is the Golden Gate Bridge in?".' in basic
-    )
-    assert "6 items stored" in basic
-    isolated = outputs["isolated_sessions.py"]
-    assert 'alice: (fake model) You said "What is my favourite colour?". ' in isolated
-    assert 'Your earlier message: "My favourite colour is green.".' in isolated
-    assert 'Your earlier message: "My favourite colour is red.".' in isolated
-    assert 'earlier message: "Remember the number 7."' in outputs["memory_vs_file.py"]
-    assert "2 items stored" in outputs["message_correction.py"]
-    assert "(4 items carried)" in outputs["manual_vs_session.py"]
-    compaction = outputs["compaction.py"]
+        'Your earlier message: "What city is the Golden Gate Bridge in?".',
+        "6 items stored",
+    ],
+    "isolated_sessions.py": [
+        'alice: (fake model) You said "What is my favourite colour?". ',
+        'Your earlier message: "My favourite colour is green.".',
+        'Your earlier message: "My favourite colour is red.".',
+    ],
+    "memory_vs_file.py": ['earlier message: "Remember the number 7."'],
+    "message_correction.py": ["2 items stored"],
+    "manual_vs_session.py": ["(4 items carried)"],
     # Compacted on the 4th turn, as the docs say: the user messages stay, plus one compaction item
     # (auto mode sends previous_response_id: the server compacts the chain it kept).
-    assert "[stored items: 5, tokens this run: 53]" in compaction
-    assert (
+    "compaction.py": [
+        "[stored items: 5, tokens this run: 53]",
         'You said "Remind me: which month am I travelling in?". Your earlier messages: '
         '"I am planning a week in Japan in April. Where should I start?"; '
         '"How do I get from there to Kyoto?"; "What should I see in Kyoto in two days?"; '
         '"Is a rail pass worth it for this trip?". '
-        "Earlier turns reached me compacted (1 compaction item)." in compaction
-    )
-    assert f"stored now: {['message'] * 5 + ['compaction']}" in compaction
+        "Earlier turns reached me compacted (1 compaction item).",
+        f"stored now: {['message'] * 5 + ['compaction']}",
+    ],
+}
+
+
+def test_every_expected_output_is_of_an_example() -> None:
+    assert set(EXPECTED_OUTPUT) <= {p.name for p in EXAMPLES}
+
+
+# One case per example (each with its own server), so that `pytest -n` spreads them.
+@pytest.mark.slow
+@pytest.mark.parametrize("example", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_every_example_runs_from_the_shell(
+    example: Path, server: RunningServer, tmp_path: Path
+) -> None:
+    done = run_in_shell(server.export_line, f"{shlex.quote(sys.executable)} {example}", tmp_path)
+    assert done.returncode == 0, f"{example.name}: {done.stderr}"
+    assert "Traceback" not in done.stderr
+    for expected in EXPECTED_OUTPUT.get(example.name, []):
+        assert expected in done.stdout, done.stdout
     code, err = server.stop()
     assert code == 0, err
 

@@ -1,10 +1,11 @@
-"""The documentation site, built once per test session and served over http on 127.0.0.1.
+"""The documentation site, built once per test run and served over http on 127.0.0.1.
 
 `built_site` runs the same strict build as `make docs-build` (every language, link and anchor
-validation as errors) into a temporary directory; `site_url` serves it with a threaded
-`http.server` (Material hides its search over `file://`) that answers a missing path the way
-GitHub Pages does: status 404 with the site's root `404.html`. The browser fixtures drive the
-system Chromium through Playwright: one browser per session, one context per test.
+validation as errors) into a temporary directory, once for all `pytest -n` workers; `site_url`
+serves it with a threaded `http.server` (Material hides its search over `file://`) that answers
+a missing path the way GitHub Pages does: status 404 with the site's root `404.html`. The
+browser fixtures drive the system Chromium through Playwright: one browser per module, one
+context per test.
 
 `DOCS_SITE_DIR=path` tests a strict build made beforehand
 (`mkdocs build --strict -d path`) instead of building again: quicker while iterating on tests.
@@ -25,29 +26,37 @@ from typing import Any
 import pytest
 from site_support import CHROMIUM_ARGS, ROOT, BuiltSite
 
+from support.shared import once_per_run
+
 
 @pytest.fixture(scope="session")
-def built_site(tmp_path_factory: pytest.TempPathFactory) -> BuiltSite:
-    """Build the whole site once, strictly, and fail with the build's output if it fails."""
+def built_site(request: pytest.FixtureRequest) -> BuiltSite:
+    """Build the whole site once, strictly, and fail with the build's output if it fails.
+
+    Once per run: under `pytest -n` the first worker builds and the others read its site.
+    """
     prebuilt = os.environ.get("DOCS_SITE_DIR")
     if prebuilt:
         return BuiltSite(Path(prebuilt), "")
-    site = tmp_path_factory.mktemp("site")
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "DOCS_TRANSLATIONS": "true"}
-    env.pop("SITE_URL", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
-    log = proc.stdout + proc.stderr
-    if proc.returncode != 0:
-        pytest.fail(f"mkdocs build --strict failed ({proc.returncode}):\n{log}")
-    return BuiltSite(site, log)
+
+    def build(site: Path) -> dict[str, Any]:
+        env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "DOCS_TRANSLATIONS": "true"}
+        env.pop("SITE_URL", None)
+        proc = subprocess.run(
+            [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=240,
+            check=False,
+        )
+        return {"returncode": proc.returncode, "log": proc.stdout + proc.stderr}
+
+    site, built = once_per_run(request, "site", build)
+    if built["returncode"] != 0:
+        pytest.fail(f"mkdocs build --strict failed ({built['returncode']}):\n{built['log']}")
+    return BuiltSite(site, built["log"])
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from translation_support import SCRIPT
 
+import translate_docs
 from docs_i18n.checks import verify_page
 from echo_translator import EchoTranslator
 from turnstore.testing import FakeOpenAIServer, FakeReply, text_response
@@ -35,6 +36,42 @@ def _run(site: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]
     )
 
 
+class _InProcess:
+    """`translate_docs.main` called in this process, as `_run` calls the script in a child.
+
+    For cases about what a run does (its output, exit status and files), where a child process
+    adds only its start-up time; the cases about the process itself (the environment it sees,
+    Ctrl-C, a kill) run the script with `_run`.
+    """
+
+    def __init__(
+        self, site: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        self.site = site
+        self.capsys = capsys
+        self.monkeypatch = monkeypatch
+
+    def __call__(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        with self.monkeypatch.context() as patch:
+            for name in [k for k in os.environ if k.startswith("OPENAI_")]:
+                patch.delenv(name)
+            for name, value in env.items():
+                patch.setenv(name, value)
+            self.capsys.readouterr()
+            argv = ["--root", str(self.site), *args]
+            code = translate_docs.main(argv)
+            out, err = self.capsys.readouterr()
+        return subprocess.CompletedProcess([str(SCRIPT), *argv], code, out, err)
+
+
+@pytest.fixture
+def run_main(
+    site: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> _InProcess:
+    """Run the command line on `site` in this process (see `_InProcess`)."""
+    return _InProcess(site, capsys, monkeypatch)
+
+
 def _files(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
@@ -48,11 +85,11 @@ def test_missing_key_is_one_line_and_exit_2(site: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_check_and_dry_run_need_no_key(site: Path) -> None:
-    checked = _run(site, "--check")
+def test_check_and_dry_run_need_no_key(site: Path, run_main: _InProcess) -> None:
+    checked = run_main("--check")
     assert checked.returncode == 1
     assert "missing   docs/ja/index.md" in checked.stdout
-    dry = _run(site, "--dry-run", "--lang", "ja")
+    dry = run_main("--dry-run", "--lang", "ja")
     assert dry.returncode == 0, dry.stderr
     assert "would translate ja/index.md" in dry.stdout
     assert "estimated cost ~$" in dry.stdout
@@ -168,12 +205,12 @@ _GOOD = json.dumps(text_response("x"))
     ids=["not-json", "truncated", "a-list", "nested-too-deep", "lone-surrogate"],
 )
 def test_a_malformed_reply_fails_its_page_and_the_command_goes_on(
-    reply: FakeReply, site: Path, fake_openai: FakeOpenAIServer
+    reply: FakeReply, site: Path, fake_openai: FakeOpenAIServer, run_main: _InProcess
 ) -> None:
     echo = EchoTranslator().install(fake_openai)
     echo.fault("ja", "index.md", reply)
     env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_openai.base_url, "CI": "true"}
-    result = _run(site, "--lang", "ja", **env)
+    result = run_main("--lang", "ja", **env)
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr
     assert "ja/index.md: failed (the model call failed: malformed reply" in result.stderr
@@ -182,10 +219,10 @@ def test_a_malformed_reply_fails_its_page_and_the_command_goes_on(
     assert list(site.rglob("*.tmp")) == []
     # The rerun translates the failed page alone, and then every translation is sound.
     echo.calls.clear()
-    result = _run(site, "--lang", "ja", **env)
+    result = run_main("--lang", "ja", **env)
     assert result.returncode == 0, result.stderr
     assert {page for _, page, _ in echo.calls} == {"index.md"}
-    assert _run(site, "--check", "--lang", "ja").returncode == 0
+    assert run_main("--check", "--lang", "ja").returncode == 0
 
 
 def test_refused_connection_names_the_url_and_stops_at_once(site: Path) -> None:
@@ -249,13 +286,13 @@ def test_kill_after_a_page_is_written_resumes_on_rerun(
 
 
 def test_no_review_and_report_on_the_command_line(
-    site: Path, fake_openai: FakeOpenAIServer
+    site: Path, fake_openai: FakeOpenAIServer, run_main: _InProcess
 ) -> None:
     echo = EchoTranslator().install(fake_openai)
     report = site / "run-report.json"
     env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_openai.base_url, "CI": "true"}
     args = ("--lang", "ja", "--file", "index.md", "--report", str(report))
-    result = _run(site, *args, "--no-review", **env)
+    result = run_main(*args, "--no-review", **env)
     assert result.returncode == 0, result.stderr
     assert echo.reviews == []
     assert "review calls" not in result.stdout
@@ -263,9 +300,9 @@ def test_no_review_and_report_on_the_command_line(
     (site / "docs" / "index.md").write_text(
         (site / "docs" / "index.md").read_text(encoding="utf-8") + "\nMore.\n", encoding="utf-8"
     )
-    result = _run(site, *args, "--review-model", "o4-mini", **env)
+    result = run_main(*args, "--review-model", "o4-mini", **env)
     assert result.returncode == 0, result.stderr
     assert len(echo.reviews) == 1
     assert "review calls: 1, tokens in: " in result.stdout
     assert json.loads(report.read_text(encoding="utf-8"))["review"]["calls"] == 1
-    assert _run(site, "--section", "x").returncode == 2  # --section goes with --adopt only
+    assert run_main("--section", "x").returncode == 2  # --section goes with --adopt only

@@ -121,10 +121,15 @@ def _user_text(body: dict[str, Any]) -> str:
     return "\n".join(texts)
 
 
-def _language(request: RecordedRequest) -> str:
+def _languages(request: RecordedRequest) -> set[str]:
+    """The languages a request asks for: one, or several for a request of many languages."""
     instructions = str(request.body.get("instructions"))
     names = {"Japanese": "ja", "Korean": "ko", "Simplified Chinese": "zh"}
-    (lang,) = {code for name, code in names.items() if name in instructions}
+    return {code for name, code in names.items() if name in instructions}
+
+
+def _language(request: RecordedRequest) -> str:
+    (lang,) = _languages(request)
     return lang
 
 
@@ -151,8 +156,12 @@ def tagged_translator(edition: str = "") -> Any:
 
 
 def japanese_fails(request: RecordedRequest) -> dict[str, Any]:
-    """Korean and Chinese succeed; every Japanese draft (and repair) is garbage no check accepts."""
-    if _language(request) == "ja":
+    """Korean and Chinese succeed; every Japanese draft (and repair) is garbage no check accepts.
+
+    A request for several languages that include Japanese gets the same garbage at once (an
+    answer, not a server error that the script would retry with backoff for a minute and more).
+    """
+    if "ja" in _languages(request):
         return text_response("This is not a translation at all.")
     reply: dict[str, Any] = tagged_translator()(request)
     return reply
