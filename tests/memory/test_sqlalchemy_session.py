@@ -508,7 +508,9 @@ async def test_a_statement_past_the_command_timeout_is_a_storage_error(
         create_tables=True,
         sessions_table=tables[0],
         messages_table=tables[1],
-        command_timeout=0.5,
+        # Long enough for the calls after the blocked one on a loaded machine; the blocked
+        # write waits for the row lock however long the bound is.
+        command_timeout=2.0,
     )
     blocker = create_async_engine(str(engine.url.render_as_string(hide_password=False)))
     try:
@@ -517,7 +519,7 @@ async def test_a_statement_past_the_command_timeout_is_a_storage_error(
             await lock_conn.execute(
                 text(f"SELECT 1 FROM \"{tables[0]}\" WHERE session_id = 's' FOR UPDATE")
             )
-            with pytest.raises(SessionStorageError, match=r"command_timeout=0\.5"):
+            with pytest.raises(SessionStorageError, match=r"command_timeout=2\.0"):
                 await bounded.add_items([{"n": 2}])
             await lock_conn.rollback()
     finally:

@@ -122,7 +122,7 @@ def test_korean_lines_break_between_words(
     ("language", "query"),
     [
         ("en", "sequenceDiagram"),  # Mermaid source
-        ("ko", "participant"),  # Mermaid source
+        ("ko", "sequenceDiagram"),  # Mermaid source (the changelog names participants in prose)
         ("en", "get_weather"),  # only in example scripts
         ("ko", "get_weather"),  # English scripts in Korean results
     ],
