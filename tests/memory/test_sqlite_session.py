@@ -259,6 +259,29 @@ async def test_large_history_full_and_limited_reads(db_path: str) -> None:
         assert texts(await session.get_items(1600)) == expected[-1600:]
 
 
+async def test_corrupt_rows_that_join_into_as_many_objects_are_skipped(
+    db_path: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Three rows, each invalid alone, that joined with commas read as three JSON objects: a read
+    # that decoded a chunk as one array and only checked the count would return them.
+    async with SQLiteSession("s", db_path) as session:
+        await session.add_items([msg(str(i)) for i in range(2500)])
+        spliced = ['{"a":1},{"b":2}', '{"c":["', '"]}']
+        for offset, data in enumerate(spliced, start=1200):
+            execute(
+                db_path,
+                "UPDATE agent_messages SET message_data = ? WHERE id = "
+                "(SELECT id FROM agent_messages ORDER BY id LIMIT 1 OFFSET ?)",
+                data,
+                offset,
+            )
+        expected = [str(i) for i in range(2500) if not 1200 <= i < 1203]
+        with caplog.at_level(logging.WARNING, logger="turnstore.memory.sqlite"):
+            assert texts(await session.get_items()) == expected
+            assert texts(await session.get_items(1400)) == expected[-1400:]
+        assert caplog.text.count("skipping row") == 6
+
+
 # --- writing ---------------------------------------------------------------------------------
 
 

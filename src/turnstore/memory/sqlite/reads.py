@@ -5,12 +5,19 @@ in Python into one JSON array per batch and decoded with one `json.loads` call (
 the `gc` module); a limited read walks the `(session_id, id)` index
 backwards so its cost follows the limit, not the history. Corrupt rows are skipped with a
 logged warning (by `codec.decode_item`); `limit` counts valid items only.
+
+SQLite's per-row validity flag is what makes joining sound: rows that are each invalid can join
+into an array of exactly as many objects (`{"a":1},{"b":2}`, `{"c":["`, `"]}`), so a successful
+decode of the joined text proves nothing about each row. A full read costs about one `json.loads`
+of the whole history; most of that is the garbage collector scanning the new items, which no
+library thread may pause.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from typing import Any
 
 from ..codec import MAX_LIMIT, decode_item
@@ -78,6 +85,13 @@ def decode_checked(rows: list[Any], session_id: str) -> list[Any]:
     holding an invalid row, or whose result is not one object per row, is decoded row by row
     (by `codec.decode_item`, which logs and skips a corrupt row).
     """
+    # The common case, one chunk of valid rows, is checked column-wise in C (no per-row Python).
+    if 1 < len(rows) <= _CHUNK_ROWS:
+        _, texts, valids = zip(*rows, strict=True)
+        if valids.count(1) == len(valids) and sum(map(len, texts)) <= _JOIN_CHARS:
+            decoded = _decode_array(texts)
+            if decoded is not None:
+                return decoded
     items: list[Any] = []
     start = 0
     while start < len(rows):
@@ -91,18 +105,8 @@ def decode_checked(rows: list[Any], session_id: str) -> list[Any]:
         chunk = rows[start:end]
         start = end
         if all(valid == 1 for _, _, valid in chunk):
-            try:
-                if len(chunk) == 1:
-                    decoded = [json.loads(chunk[0][1])]
-                else:
-                    decoded = json.loads("[" + ",".join([data for _, data, _ in chunk]) + "]")
-            except (TypeError, ValueError, RecursionError):
-                decoded = None
-            if (
-                type(decoded) is list
-                and len(decoded) == len(chunk)
-                and all(type(item) is dict for item in decoded)
-            ):
+            decoded = _decode_array([data for _, data, _ in chunk])
+            if decoded is not None:
                 items += decoded
                 continue
         for row_id, data, _ in chunk:
@@ -110,3 +114,17 @@ def decode_checked(rows: list[Any], session_id: str) -> list[Any]:
             if item is not None:
                 items.append(item)
     return items
+
+
+def _decode_array(texts: Sequence[str]) -> list[Any] | None:
+    """One object per JSON text, decoded with one `json.loads` call, or `None` if any is not."""
+    try:
+        if len(texts) == 1:
+            decoded = [json.loads(texts[0])]
+        else:
+            decoded = json.loads("[" + ",".join(texts) + "]")
+    except (TypeError, ValueError, RecursionError):
+        return None
+    if type(decoded) is not list or len(decoded) != len(texts) or set(map(type, decoded)) != {dict}:
+        return None  # `texts` is never empty: an empty list would fail this check
+    return decoded
