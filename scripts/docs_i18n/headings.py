@@ -31,7 +31,10 @@ _ID_ATTR = re.compile(r"(?:^|\s)#(?P<id>[^\s}]+)")
 
 _SETEXT_UNDERLINE = re.compile(r"^ {0,3}(?P<mark>=+|-+)[ \t]*$")
 _FENCE = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})")
-_NOT_SETEXT_TEXT = re.compile(r"^(?: {4}|\t| {0,3}(?:[-*+>|]|\d+[.)]|@@|<|!!!|\?\?\?|===|\[\^?[^\]]*\]:))")
+_NOT_SETEXT_TEXT = re.compile(
+    r"^(?: {4}|\t| {0,3}(?:[-*+>|]|\d+[.)]|@@|<|!!!|\?\?\?|===|\[\^?[^\]]*\]:))"
+)
+"""Lines that are not paragraph text, so never a setext heading's text."""
 
 
 @dataclass

@@ -200,12 +200,16 @@ class Manifest:
                     for lang, e in langs.items()
                 }
             except ValueError as exc:
-                raise ValueError(f"{where}: malformed entry: {exc}; restore the file from git") from exc
+                raise ValueError(
+                    f"{where}: malformed entry: {exc}; restore the file from git"
+                ) from exc
         raw_english = data.get("english", {})
         if not isinstance(raw_english, dict) or not all(
             isinstance(v, str) for v in raw_english.values()
         ):
-            raise ValueError(f'{where}: malformed: "english" must map section hashes to English text')
+            raise ValueError(
+                f'{where}: malformed: "english" must map section hashes to English text'
+            )
         return cls(pages=pages, english=dict(raw_english))
 
     def get(self, page: str, lang: str) -> ManifestEntry | None:

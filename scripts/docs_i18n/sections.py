@@ -28,7 +28,7 @@ def split_sections(masked_body: str) -> list[str]:
     empty. A section starts at a level-2 heading as `headings.find_headings` finds them (ATX or
     setext, never one inside an HTML comment).
     """
-    from .headings import find_headings  # noqa: PLC0415 - headings imports this module
+    from .headings import find_headings  # headings imports this module
 
     starts = {h.index for h in find_headings(masked_body) if h.level == 2}
     sections: list[str] = [""]
