@@ -129,6 +129,8 @@ class Job:
         keep: Section number -> the current translation (masked with the English placeholder
             names) of a section sent whole whose translation was edited by hand, or made with
             glossary entries that changed: the request carries it as the translation to keep.
+        recorded: Section number -> the recorded hash of a kept section edited by hand and not
+            adopted, written again to the manifest so the edit stays known (`hand_edited`).
     """
 
     page: EnglishPage
@@ -138,6 +140,7 @@ class Job:
     context: dict[int, str] | None
     patches: dict[int, Patch] = field(default_factory=dict)
     keep: dict[int, str] = field(default_factory=dict)
+    recorded: dict[int, str] = field(default_factory=dict)
 
     def patch_context(self) -> dict[int, tuple[str, str]]:
         """Section number -> the kept translation just before and after its changed blocks.
@@ -291,11 +294,9 @@ def hand_edited(entry: ManifestEntry, text: str) -> list[int] | None:
     """
     if entry.translation is None:
         return None
-    if entry.translation == text_hash(text):
-        return []
     now = translated_hashes(text)
     if entry.translated is None or now is None or len(now) != len(entry.translated):
-        return [-1]
+        return [] if entry.translation == text_hash(text) else [-1]
     return [n for n, (old, new) in enumerate(zip(entry.translated, now, strict=True)) if old != new]
 
 
@@ -396,6 +397,11 @@ def _incremental_job(
     context: dict[int, str] | None = None
     patches: dict[int, Patch] = {}
     keep: dict[int, str] = {}
+    recorded = {
+        n: entry.translated[old]
+        for n, old in [*source_of.items(), *((n, n) for n in respaced)]
+        if old in edited and entry.translated is not None
+    }
     if todo or respaced:
         aligned, leftovers, _ = align_code(page.masked, tr_masked)
         aligned = re.sub(r"@@X\w+@@", lambda m: leftovers.get(m.group(0), m.group(0)), aligned)
@@ -421,11 +427,7 @@ def _incremental_job(
                 if patch is not None:
                     patches[n] = patch
         if same_shape and len(old_sections) == len(page.sections):
-            keep = {
-                n: old_sections[n]
-                for n in todo
-                if n not in patches and (n in edited or n in touched)
-            }
+            keep = {n: old_sections[n] for n in todo if n in edited or n in touched}
     return Job(
         page=page,
         lang=lang,
@@ -434,6 +436,7 @@ def _incremental_job(
         context=context,
         patches=patches,
         keep=keep,
+        recorded={n: h for n, h in recorded.items() if n not in todo},
     )
 
 

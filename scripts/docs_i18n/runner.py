@@ -167,6 +167,9 @@ class _Writer:
             glossary=glossary_digests(page, job.lang, self.glossary),
             translated=translated_hashes(text),
         )
+        if entry.translated is not None and len(entry.translated) == len(page.sections):
+            for n, digest in job.recorded.items():  # hand edits not adopted stay known
+                entry.translated[n] = digest
         texts = {
             digest: unmask(section, page.masked.code)
             for digest, section in zip(page.hashes, page.sections, strict=True)
@@ -367,7 +370,7 @@ class _Conversation:
         english = "".join(sections.values())
         self.instructions = self.prompts.instructions(job.lang, english, edit=job.edit)
         task = self.prompts.task_message(
-            job.lang, job.page.path, sections, job.context, job.patch_context()
+            job.lang, job.page.path, sections, job.context, job.patch_context(), job.keep
         )
         self.messages = [{"role": "user", "content": task}]
 
