@@ -236,7 +236,7 @@ def plan(options: Options, manifest: Manifest) -> Plan:
                 continue
             if exists and entry is not None and not options.force:
                 digests = glossary_digests(page, lang, glossary)
-                touched = set(glossary_touched(entry, digests))
+                touched = set(glossary_touched(entry, page, digests))
                 if entry.source == page.source_hash and not touched:
                     current.append(key)
                     continue
@@ -268,12 +268,20 @@ def glossary_digests(page: EnglishPage, lang: str, glossary: Glossary) -> list[s
     return [glossary.digest(lang, unmask(s, page.masked.code)) for s in page.sections]
 
 
-def glossary_touched(entry: ManifestEntry, digests: list[str]) -> list[int]:
-    """The sections whose recorded glossary entries differ from today's (none when unrecorded)."""
+def glossary_touched(entry: ManifestEntry, page: EnglishPage, digests: list[str]) -> list[int]:
+    """The sections whose English is unchanged but whose glossary entries changed.
+
+    A section whose English changed is retranslated anyway; an entry that recorded no glossary
+    hashes touches nothing.
+    """
     if entry.glossary is None or len(entry.glossary) != len(digests):
         return []
+    if len(entry.sections) != len(page.hashes):
+        return []
     return [
-        n for n, (old, new) in enumerate(zip(entry.glossary, digests, strict=True)) if old != new
+        n
+        for n, (old, new) in enumerate(zip(entry.glossary, digests, strict=True))
+        if old != new and entry.sections[n] == page.hashes[n]
     ]
 
 

@@ -78,7 +78,7 @@ def check(options: Options) -> tuple[int, list[str]]:
                 continue  # its structure is checked again when it is retranslated
             translated = read_text(target)
             if entry is not None:
-                touched = glossary_touched(entry, glossary_digests(page, lang, glossary))
+                touched = glossary_touched(entry, page, glossary_digests(page, lang, glossary))
                 if touched:
                     problems.append(
                         f"stale     {where}: glossary entries its English uses changed "
