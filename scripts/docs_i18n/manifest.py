@@ -54,7 +54,7 @@ from typing import Any
 
 from .atomic import atomic_write_text
 
-__all__ = ["Manifest", "ManifestEntry", "text_hash"]
+__all__ = ["Manifest", "ManifestEntry", "locked", "text_hash"]
 
 _VERSION = 2
 _READABLE = (1, 2)
@@ -309,7 +309,7 @@ class Manifest:
         run for another language that saved in between keeps its entries. This manifest then
         holds the merged state.
         """
-        with _locked(path):
+        with locked(path):
             on_disk = (
                 Manifest.loads(path.read_text(encoding="utf-8"), where=str(path))
                 if path.exists()
@@ -333,7 +333,7 @@ class Manifest:
 
 
 @contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def locked(path: Path) -> Iterator[None]:
     """Hold an exclusive `flock` on the lock file beside `path` (created when missing)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = path.with_name(path.name + ".lock")

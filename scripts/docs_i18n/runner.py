@@ -32,7 +32,7 @@ from .atomic import atomic_write_text, remove_file, sweep_temp_files
 from .checks import check_meaning, check_section, page_form_findings, swapped_sections
 from .front_matter import translated_front_matter
 from .headings import pin_heading_ids
-from .manifest import Manifest, ManifestEntry, text_hash
+from .manifest import Manifest, ManifestEntry, locked, text_hash
 from .markdown_mask import unmask
 from .pages import EnglishPage, translation_path
 from .planning import (
@@ -561,6 +561,13 @@ async def _review_group(
     return blockers
 
 
+def _sweep_i18n(options: Options) -> None:
+    """Remove leftover temporary files of `i18n/`, under the manifest's lock: a run for another
+    language may be writing the manifest right now (its temporary file is not a leftover)."""
+    with locked(options.manifest_path):
+        sweep_temp_files(options.root / "i18n")
+
+
 def _write_report(options: Options, reporter: Reporter) -> None:
     if options.report is not None:
         text = json.dumps(reporter.report(), indent=2, ensure_ascii=False) + "\n"
@@ -577,7 +584,8 @@ async def translate(options: Options, client: openai.AsyncOpenAI, reporter: Repo
         ValueError: Bad input (unknown page, malformed front matter, manifest or glossary).
         EndpointUnreachable: The API endpoint refused the connection; the run stopped.
     """
-    for folder in (options.root / "i18n", *(options.docs / lang for lang in options.languages)):
+    await asyncio.to_thread(_sweep_i18n, options)
+    for folder in (options.docs / lang for lang in options.languages):
         await asyncio.to_thread(sweep_temp_files, folder)
     manifest = Manifest.load(options.manifest_path)
     settled = manifest.resolve(options.docs)

@@ -10,6 +10,7 @@ from .markdown_mask import unmask
 from .pages import EnglishPage, translated_pages, translation_path
 from .planning import (
     Options,
+    find_moves,
     glossary_digests,
     glossary_touched,
     groups,
@@ -54,6 +55,14 @@ def check(options: Options) -> tuple[int, list[str]]:
     selected = select_pages(options)
     problems: list[str] = []
     notes: list[str] = []
+    moves = find_moves(options.docs, manifest, options.languages) if options.files is None else []
+    moved_to = {(lang, new) for lang, _, new in moves}
+    moved_from = {(lang, old) for lang, old, _ in moves}
+    problems += [
+        f"moved     docs/{lang}/{old} -> docs/{lang}/{new}: its English page moved; the next "
+        "run moves the translation and its manifest entry"
+        for lang, old, new in moves
+    ]
     for rel in selected:
         english = read_text(options.docs / rel)
         try:
@@ -66,7 +75,8 @@ def check(options: Options) -> tuple[int, list[str]]:
             entry = manifest.get(rel, lang)
             where = f"docs/{lang}/{rel}"
             if not target.exists():
-                problems.append(f"missing   {where}")
+                if (lang, rel) not in moved_to:
+                    problems.append(f"missing   {where}")
                 continue
             if entry is None:
                 problems.append(f"unadopted {where}: not in the manifest (run --adopt)")
@@ -96,7 +106,7 @@ def check(options: Options) -> tuple[int, list[str]]:
     if options.files is None:
         for lang in options.languages:
             for rel in translated_pages(options.docs, lang):
-                if not (options.docs / rel).exists():
+                if not (options.docs / rel).exists() and (lang, rel) not in moved_from:
                     problems.append(f"orphaned  docs/{lang}/{rel}: docs/{rel} does not exist")
             for rel, langs in manifest.pages.items():
                 gone = not (options.docs / rel).exists()

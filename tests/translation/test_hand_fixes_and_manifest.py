@@ -177,6 +177,14 @@ async def test_a_moved_english_page_moves_its_translations(
     fixed = _read(old).replace("그 ", "해당 ", 1)
     _write(old, fixed)  # a hand fix, which must move too
     git("mv", "docs/guide/custom.md", "docs/guide/extending.md")
+    before = _cli(site, "--check", "--lang", "ko")
+    assert before.returncode == 1
+    assert (
+        "moved     docs/ko/guide/custom.md -> docs/ko/guide/extending.md: its English page moved"
+        in before.stdout
+    )
+    assert "missing" not in before.stdout
+    assert "orphaned" not in before.stdout
     echo.calls.clear()
     outcome = await run_site(languages=["ko"])
     assert outcome.code == 0, outcome.output
