@@ -102,9 +102,10 @@ def find_headings(text: str) -> list[Heading]:
                 in_comment = False
             continue
         if "<!--" in line and "-->" not in line[line.index("<!--") :]:
-            in_comment = True
-            continue
-        if line.lstrip().startswith("<!--") and line.rstrip().endswith("-->"):
+            in_comment = True  # from here on; the text before `<!--` is still read
+            if line.lstrip().startswith("<!--"):
+                continue
+        elif line.lstrip().startswith("<!--") and line.rstrip().endswith("-->"):
             continue
         opened = _FENCE.match(line)
         if opened:
