@@ -216,11 +216,15 @@ def main(argv: list[str] | None = None) -> int:
                 print("renderings of the glossary terms across the pages:")
                 for line in terms_report(options):
                     print(line)
-            print(
-                "all translations are current and sound"
-                if code == 0
-                else f"{len(lines)} problem(s)"
-            )
+            notes = sum(1 for line in lines if line.startswith("edited "))
+            if code:
+                print(f"{len(lines) - notes} problem(s)" + (f", {notes} note(s)" if notes else ""))
+            elif notes:
+                print(
+                    f"all translations are current and sound; {notes} edited by hand, not adopted"
+                )
+            else:
+                print("all translations are current and sound")
             return code
         if args.adopt:
             code, lines = adopt(options, args.section)

@@ -28,19 +28,33 @@ is first saved as `pending` (beside the entry it replaces), then the page is wri
 entry is committed. `resolve` settles a pending entry left by a killed run: when the file on
 disk is the one the pending entry describes it is committed, otherwise it is dropped.
 Version 1 manifests (no `translation`, no `english`) are read and saved as version 2.
+
+Optional per-section records: `glossary` hashes, per section, the glossary entries (rendering
+and forbidden variants) of the terms the section's English uses, as they were when it was
+translated, so that a glossary change retranslates exactly the sections it touches;
+`translated` hashes each section of the translation as recorded, so that a section edited by
+hand is known (it is kept, and sent as the text to keep when its English changes).
+
+Two runs may share one checkout (`--lang ja` and `--lang ko` at once). `save` therefore takes an
+exclusive lock (`fcntl.flock` on `manifest.json.lock` beside the file), reads the file again and
+applies only this run's changes (the entries it set or removed since it read the file) before it
+writes, so neither run drops the other's entries.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .atomic import atomic_write_text
 
-__all__ = ["Manifest", "ManifestEntry", "text_hash"]
+__all__ = ["Manifest", "ManifestEntry", "locked", "text_hash"]
 
 _VERSION = 2
 _READABLE = (1, 2)
@@ -60,30 +74,64 @@ class ManifestEntry:
         sections: Per translated section, the hash of the English section it was made from.
         translation: The hash of the translated file as recorded, or `None` (version 1).
         pending: An entry being written (see the module docstring), or `None`.
+        glossary: Per section, the hash of the glossary entries its English used when it was
+            translated (`glossary_digest`), or `None` when not recorded.
+        translated: Per section, the hash of its translated text as recorded, or `None`.
     """
 
     source: str
     sections: list[str]
     translation: str | None = None
     pending: ManifestEntry | None = None
+    glossary: list[str] | None = None
+    translated: list[str] | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"source": self.source, "sections": self.sections}
         if self.translation is not None:
             data["translation"] = self.translation
+        if self.glossary is not None:
+            data["glossary"] = self.glossary
+        if self.translated is not None:
+            data["translated"] = self.translated
         if self.pending is not None:
             data["pending"] = self.pending.to_json()
         return data
 
     @classmethod
-    def from_json(cls, data: Any) -> ManifestEntry:
+    def from_json(cls, data: Any, where: str = "entry") -> ManifestEntry:
+        """Read one entry, checking its shape.
+
+        Raises:
+            ValueError: A key is missing or of the wrong type; the message names it.
+        """
+        if not isinstance(data, dict):
+            raise ValueError(f"{where} must be an object, not {type(data).__name__}")
+        if not isinstance(data.get("source"), str):
+            raise ValueError(f'{where}["source"] must be a string (the English page\'s hash)')
+        for key in ("translation",):
+            if data.get(key) is not None and not isinstance(data[key], str):
+                raise ValueError(f'{where}["{key}"] must be a string')
+        lists: dict[str, list[str] | None] = {}
+        for key in ("sections", "glossary", "translated"):
+            value = data.get(key)
+            if value is None and key != "sections":
+                lists[key] = None
+                continue
+            if not isinstance(value, list) or not all(isinstance(h, str) for h in value):
+                raise ValueError(
+                    f'{where}["{key}"] must be a list of hashes (one per section), '
+                    f"not {json.dumps(value)[:60]}"
+                )
+            lists[key] = list(value)
         pending = data.get("pending")
-        translation = data.get("translation")
         return cls(
-            source=str(data["source"]),
-            sections=[str(h) for h in data["sections"]],
-            translation=str(translation) if translation is not None else None,
-            pending=cls.from_json(pending) if pending is not None else None,
+            source=data["source"],
+            sections=lists["sections"] or [],
+            translation=data.get("translation"),
+            pending=cls.from_json(pending, f'{where}["pending"]') if pending is not None else None,
+            glossary=lists["glossary"],
+            translated=lists["translated"],
         )
 
 
@@ -97,17 +145,28 @@ class Manifest:
 
     pages: dict[str, dict[str, ManifestEntry]] = field(default_factory=dict)
     english: dict[str, str] = field(default_factory=dict)
+    _base: dict[tuple[str, str], str] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def load(cls, path: Path) -> Manifest:
         """Read the manifest; a missing file is an empty manifest.
 
         Raises:
-            ValueError: The file is not a manifest of a known version.
+            ValueError: The file is not a manifest of a known version, or an entry has the
+                wrong shape (the message names the file and the key).
         """
         if not path.exists():
             return cls()
-        return cls.loads(path.read_text(encoding="utf-8"), where=str(path))
+        manifest = cls.loads(path.read_text(encoding="utf-8"), where=str(path))
+        manifest._base = manifest._snapshot()
+        return manifest
+
+    def _snapshot(self) -> dict[tuple[str, str], str]:
+        return {
+            (page, lang): json.dumps(entry.to_json(), sort_keys=True)
+            for page, langs in self.pages.items()
+            for lang, entry in langs.items()
+        }
 
     @classmethod
     def loads(cls, text: str, *, where: str = "manifest") -> Manifest:
@@ -123,13 +182,35 @@ class Manifest:
         if not isinstance(data, dict) or data.get("version") not in _READABLE:
             raise ValueError(f'{where}: expected a manifest with "version": {_VERSION}')
         pages: dict[str, dict[str, ManifestEntry]] = {}
-        try:
-            for page, langs in (data.get("pages") or {}).items():
-                pages[page] = {lang: ManifestEntry.from_json(e) for lang, e in langs.items()}
-            english = {str(k): str(v) for k, v in (data.get("english") or {}).items()}
-        except (AttributeError, KeyError, TypeError) as exc:
-            raise ValueError(f"{where}: malformed page entry ({exc!r})") from exc
-        return cls(pages=pages, english=english)
+        raw_pages = data.get("pages", {})
+        if not isinstance(raw_pages, dict):
+            raise ValueError(
+                f'{where}: malformed: "pages" must be an object (page -> language -> entry), '
+                f"not {type(raw_pages).__name__}; restore the file from git"
+            )
+        for page, langs in raw_pages.items():
+            if not isinstance(langs, dict):
+                raise ValueError(
+                    f'{where}: malformed: pages["{page}"] must be an object (language -> entry); '
+                    "restore the file from git"
+                )
+            try:
+                pages[page] = {
+                    lang: ManifestEntry.from_json(e, f'pages["{page}"]["{lang}"]')
+                    for lang, e in langs.items()
+                }
+            except ValueError as exc:
+                raise ValueError(
+                    f"{where}: malformed entry: {exc}; restore the file from git"
+                ) from exc
+        raw_english = data.get("english", {})
+        if not isinstance(raw_english, dict) or not all(
+            isinstance(v, str) for v in raw_english.values()
+        ):
+            raise ValueError(
+                f'{where}: malformed: "english" must map section hashes to English text'
+            )
+        return cls(pages=pages, english=dict(raw_english))
 
     def get(self, page: str, lang: str) -> ManifestEntry | None:
         """Return the committed entry of `page` in `lang`, or `None`."""
@@ -221,8 +302,44 @@ class Manifest:
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
     def save(self, path: Path) -> None:
-        """Write the manifest atomically (only when its content changed)."""
-        text = self.dumps()
-        if path.exists() and path.read_text(encoding="utf-8") == text:
-            return
-        atomic_write_text(path, text)
+        """Write the manifest atomically (only when its content changed), merged with the file.
+
+        Under an exclusive lock on `path` + `.lock`, the file is read again and this manifest's
+        changes since it was read (entries set, replaced or removed) are applied to it, so a
+        run for another language that saved in between keeps its entries. This manifest then
+        holds the merged state.
+        """
+        with locked(path):
+            on_disk = (
+                Manifest.loads(path.read_text(encoding="utf-8"), where=str(path))
+                if path.exists()
+                else Manifest()
+            )
+            mine = self._snapshot()
+            for key in set(self._base) | set(mine):
+                if self._base.get(key) == mine.get(key):
+                    continue
+                page, lang = key
+                if key in mine:
+                    on_disk.pages.setdefault(page, {})[lang] = self.pages[page][lang]
+                else:
+                    on_disk.remove(page, lang)
+            on_disk.english.update(self.english)
+            text = on_disk.dumps()
+            if not path.exists() or path.read_text(encoding="utf-8") != text:
+                atomic_write_text(path, text)
+            self.pages, self.english = on_disk.pages, on_disk.english
+            self._base = self._snapshot()
+
+
+@contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive `flock` on the lock file beside `path` (created when missing)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = path.with_name(path.name + ".lock")
+    with lock.open("a") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)

@@ -16,10 +16,11 @@ from pathlib import Path
 
 from .checks import align_code
 from .front_matter import split_front_matter
-from .manifest import Manifest, ManifestEntry
+from .manifest import Manifest, ManifestEntry, text_hash
 from .markdown_mask import mask, unmask
 from .pages import EnglishPage, english_pages, translated_pages, translation_path
-from .sections import split_sections
+from .prompt import Glossary
+from .sections import section_hash, split_sections
 from .translator import RetryPolicy
 
 __all__ = [
@@ -30,10 +31,15 @@ __all__ = [
     "Plan",
     "blocks",
     "excerpt",
+    "find_moves",
+    "glossary_digests",
+    "glossary_touched",
     "groups",
+    "hand_edited",
     "plan",
     "read_text",
     "select_pages",
+    "translated_hashes",
 ]
 
 
@@ -120,6 +126,11 @@ class Job:
             names) of the unchanged sections next to a changed one, sent as context.
         patches: Section number -> the part of a changed section that needs the model, when
             the rest of it keeps its translation (`Patch`).
+        keep: Section number -> the current translation (masked with the English placeholder
+            names) of a section sent whole whose translation was edited by hand, or made with
+            glossary entries that changed: the request carries it as the translation to keep.
+        recorded: Section number -> the recorded hash of a kept section edited by hand and not
+            adopted, written again to the manifest so the edit stays known (`hand_edited`).
     """
 
     page: EnglishPage
@@ -128,6 +139,8 @@ class Job:
     reuse: dict[int, str]
     context: dict[int, str] | None
     patches: dict[int, Patch] = field(default_factory=dict)
+    keep: dict[int, str] = field(default_factory=dict)
+    recorded: dict[int, str] = field(default_factory=dict)
 
     def patch_context(self) -> dict[int, tuple[str, str]]:
         """Section number -> the kept translation just before and after its changed blocks.
@@ -208,6 +221,7 @@ def plan(options: Options, manifest: Manifest) -> Plan:
             pages[rel] = EnglishPage.parse(rel, read_text(options.docs / rel))
         except ValueError as exc:
             raise ValueError(f"docs/{rel}: {exc}") from exc
+    glossary = Glossary.load(options.root / "i18n" / "glossary.yml")
     jobs: list[Job] = []
     current: list[str] = []
     unadopted: list[str] = []
@@ -221,10 +235,14 @@ def plan(options: Options, manifest: Manifest) -> Plan:
                 unadopted.append(key)
                 continue
             if exists and entry is not None and not options.force:
-                if entry.source == page.source_hash:
+                digests = glossary_digests(page, lang, glossary)
+                touched = set(glossary_touched(entry, page, digests))
+                if entry.source == page.source_hash and not touched:
                     current.append(key)
                     continue
-                job = _incremental_job(page, lang, read_text(target), entry, manifest.english)
+                job = _incremental_job(
+                    page, lang, read_text(target), entry, manifest.english, touched
+                )
             else:
                 job = _full_job(page, lang)
             jobs.append(job)
@@ -245,14 +263,100 @@ def _blank(section: str) -> bool:
     return not section.strip()
 
 
+def glossary_digests(page: EnglishPage, lang: str, glossary: Glossary) -> list[str]:
+    """Per section of `page`, the hash of the glossary entries of `lang` its English uses."""
+    return [glossary.digest(lang, unmask(s, page.masked.code)) for s in page.sections]
+
+
+def glossary_touched(entry: ManifestEntry, page: EnglishPage, digests: list[str]) -> list[int]:
+    """The sections whose English is unchanged but whose glossary entries changed.
+
+    A section whose English changed is retranslated anyway; an entry that recorded no glossary
+    hashes touches nothing.
+    """
+    if entry.glossary is None or len(entry.glossary) != len(digests):
+        return []
+    if len(entry.sections) != len(page.hashes):
+        return []
+    return [
+        n
+        for n, (old, new) in enumerate(zip(entry.glossary, digests, strict=True))
+        if old != new and entry.sections[n] == page.hashes[n]
+    ]
+
+
+def translated_hashes(text: str) -> list[str] | None:
+    """The hash of each section of a translated file (`None` when it cannot be read)."""
+    try:
+        masked = mask(split_front_matter(text).body)
+    except ValueError:
+        return None
+    return [section_hash(s, masked.code) for s in split_sections(masked.text)]
+
+
+def hand_edited(entry: ManifestEntry, text: str) -> list[int] | None:
+    """The sections of a translation edited since it was recorded, or `None` when unknown.
+
+    Known per section when the entry records its sections' hashes (`translated`); otherwise
+    the whole file's hash tells only whether something was edited (`[-1]`).
+    """
+    if entry.translation is None:
+        return None
+    now = translated_hashes(text)
+    if entry.translated is None or now is None or len(now) != len(entry.translated):
+        return [] if entry.translation == text_hash(text) else [-1]
+    return [n for n, (old, new) in enumerate(zip(entry.translated, now, strict=True)) if old != new]
+
+
+def find_moves(docs: Path, manifest: Manifest, languages: list[str]) -> list[tuple[str, str, str]]:
+    """Translations whose English page was moved (`git mv`): `(lang, old page, new page)`.
+
+    An English page that is gone is matched by content hash with a page that exists, has no
+    translation and no manifest entry in that language: its translation and manifest entry move
+    there instead of being removed and redone.
+    """
+    pages = english_pages(docs)
+    by_hash: dict[str, list[str]] = {}
+    for rel in pages:
+        digest = text_hash(read_text(docs / rel))
+        by_hash.setdefault(digest, []).append(rel)
+    moves: list[tuple[str, str, str]] = []
+    for old in sorted(manifest.pages):
+        if (docs / old).exists():
+            continue
+        for lang in languages:
+            entry = manifest.get(old, lang)
+            if entry is None or not translation_path(docs, lang, old).exists():
+                continue
+            for new in by_hash.get(entry.source, []):
+                target = translation_path(docs, lang, new)
+                free = manifest.get(new, lang) is None
+                if free and (  # or a move a killed run had begun
+                    not target.exists()
+                    or read_text(target) == read_text(translation_path(docs, lang, old))
+                ):
+                    moves.append((lang, old, new))
+                    break
+    return moves
+
+
 def _full_job(page: EnglishPage, lang: str) -> Job:
     todo = [n for n, s in enumerate(page.sections) if not _blank(s)]
     reuse = {n: unmask(s, page.masked.code) for n, s in enumerate(page.sections) if _blank(s)}
     return Job(page=page, lang=lang, todo=todo, reuse=reuse, context=None)
 
 
+def _same_but_whitespace(old_english: str | None, new_english: str) -> bool:
+    return old_english is not None and old_english.split() == new_english.split()
+
+
 def _incremental_job(
-    page: EnglishPage, lang: str, translated: str, entry: ManifestEntry, english: dict[str, str]
+    page: EnglishPage,
+    lang: str,
+    translated: str,
+    entry: ManifestEntry,
+    english: dict[str, str],
+    touched: set[int] | None = None,
 ) -> Job:
     try:
         body = split_front_matter(translated).body
@@ -262,13 +366,34 @@ def _incremental_job(
     tr_sections = split_sections(tr_masked.text)
     if len(tr_sections) != len(entry.sections):
         return _full_job(page, lang)  # the file no longer matches its record: start over
+    touched = touched or set()
+    edited: set[int] = set()
+    if entry.translated is not None and len(entry.translated) == len(tr_sections):
+        edited = {
+            n
+            for n, digest in enumerate(entry.translated)
+            if section_hash(tr_sections[n], tr_masked.code) != digest
+        }
+    same_shape = len(entry.sections) == len(page.sections)
     available: dict[str, list[int]] = {}
     for n, digest in enumerate(entry.sections):
-        available.setdefault(digest, []).append(n)
+        if not (same_shape and n in touched):
+            available.setdefault(digest, []).append(n)
     todo: list[int] = []
     reuse: dict[int, str] = {}
     source_of: dict[int, int] = {}
+    respaced: list[int] = []
     for n, digest in enumerate(page.hashes):
+        if (
+            same_shape
+            and n not in touched
+            and digest not in available
+            and _same_but_whitespace(
+                english.get(entry.sections[n]), unmask(page.sections[n], page.masked.code)
+            )
+        ):
+            respaced.append(n)  # only the English whitespace changed: keep the translation
+            continue
         if available.get(digest):
             old = available[digest].pop(0)
             source_of[n] = old
@@ -279,10 +404,22 @@ def _incremental_job(
             todo.append(n)
     context: dict[int, str] | None = None
     patches: dict[int, Patch] = {}
-    if todo:
+    keep: dict[int, str] = {}
+    recorded = {
+        n: entry.translated[old]
+        for n, old in [*source_of.items(), *((n, n) for n in respaced)]
+        if old in edited and entry.translated is not None
+    }
+    if todo or respaced:
         aligned, leftovers, _ = align_code(page.masked, tr_masked)
         aligned = re.sub(r"@@X\w+@@", lambda m: leftovers.get(m.group(0), m.group(0)), aligned)
         old_sections = split_sections(aligned)
+        if len(old_sections) != len(page.sections):
+            todo = sorted([*todo, *respaced])
+        else:
+            for n in respaced:  # the English code, the kept translated prose
+                reuse[n] = unmask(old_sections[n], page.masked.code)
+    if todo:
         wanted = {m for n in todo for m in (n - 1, n + 1)} - set(todo)
         context = {
             m: excerpt(old_sections[source_of[m]], tail=m < min(todo, key=lambda n: abs(n - m)))
@@ -297,7 +434,18 @@ def _incremental_job(
                 patch = _patch(page, n, old_english, old_sections[n])
                 if patch is not None:
                     patches[n] = patch
-    return Job(page=page, lang=lang, todo=todo, reuse=reuse, context=context, patches=patches)
+        if same_shape and len(old_sections) == len(page.sections):
+            keep = {n: old_sections[n] for n in todo if n in edited or n in touched}
+    return Job(
+        page=page,
+        lang=lang,
+        todo=todo,
+        reuse=reuse,
+        context=context,
+        patches=patches,
+        keep=keep,
+        recorded={n: h for n, h in recorded.items() if n not in todo},
+    )
 
 
 def blocks(text: str) -> list[tuple[int, int]]:
@@ -393,7 +541,7 @@ def _batch_key(job: Job) -> tuple[str, tuple[tuple[int, str], ...]] | None:
     Only section edits are batched: a whole page in every language would be one very long
     reply.
     """
-    if not job.todo or not job.edit:
+    if not job.todo or not job.edit or job.keep:
         return None
     return job.page.path, tuple((n, job.source(n)) for n in job.todo)
 

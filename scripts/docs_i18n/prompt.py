@@ -9,6 +9,8 @@ does not have.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -206,6 +208,20 @@ class Glossary:
         """The do-not-translate words that occur in `text` (all of them when `text` is `None`)."""
         return [w for w in self.do_not_translate if w.lower() in text.lower()]
 
+    def digest(self, lang: str, english: str) -> str:
+        """The hash of the entries of `lang` whose English term `english` uses.
+
+        An entry is the term's rendering and its forbidden variants; a section is retranslated
+        when this hash changes (a term it uses was changed, or a term it uses was added).
+        """
+        used = {
+            term: [rendering, sorted(self.forbid.get(lang, {}).get(term, []))]
+            for term, rendering in sorted(self.terms.get(lang, {}).items())
+            if mentions(english, term)
+        }
+        encoded = json.dumps(used, ensure_ascii=False, sort_keys=True).encode("utf-8")
+        return f"sha256:{hashlib.sha256(encoded).hexdigest()[:32]}"
+
     def used_terms(self, lang: str, text: str) -> dict[str, str]:
         """The term entries of `lang` whose English term `text` uses."""
         return {en: tr for en, tr in self.terms.get(lang, {}).items() if mentions(text, en)}
@@ -219,6 +235,7 @@ class PromptSet:
     per_language: dict[str, str]
     task: str
     context: str
+    keep: str
     repair: str
     review: str
     review_task: str
@@ -255,6 +272,7 @@ class PromptSet:
             per_language=per_language,
             task=_read("task.md"),
             context=_read("context.md"),
+            keep=_read("keep.md"),
             repair=_read("repair.md"),
             review=_read("review.md"),
             review_task=_read("review_task.md"),
@@ -338,6 +356,7 @@ class PromptSet:
         sections: dict[int, str],
         neighbours: dict[int, str] | None,
         patches: dict[int, tuple[str, str]] | None = None,
+        keep: dict[int, str] | None = None,
     ) -> str:
         """Return the user message asking for `sections` (number -> masked English text).
 
@@ -350,6 +369,8 @@ class PromptSet:
                 `None` or empty for a page translated from scratch.
             patches: Section number -> the current translation just before and just after its
                 changed blocks, for the sections that changed in some blocks only.
+            keep: Section number -> its current translation, corrected by hand or made with
+                glossary entries that changed since: the translation to keep (`keep.md`).
         """
         body = "".join(
             f"{section_marker(n)}\n{_ensure_newline(text)}" for n, text in sections.items()
@@ -364,6 +385,11 @@ class PromptSet:
                 translation=text,
                 gap=PATCH_GAP,
             )
+        if keep:
+            kept = "".join(
+                f"<!-- section {n} -->\n{_ensure_newline(t)}" for n, t in sorted(keep.items())
+            )
+            context += _fill(self.keep, language=LANGUAGES[lang], translation=kept)
         return _fill(self.task, language=LANGUAGES[lang], page=page, context=context, sections=body)
 
     def repair_message(self, findings: list[str]) -> str:

@@ -20,6 +20,7 @@ class Totals:
     kept: list[str] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    moved: list[str] = field(default_factory=list)
     unadopted: list[str] = field(default_factory=list)
     calls: int = 0
     input_tokens: int = 0
@@ -117,6 +118,7 @@ class Reporter:
         lines += [f"FAILED {key}: {why}" for key, why in t.failed]
         lines += [f"minor {key}: {what}" for key, what in t.minors]
         lines += [f"removed {key}" for key in t.removed]
+        lines += [f"moved {key} (its English page moved)" for key in t.moved]
         lines += [
             f"not adopted {key}: a translation without a manifest entry is left alone; "
             "check it and run --adopt (or --force to retranslate)"
@@ -132,6 +134,7 @@ class Reporter:
             "kept": t.kept,
             "failed": [{"page": k, "why": w} for k, w in t.failed],
             "removed": t.removed,
+            "moved": t.moved,
             "translation": {
                 "calls": t.calls,
                 "input_tokens": t.input_tokens,

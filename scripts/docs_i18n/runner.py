@@ -32,11 +32,20 @@ from .atomic import atomic_write_text, remove_file, sweep_temp_files
 from .checks import check_meaning, check_section, page_form_findings, swapped_sections
 from .front_matter import translated_front_matter
 from .headings import pin_heading_ids
-from .manifest import Manifest, ManifestEntry, text_hash
+from .manifest import Manifest, ManifestEntry, locked, text_hash
 from .markdown_mask import unmask
-from .pages import translation_path
-from .planning import Job, Options, blocks, groups, plan
-from .prompt import PromptSet, batch_format, parse_batch_reply, parse_reply
+from .pages import EnglishPage, translation_path
+from .planning import (
+    Job,
+    Options,
+    blocks,
+    find_moves,
+    glossary_digests,
+    groups,
+    plan,
+    translated_hashes,
+)
+from .prompt import Glossary, PromptSet, batch_format, parse_batch_reply, parse_reply
 from .report import Reporter
 from .review import (
     REVIEW_FORMAT,
@@ -143,16 +152,24 @@ def render(job: Job, drafts: dict[int, str]) -> str:
 class _Writer:
     """Writes pages and the manifest from worker threads, one at a time, two-phase."""
 
-    def __init__(self, options: Options, manifest: Manifest) -> None:
+    def __init__(self, options: Options, manifest: Manifest, glossary: Glossary) -> None:
         self.options = options
         self.manifest = manifest
+        self.glossary = glossary
         self.lock = threading.Lock()
 
     def write(self, job: Job, text: str) -> None:
         page = job.page
         entry = ManifestEntry(
-            source=page.source_hash, sections=list(page.hashes), translation=text_hash(text)
+            source=page.source_hash,
+            sections=list(page.hashes),
+            translation=text_hash(text),
+            glossary=glossary_digests(page, job.lang, self.glossary),
+            translated=translated_hashes(text),
         )
+        if entry.translated is not None and len(entry.translated) == len(page.sections):
+            for n, digest in job.recorded.items():  # hand edits not adopted stay known
+                entry.translated[n] = digest
         texts = {
             digest: unmask(section, page.masked.code)
             for digest, section in zip(page.hashes, page.sections, strict=True)
@@ -163,6 +180,39 @@ class _Writer:
             atomic_write_text(translation_path(self.options.docs, job.lang, page.path), text)
             self.manifest.commit(page.path, job.lang)
             self.manifest.save(self.options.manifest_path)
+
+    def move(self, lang: str, old: str, new: str) -> None:
+        """Move a translation and its manifest entry after its English page moved."""
+        with self.lock:
+            source = translation_path(self.options.docs, lang, old)
+            atomic_write_text(translation_path(self.options.docs, lang, new), source.read_text())
+            entry = self.manifest.get(old, lang)
+            assert entry is not None
+            self.manifest.set(new, lang, entry)
+            self.manifest.remove(old, lang)
+            self.manifest.save(self.options.manifest_path)
+            remove_file(source, stop_at=self.options.docs)
+
+    def record_glossary(self, keys: list[str]) -> None:
+        """Record the glossary hashes (and section hashes) of current entries lacking them.
+
+        Entries written before the manifest kept them are taken as made with today's glossary.
+        """
+        changed = False
+        for key in keys:
+            lang, rel = key.split("/", 1)
+            entry = self.manifest.get(rel, lang)
+            if entry is None or entry.glossary is not None:
+                continue
+            page = EnglishPage.parse(rel, (self.options.docs / rel).read_text(encoding="utf-8"))
+            entry.glossary = glossary_digests(page, lang, self.glossary)
+            text = translation_path(self.options.docs, lang, rel).read_text(encoding="utf-8")
+            if entry.translated is None and entry.translation == text_hash(text):
+                entry.translated = translated_hashes(text)
+            changed = True
+        if changed:
+            with self.lock:
+                self.manifest.save(self.options.manifest_path)
 
     def remove(self, lang: str, rel: str) -> None:
         with self.lock:
@@ -320,7 +370,7 @@ class _Conversation:
         english = "".join(sections.values())
         self.instructions = self.prompts.instructions(job.lang, english, edit=job.edit)
         task = self.prompts.task_message(
-            job.lang, job.page.path, sections, job.context, job.patch_context()
+            job.lang, job.page.path, sections, job.context, job.patch_context(), job.keep
         )
         self.messages = [{"role": "user", "content": task}]
 
@@ -511,6 +561,13 @@ async def _review_group(
     return blockers
 
 
+def _sweep_i18n(options: Options) -> None:
+    """Remove leftover temporary files of `i18n/`, under the manifest's lock: a run for another
+    language may be writing the manifest right now (its temporary file is not a leftover)."""
+    with locked(options.manifest_path):
+        sweep_temp_files(options.root / "i18n")
+
+
 def _write_report(options: Options, reporter: Reporter) -> None:
     if options.report is not None:
         text = json.dumps(reporter.report(), indent=2, ensure_ascii=False) + "\n"
@@ -527,16 +584,22 @@ async def translate(options: Options, client: openai.AsyncOpenAI, reporter: Repo
         ValueError: Bad input (unknown page, malformed front matter, manifest or glossary).
         EndpointUnreachable: The API endpoint refused the connection; the run stopped.
     """
-    for folder in (options.root / "i18n", *(options.docs / lang for lang in options.languages)):
+    await asyncio.to_thread(_sweep_i18n, options)
+    for folder in (options.docs / lang for lang in options.languages):
         await asyncio.to_thread(sweep_temp_files, folder)
     manifest = Manifest.load(options.manifest_path)
     settled = manifest.resolve(options.docs)
     if settled:
         manifest.save(options.manifest_path)
         reporter.totals.settled += settled
-    the_plan = plan(options, manifest)
     prompts = PromptSet.load(options.root / "i18n", options.languages)
-    writer = _Writer(options, manifest)
+    writer = _Writer(options, manifest, prompts.glossary)
+    if options.files is None:
+        for lang, old, new in find_moves(options.docs, manifest, options.languages):
+            await asyncio.to_thread(writer.move, lang, old, new)
+            reporter.totals.moved.append(f"{lang}/{old} -> {lang}/{new}")
+    the_plan = plan(options, manifest)
+    await asyncio.to_thread(writer.record_glossary, the_plan.current)
     reporter.totals.kept += the_plan.current
     reporter.totals.unadopted += the_plan.unadopted
     for lang, rel in the_plan.orphans:

@@ -19,19 +19,21 @@ HEADING_RE = re.compile(
 )
 """An ATX heading line (at most three spaces of indentation)."""
 
-_SECTION_START = re.compile(r"^ {0,3}##(?:[ \t]|$)")
-
 
 def split_sections(masked_body: str) -> list[str]:
     """Split a masked body into sections: the preamble, then one section per `## ` heading.
 
     The sections concatenate back to `masked_body` exactly. The preamble (everything before the
     first `## ` heading, usually the `# Title` and an introduction) is always present, possibly
-    empty.
+    empty. A section starts at a level-2 heading as `headings.find_headings` finds them (ATX or
+    setext, never one inside an HTML comment).
     """
+    from .headings import find_headings  # headings imports this module
+
+    starts = {h.index for h in find_headings(masked_body) if h.level == 2}
     sections: list[str] = [""]
-    for line in masked_body.splitlines(keepends=True):
-        if _SECTION_START.match(line):
+    for i, line in enumerate(re.split(r"(?<=\n)", masked_body)):
+        if i in starts:
             sections.append("")
         sections[-1] += line
     return sections

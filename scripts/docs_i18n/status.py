@@ -8,7 +8,18 @@ from .checks import align_page, prose, term_uses, verify_page
 from .manifest import Manifest, ManifestEntry, text_hash
 from .markdown_mask import unmask
 from .pages import EnglishPage, translated_pages, translation_path
-from .planning import Options, groups, plan, read_text, select_pages
+from .planning import (
+    Options,
+    find_moves,
+    glossary_digests,
+    glossary_touched,
+    groups,
+    hand_edited,
+    plan,
+    read_text,
+    select_pages,
+    translated_hashes,
+)
 from .prompt import PromptSet
 from .tokens import estimate_cost, estimate_output_tokens, estimate_tokens
 
@@ -32,7 +43,9 @@ def check(options: Options) -> tuple[int, list[str]]:
     """Report missing, stale, orphaned, unadopted and invalid translations.
 
     A current translation is checked for structure and for the meaning-bearing tokens
-    (numbers, paragraphs, untranslated text, glossary).
+    (numbers, paragraphs, untranslated text, glossary). A translation edited by hand since it
+    was recorded is reported as such ("edited by hand, not adopted: run --adopt"), a note that
+    does not fail the check; one whose glossary entries changed is stale.
 
     Returns:
         The exit code (0 when everything is current and sound, else 1) and one line per problem.
@@ -41,6 +54,15 @@ def check(options: Options) -> tuple[int, list[str]]:
     glossary = _glossary_prompts(options).glossary
     selected = select_pages(options)
     problems: list[str] = []
+    notes: list[str] = []
+    moves = find_moves(options.docs, manifest, options.languages) if options.files is None else []
+    moved_to = {(lang, new) for lang, _, new in moves}
+    moved_from = {(lang, old) for lang, old, _ in moves}
+    problems += [
+        f"moved     docs/{lang}/{old} -> docs/{lang}/{new}: its English page moved; the next "
+        "run moves the translation and its manifest entry"
+        for lang, old, new in moves
+    ]
     for rel in selected:
         english = read_text(options.docs / rel)
         try:
@@ -53,7 +75,8 @@ def check(options: Options) -> tuple[int, list[str]]:
             entry = manifest.get(rel, lang)
             where = f"docs/{lang}/{rel}"
             if not target.exists():
-                problems.append(f"missing   {where}")
+                if (lang, rel) not in moved_to:
+                    problems.append(f"missing   {where}")
                 continue
             if entry is None:
                 problems.append(f"unadopted {where}: not in the manifest (run --adopt)")
@@ -63,12 +86,27 @@ def check(options: Options) -> tuple[int, list[str]]:
                     f"stale     {where}: the English page changed ({changed} section(s))"
                 )
                 continue  # its structure is checked again when it is retranslated
-            findings = verify_page(english, read_text(target), lang, glossary)
+            translated = read_text(target)
+            if entry is not None:
+                touched = glossary_touched(entry, page, glossary_digests(page, lang, glossary))
+                if touched:
+                    problems.append(
+                        f"stale     {where}: glossary entries its English uses changed "
+                        f"(section(s) {', '.join(map(str, touched))})"
+                    )
+                edited = hand_edited(entry, translated)
+                if edited:
+                    which = f" (section(s) {', '.join(map(str, edited))})" if edited != [-1] else ""
+                    notes.append(
+                        f"edited    {where}: edited by hand{which}, not adopted: run --adopt "
+                        f"--lang {lang} --file docs/{rel}"
+                    )
+            findings = verify_page(english, translated, lang, glossary)
             problems += [f"invalid   {where}: {f}" for f in findings]
     if options.files is None:
         for lang in options.languages:
             for rel in translated_pages(options.docs, lang):
-                if not (options.docs / rel).exists():
+                if not (options.docs / rel).exists() and (lang, rel) not in moved_from:
                     problems.append(f"orphaned  docs/{lang}/{rel}: docs/{rel} does not exist")
             for rel, langs in manifest.pages.items():
                 gone = not (options.docs / rel).exists()
@@ -78,7 +116,7 @@ def check(options: Options) -> tuple[int, list[str]]:
                     and not translation_path(options.docs, lang, rel).exists()
                 ):
                     problems.append(f"orphaned  manifest entry {lang}/{rel}")
-    return (1 if problems else 0), problems
+    return (1 if problems else 0), problems + notes
 
 
 def terms_report(options: Options) -> list[str]:
@@ -225,6 +263,8 @@ def adopt(options: Options, named: list[str] | None = None) -> tuple[int, list[s
                         source=page.source_hash,
                         sections=list(page.hashes),
                         translation=text_hash(translated),
+                        glossary=glossary_digests(page, lang, glossary),
+                        translated=translated_hashes(translated),
                     ),
                     texts,
                 )
@@ -262,6 +302,8 @@ def adopt(options: Options, named: list[str] | None = None) -> tuple[int, list[s
                     source=entry.source if refused else page.source_hash,
                     sections=sections,
                     translation=text_hash(translated),
+                    glossary=glossary_digests(page, lang, glossary),
+                    translated=translated_hashes(translated),
                 ),
                 texts,
             )
@@ -312,7 +354,7 @@ def dry_run(options: Options, *, verbose: bool = False) -> list[str]:
         else:
             instructions = prompts.instructions(job.lang, english, edit=job.edit)
             task = prompts.task_message(
-                job.lang, job.page.path, sections, job.context, job.patch_context()
+                job.lang, job.page.path, sections, job.context, job.patch_context(), job.keep
             )
             review = prompts.review_instructions(job.lang, english, edit=job.edit)
         tokens_in = estimate_tokens(instructions) + estimate_tokens(task) if job.todo else 0
