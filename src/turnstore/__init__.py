@@ -21,7 +21,7 @@ protocols) are in `turnstore.memory`, and the test helpers in
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from . import memory
 from .agent import Agent
@@ -62,7 +62,7 @@ from .memory import (
     load_history,
     open_session_store,
 )
-from .memory.extras import LAZY_EXPORTS, load_lazy_export
+from .memory.extras import lazy_getattr
 from .models import Model, ModelRequest, ModelSettings, OpenAIResponsesModel
 from .result import RunCompleteEvent, RunResult, RunResultStreaming, StreamEvent, Usage
 from .run_config import CallModelData, CallModelInputFilter, ModelInputData, RunConfig
@@ -144,18 +144,7 @@ and raise an `ImportError` saying what to install when their extra is missing.""
 
 if not TYPE_CHECKING:  # type checkers see the lazy names through the imports above, and
     # flag any other name (a module `__getattr__` would make every name `Any` to them)
-
-    def __getattr__(name: str) -> Any:
-        # SQLAlchemySession, RedisSession and EncryptedSession: imported on first use (their extras
-        # may be missing); the table of them is `turnstore.memory.extras.LAZY_EXPORTS`.
-        if name in LAZY_EXPORTS and name in __all__:
-            return load_lazy_export(name)  # not cached: sys.modules already is
-        if name in memory.__all__:  # a tool for writing a backend: exported from there only
-            raise AttributeError(
-                f"module {__name__!r} has no attribute {name!r}: the tools for writing a session "
-                f"backend are in turnstore.memory (from turnstore.memory import {name})"
-            )
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    __getattr__ = lazy_getattr(__name__, __all__, moved=("turnstore.memory", memory.__all__))
 
 
 def __dir__() -> list[str]:

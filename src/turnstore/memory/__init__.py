@@ -13,10 +13,10 @@ are imported on first use.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .closing import Closing
-from .extras import LAZY_EXPORTS, load_lazy_export
+from .extras import lazy_getattr
 from .history import estimate_item_tokens, load_history
 from .mutation import await_session_mutation
 from .open_store import open_session_store
@@ -85,13 +85,7 @@ and raise an `ImportError` saying what to install when their extra is missing.""
 
 if not TYPE_CHECKING:  # type checkers see the lazy names through the imports above, and
     # flag any other name (a module `__getattr__` would make every name `Any` to them)
-
-    def __getattr__(name: str) -> Any:
-        # SQLAlchemySession, RedisSession and EncryptedSession: imported on first use (their extras
-        # may be missing); the table of them is `extras.LAZY_EXPORTS`.
-        if name in LAZY_EXPORTS and name in __all__:
-            return load_lazy_export(name)  # not cached: sys.modules already is
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    __getattr__ = lazy_getattr(__name__, __all__)
 
 
 def __dir__() -> list[str]:

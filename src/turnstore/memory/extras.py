@@ -1,7 +1,7 @@
 """Public names that need something installed: the one table of them, and the one error wording.
 
 `turnstore`, `turnstore.memory` and `turnstore.testing` list these names in their static
-`__all__` and import them on first use (their module `__getattr__` calls `load_lazy_export`),
+`__all__` and import them on first use (their module `__getattr__` is `lazy_getattr`'s),
 so `import turnstore` works
 without the extras and type checkers still see the real classes. Whatever asks for a missing
 extra, the API (`from turnstore import RedisSession`), the stores or the `turnstore` command,
@@ -11,10 +11,10 @@ says it the same way: `RedisSession needs the redis extra: pip install 'turnstor
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, NamedTuple
 
-__all__ = ["LAZY_EXPORTS", "LazyExport", "load_lazy_export", "missing_extra"]
+__all__ = ["LAZY_EXPORTS", "LazyExport", "lazy_getattr", "load_lazy_export", "missing_extra"]
 
 
 class LazyExport(NamedTuple):
@@ -98,3 +98,35 @@ def load_lazy_export(name: str) -> Any:
             raise  # a module of this package is missing: a broken install, not an extra
         raise missing_extra(name, export.extra, packages=export.packages) from exc
     return getattr(module, name)
+
+
+def lazy_getattr(
+    module: str, exported: Collection[str], *, moved: tuple[str, Collection[str]] | None = None
+) -> Callable[[str], Any]:
+    """Return the module `__getattr__` of a package whose `__all__` holds names of `LAZY_EXPORTS`.
+
+    The package's `__all__` stays static; such a name is imported on first use, and raises the
+    `ImportError` of `missing_extra` when what it needs is not installed.
+
+    Args:
+        module: The package's `__name__` (for the error messages).
+        exported: The package's `__all__`.
+        moved: A package and the names exported from it only: asking this one for such a name
+            raises an `AttributeError` that says where to import it from.
+
+    Returns:
+        The function to bind as the package's `__getattr__` (under `if not TYPE_CHECKING:`, so that
+        type checkers keep flagging unknown names).
+    """
+
+    def __getattr__(name: str) -> Any:
+        if name in LAZY_EXPORTS and name in exported:
+            return load_lazy_export(name)  # not cached: sys.modules already is
+        if moved is not None and name in moved[1]:
+            raise AttributeError(
+                f"module {module!r} has no attribute {name!r}: the tools for writing a session "
+                f"backend are in {moved[0]} (from {moved[0]} import {name})"
+            )
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__

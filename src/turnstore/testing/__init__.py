@@ -14,9 +14,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..memory.extras import LAZY_EXPORTS, load_lazy_export
+from ..memory.extras import lazy_getattr
 from .fake_conversations import FakeCompactionAPI, FakeConversationsAPI
 from .fake_openai import (
     FakeOpenAIServer,
@@ -56,13 +56,7 @@ __all__ = [
 
 if not TYPE_CHECKING:  # type checkers see the lazy names through the imports above, and
     # flag any other name (a module `__getattr__` would make every name `Any` to them)
-
-    def __getattr__(name: str) -> Any:
-        # The conformance suite imports pytest: loaded on first use (the table of such names is
-        # `turnstore.memory.extras.LAZY_EXPORTS`).
-        if name in LAZY_EXPORTS and name in __all__:
-            return load_lazy_export(name)  # not cached: sys.modules already is
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    __getattr__ = lazy_getattr(__name__, __all__)
 
 
 def __dir__() -> list[str]:

@@ -7,10 +7,10 @@ and `SQLAlchemySession` need their extras, as there.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...memory import AdvancedSQLiteSession, AsyncSQLiteSession
-from ...memory.extras import LAZY_EXPORTS, load_lazy_export
+from ...memory.extras import lazy_getattr
 
 if TYPE_CHECKING:
     from ...memory import EncryptedSession, RedisSession, SQLAlchemySession
@@ -27,11 +27,7 @@ naming the install command when it is first used."""
 
 
 if not TYPE_CHECKING:
-
-    def __getattr__(name: str) -> Any:
-        if name in LAZY_EXPORTS and name in __all__:
-            return load_lazy_export(name)
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    __getattr__ = lazy_getattr(__name__, __all__)
 
 
 def __dir__() -> list[str]:
