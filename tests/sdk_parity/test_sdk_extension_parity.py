@@ -9,16 +9,13 @@ below with that reason, and any other failure fails this test.
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 import tarfile
 from pathlib import Path
 
 import pytest
 
-from sdk_parity.test_sdk_parity import SDK_VERSION, _outcomes, _sdist
+from sdk_parity.test_sdk_parity import SDK_VERSION, _sdist, run_sdk_tests
 
 _ASYNC = "extensions/memory/test_async_sqlite_session.py"
 _TRIMMER = "extensions/test_tool_output_trimmer.py"
@@ -98,37 +95,7 @@ def _extract(sdist: Path, into: Path) -> Path:
 def test_the_sdk_async_sqlite_and_trimmer_tests_pass_on_turnstore(tmp_path: Path) -> None:
     pytest.importorskip("aiosqlite", reason="the SDK's AsyncSQLiteSession tests import it")
     project = _extract(_sdist(), tmp_path)
-    report = tmp_path / "report.xml"
-    env = {**os.environ, "OPENAI_AGENTS_DISABLE_TRACING": "1", "PYTHONPATH": str(project)}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            *(f"tests/{name}" for name in SDK_TEST_FILES),
-            *(f"--deselect=tests/{name}" for name in NOT_RUN),
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "--timeout=20",
-            "-o",
-            "asyncio_mode=auto",
-            "-o",
-            "asyncio_default_fixture_loop_scope=function",
-            f"--junitxml={report}",
-            "--rootdir",
-            str(project),
-            "-c",
-            os.devnull,
-        ],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert report.is_file(), done.stdout[-3000:] + done.stderr[-3000:]
-    outcomes = _outcomes(report)
+    done, outcomes = run_sdk_tests(project, SDK_TEST_FILES, NOT_RUN)
     failed = sorted(t for t, outcome in outcomes.items() if outcome == "failed")
     unexpected = [t for t in failed if t not in KNOWN_DIFFERENCES]
     fixed = [t for t in KNOWN_DIFFERENCES if outcomes.get(t) == "passed"]

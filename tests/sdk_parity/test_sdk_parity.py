@@ -19,6 +19,7 @@ import sys
 import tarfile
 import tempfile
 import xml.etree.ElementTree as ET
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -467,35 +468,22 @@ def _outcomes(report: Path) -> dict[str, str]:
     return outcomes
 
 
-# The fewest tests of each file that must pass: about half of those that passed when this was
-# written (39, 15, 28, 82, and 25 each for Redis and SQLAlchemy), and at least 80 in all, as when
-# the files ran as one test. A change
-# that stops a file's tests from running fails here, not only a failing test. The files run as
-# separate tests so that `pytest -n` spreads them over its workers.
-MIN_PASSED = {
-    "memory/test_session.py": 20,
-    "memory/test_session_limit.py": 8,
-    "extensions/memory/test_encrypt_session.py": 14,
-    "extensions/memory/test_advanced_sqlite_session.py": 40,
-    "extensions/memory/test_redis_session.py": 12,
-    "extensions/memory/test_sqlalchemy_session.py": 12,
-}
-assert sum(MIN_PASSED.values()) >= 80
-assert set(MIN_PASSED) == set(SDK_TEST_FILES)
+def run_sdk_tests(
+    project: Path, files: list[str], not_run: Iterable[str]
+) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
+    """Run the SDK's test `files` (paths under its `tests/`) in a child pytest in `project`.
 
-
-@pytest.mark.parametrize("sdk_file", SDK_TEST_FILES)
-def test_the_sdk_session_tests_pass_on_turnstore(tmp_path: Path, sdk_file: str) -> None:
-    project = _extract(_sdist(), tmp_path)
-    report = tmp_path / "report.xml"
+    Returns the finished process and each test's outcome ("passed", "failed", "skipped").
+    """
+    report = project / "report.xml"
     env = {**os.environ, "OPENAI_AGENTS_DISABLE_TRACING": "1", "PYTHONPATH": str(project)}
     done = subprocess.run(
         [
             sys.executable,
             "-m",
             "pytest",
-            f"tests/{sdk_file}",
-            *(f"--deselect=tests/{name}" for name in NOT_RUN),
+            *(f"tests/{name}" for name in files),
+            *(f"--deselect=tests/{name}" for name in not_run),
             "-q",
             "-p",
             "no:cacheprovider",
@@ -518,7 +506,30 @@ def test_the_sdk_session_tests_pass_on_turnstore(tmp_path: Path, sdk_file: str) 
         timeout=900,
     )
     assert report.is_file(), done.stdout[-3000:] + done.stderr[-3000:]
-    outcomes = _outcomes(report)
+    return done, _outcomes(report)
+
+
+# The fewest tests of each file that must pass: about half of those that passed when this was
+# written (39, 15, 28, 82, and 25 each for Redis and SQLAlchemy), and at least 80 in all, as when
+# the files ran as one test. A change
+# that stops a file's tests from running fails here, not only a failing test. The files run as
+# separate tests so that `pytest -n` spreads them over its workers.
+MIN_PASSED = {
+    "memory/test_session.py": 20,
+    "memory/test_session_limit.py": 8,
+    "extensions/memory/test_encrypt_session.py": 14,
+    "extensions/memory/test_advanced_sqlite_session.py": 40,
+    "extensions/memory/test_redis_session.py": 12,
+    "extensions/memory/test_sqlalchemy_session.py": 12,
+}
+assert sum(MIN_PASSED.values()) >= 80
+assert set(MIN_PASSED) == set(SDK_TEST_FILES)
+
+
+@pytest.mark.parametrize("sdk_file", SDK_TEST_FILES)
+def test_the_sdk_session_tests_pass_on_turnstore(tmp_path: Path, sdk_file: str) -> None:
+    project = _extract(_sdist(), tmp_path)
+    done, outcomes = run_sdk_tests(project, [sdk_file], NOT_RUN)
     assert outcomes, f"no test of {sdk_file} ran:\n{done.stdout[-3000:]}"
     assert all(t.startswith(f"{sdk_file}::") for t in outcomes), sorted(outcomes)[:5]
     failed = sorted(t for t, outcome in outcomes.items() if outcome == "failed")
