@@ -6,7 +6,8 @@ docs/ja/, docs/ko/ and docs/zh/. Only sections that changed since the last run (
 i18n/manifest.json) are sent. See docs/translation.md for the whole story.
 
 Exit codes: 0 success; 1 a page failed (not written), or --check/--adopt found problems;
-2 bad usage or configuration (for example no OPENAI_API_KEY); 130 interrupted.
+2 bad usage or configuration (for example no OPENAI_API_KEY); 3 --batch-collect: the batch has
+not ended yet; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import signal
 import sys
 from pathlib import Path
 
+from docs_i18n.batch import collect, submit
 from docs_i18n.planning import Options
 from docs_i18n.prompt import LANGUAGES
 from docs_i18n.report import Reporter
@@ -121,6 +123,24 @@ def build_parser() -> argparse.ArgumentParser:
             "refused with the English diff unless named with --section; exit 1 on any refusal"
         ),
     )
+    mode.add_argument(
+        "--batch",
+        action="store_true",
+        help=(
+            "send the drafts through the OpenAI Batch API (half price, results within 24 h) "
+            "instead of waiting for them; the batch is recorded in i18n/batch.json and "
+            "--batch-collect writes its results"
+        ),
+    )
+    mode.add_argument(
+        "--batch-collect",
+        action="store_true",
+        help=(
+            "write the translations of the batch that --batch sent, through the usual checks, "
+            "review and manifest; a request the batch did not answer is sent directly; exit 3 "
+            "while the batch is still running"
+        ),
+    )
     parser.add_argument(
         "--terms",
         action="store_true",
@@ -176,12 +196,16 @@ def _fail(message: str, code: int = 2) -> int:
     return code
 
 
-async def _translate(options: Options, reporter: Reporter) -> int:
+async def _translate(options: Options, reporter: Reporter, how: str = "run") -> int:
     import openai
 
+    run = {"run": translate, "batch": submit, "collect": collect}[how]
     client = openai.AsyncOpenAI(max_retries=0, timeout=options.timeout)
     async with client:
-        return await translate(options, client, reporter)
+        try:
+            return await run(options, client, reporter)
+        except openai.OpenAIError as exc:  # model calls fail inside the run, never up here
+            raise ValueError(f"the Batch API refused: {exc}") from exc
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -241,8 +265,9 @@ def main(argv: list[str] | None = None) -> int:
             return _fail("OPENAI_API_KEY is not set (use --check or --dry-run to run without it)")
         reporter = Reporter()
         review_model = options.review_model if options.review else None
+        how = "batch" if args.batch else "collect" if args.batch_collect else "run"
         try:
-            code = asyncio.run(_translate(options, reporter))
+            code = asyncio.run(_translate(options, reporter, how))
         except KeyboardInterrupt:
             print(reporter.summary(options.model, review_model))
             raise

@@ -21,7 +21,7 @@ from .markdown_mask import mask, unmask
 from .pages import EnglishPage, english_pages, translated_pages, translation_path
 from .prompt import Glossary
 from .sections import section_hash, split_sections
-from .translator import RetryPolicy
+from .translator import ReplyBook, RetryPolicy
 
 __all__ = [
     "CONTEXT_BLOCKS",
@@ -61,6 +61,8 @@ class Options:
         review: Whether a second model call reviews each draft that passes the code checks.
         review_model: The reviewer's model.
         report: Where to write the run's JSON report, or `None`.
+        replies: With the Batch API: records the first request of each job instead of sending
+            it (`--batch`), or answers requests with the batch's replies (`--batch-collect`).
     """
 
     root: Path
@@ -76,6 +78,7 @@ class Options:
     review: bool = True
     review_model: str = "o3"
     report: Path | None = None
+    replies: ReplyBook | None = None
 
     @property
     def docs(self) -> Path:

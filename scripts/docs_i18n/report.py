@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from .tokens import estimate_cost
+from .translator import ModelReply
 
 __all__ = ["Reporter", "Totals"]
 
@@ -22,13 +23,21 @@ class Totals:
     removed: list[str] = field(default_factory=list)
     moved: list[str] = field(default_factory=list)
     unadopted: list[str] = field(default_factory=list)
+    queued: list[str] = field(default_factory=list)
+    queued_requests: dict[str, list[str]] = field(default_factory=dict)
     calls: int = 0
     input_tokens: int = 0
+    cached_tokens: int = 0
     output_tokens: int = 0
     request_chars: int = 0
     reply_chars: int = 0
+    batch_calls: int = 0
+    batch_input_tokens: int = 0
+    batch_cached_tokens: int = 0
+    batch_output_tokens: int = 0
     review_calls: int = 0
     review_input_tokens: int = 0
+    review_cached_tokens: int = 0
     review_output_tokens: int = 0
     review_request_chars: int = 0
     review_reply_chars: int = 0
@@ -36,6 +45,46 @@ class Totals:
     minors: list[tuple[str, str]] = field(default_factory=list)
     discarded: list[tuple[str, str]] = field(default_factory=list)
     settled: list[str] = field(default_factory=list)
+
+    def count(self, reply: ModelReply, *, review: bool) -> None:
+        """Add one model reply's usage (a review's apart; a batch reply's also apart)."""
+        if review:
+            self.review_calls += 1
+            self.review_input_tokens += reply.input_tokens
+            self.review_cached_tokens += reply.cached_tokens
+            self.review_output_tokens += reply.output_tokens
+            self.review_request_chars += reply.request_chars
+            self.review_reply_chars += len(reply.text)
+            return
+        self.calls += 1
+        self.input_tokens += reply.input_tokens
+        self.cached_tokens += reply.cached_tokens
+        self.output_tokens += reply.output_tokens
+        self.request_chars += reply.request_chars
+        self.reply_chars += len(reply.text)
+        if reply.batched:
+            self.batch_calls += 1
+            self.batch_input_tokens += reply.input_tokens
+            self.batch_cached_tokens += reply.cached_tokens
+            self.batch_output_tokens += reply.output_tokens
+
+    def translation_cost(self, model: str) -> float | None:
+        """The estimated USD cost of the translation calls: batch replies at the Batch API's
+        price, cached input at the cached-input price; `None` for a model without a price."""
+        direct = estimate_cost(
+            model,
+            self.input_tokens - self.batch_input_tokens,
+            self.output_tokens - self.batch_output_tokens,
+            cached_tokens=self.cached_tokens - self.batch_cached_tokens,
+        )
+        batched = estimate_cost(
+            model,
+            self.batch_input_tokens,
+            self.batch_output_tokens,
+            cached_tokens=self.batch_cached_tokens,
+            batch=True,
+        )
+        return None if direct is None or batched is None else direct + batched
 
 
 class Reporter:
@@ -73,6 +122,8 @@ class Reporter:
             self.totals.translated.append(key)
         elif outcome == "failed":
             self.totals.failed.append((key, detail))
+        elif outcome == "queued":
+            self.totals.queued.append(key)
         else:
             self.totals.kept.append(key)
         suffix = f" ({detail})" if detail else ""
@@ -101,17 +152,26 @@ class Reporter:
             review_model: The review model, or `None` when the run had no review pass.
         """
         t = self.totals
+        queued = f", queued in the batch: {len(t.queued)}" if t.queued else ""
+        from_batch = f" ({t.batch_calls} answered by the batch)" if t.batch_calls else ""
         lines = [
             f"translated: {len(t.translated)}, kept: {len(t.kept)}, failed: {len(t.failed)}, "
-            f"removed: {len(t.removed)}",
-            f"API calls: {t.calls}, tokens in: {t.input_tokens}, tokens out: {t.output_tokens}, "
-            f"estimated cost: {_cost(model, t.input_tokens, t.output_tokens)}",
+            f"removed: {len(t.removed)}{queued}",
+            f"API calls: {t.calls}{from_batch}, tokens in: {t.input_tokens} "
+            f"({t.cached_tokens} cached), tokens out: {t.output_tokens}, "
+            f"estimated cost: {_dollars(model, t.translation_cost(model))}",
         ]
         if review_model is not None:
+            review_cost = estimate_cost(
+                review_model,
+                t.review_input_tokens,
+                t.review_output_tokens,
+                cached_tokens=t.review_cached_tokens,
+            )
             lines.append(
-                f"review calls: {t.review_calls}, tokens in: {t.review_input_tokens}, "
-                f"tokens out: {t.review_output_tokens}, estimated cost: "
-                f"{_cost(review_model, t.review_input_tokens, t.review_output_tokens)}; "
+                f"review calls: {t.review_calls}, tokens in: {t.review_input_tokens} "
+                f"({t.review_cached_tokens} cached), tokens out: {t.review_output_tokens}, "
+                f"estimated cost: {_dollars(review_model, review_cost)}; "
                 f"findings: {len(t.blockers)} blocker(s), {len(t.minors)} minor, "
                 f"{len(t.discarded)} discarded (quotes not found)"
             )
@@ -135,14 +195,18 @@ class Reporter:
             "failed": [{"page": k, "why": w} for k, w in t.failed],
             "removed": t.removed,
             "moved": t.moved,
+            "queued": t.queued,
             "translation": {
                 "calls": t.calls,
+                "batch_calls": t.batch_calls,
                 "input_tokens": t.input_tokens,
+                "cached_tokens": t.cached_tokens,
                 "output_tokens": t.output_tokens,
             },
             "review": {
                 "calls": t.review_calls,
                 "input_tokens": t.review_input_tokens,
+                "cached_tokens": t.review_cached_tokens,
                 "output_tokens": t.review_output_tokens,
                 "blockers": [{"page": k, "finding": f} for k, f in t.blockers],
                 "minor": [{"page": k, "finding": f} for k, f in t.minors],
@@ -157,6 +221,5 @@ class Reporter:
             self.stream.flush()
 
 
-def _cost(model: str, input_tokens: int, output_tokens: int) -> str:
-    cost = estimate_cost(model, input_tokens, output_tokens)
+def _dollars(model: str, cost: float | None) -> str:
     return f"${cost:.4f}" if cost is not None else f"unknown (no price for {model})"

@@ -55,7 +55,7 @@ from .review import (
     review_format,
     verify_findings,
 )
-from .translator import EndpointUnreachable, ModelCallError, ModelReply, call_model
+from .translator import Deferred, EndpointUnreachable, ModelCallError, ModelReply, call_model
 
 __all__ = ["render", "translate"]
 
@@ -266,25 +266,14 @@ class _Conversation:
                 limiter=self.limiter,
                 on_retry=_on_retry,
                 text_format=text_format,
+                book=self.options.replies,
             )
         except EndpointUnreachable:
             raise
         except ModelCallError as exc:
             what = "the review call" if review else "the model call"
             raise _JobFailed(f"{what} failed: {exc}") from exc
-        t = self.reporter.totals
-        if review:
-            t.review_calls += 1
-            t.review_input_tokens += reply.input_tokens
-            t.review_output_tokens += reply.output_tokens
-            t.review_request_chars += reply.request_chars
-            t.review_reply_chars += len(reply.text)
-        else:
-            t.calls += 1
-            t.input_tokens += reply.input_tokens
-            t.output_tokens += reply.output_tokens
-            t.request_chars += reply.request_chars
-            t.reply_chars += len(reply.text)
+        self.reporter.totals.count(reply, review=review)
         return reply
 
     async def draft(self, rounds: int, first: str | None = None) -> dict[int, str]:
@@ -561,6 +550,16 @@ async def _review_group(
     return blockers
 
 
+async def _unless_deferred(jobs: list[Job], work: Any, reporter: Reporter) -> None:
+    """Await `work` (the jobs' run); a request recorded for the Batch API ends them as queued."""
+    try:
+        await work
+    except Deferred as deferred:
+        reporter.totals.queued_requests[deferred.request] = [job.key for job in jobs]
+        for job in jobs:
+            reporter.finished(job.key, "queued", "its request waits in the batch")
+
+
 def _sweep_i18n(options: Options) -> None:
     """Remove leftover temporary files of `i18n/`, under the manifest's lock: a run for another
     language may be writing the manifest right now (its temporary file is not a leftover)."""
@@ -611,13 +610,10 @@ async def translate(options: Options, client: openai.AsyncOpenAI, reporter: Repo
         async with asyncio.TaskGroup() as group:
             for jobs in groups(the_plan.jobs):
                 if len(jobs) > 1:
-                    group.create_task(
-                        _run_group(jobs, options, prompts, client, limiter, writer, reporter)
-                    )
+                    work = _run_group(jobs, options, prompts, client, limiter, writer, reporter)
                 else:
-                    group.create_task(
-                        _run_job(jobs[0], options, prompts, client, limiter, writer, reporter)
-                    )
+                    work = _run_job(jobs[0], options, prompts, client, limiter, writer, reporter)
+                group.create_task(_unless_deferred(jobs, work, reporter))
     except ExceptionGroup as group:
         unreachable = group.subgroup(EndpointUnreachable)
         if unreachable is None:

@@ -21,7 +21,7 @@ from .planning import (
     translated_hashes,
 )
 from .prompt import PromptSet
-from .tokens import estimate_cost, estimate_output_tokens, estimate_tokens
+from .tokens import cached_prefix_tokens, estimate_cost, estimate_output_tokens, estimate_tokens
 
 __all__ = ["adopt", "check", "dry_run", "section_names", "terms_report"]
 
@@ -339,8 +339,9 @@ def dry_run(options: Options, *, verbose: bool = False) -> list[str]:
     the_plan = plan(options, manifest)
     prompts = PromptSet.load(options.root / "i18n", options.languages)
     lines: list[str] = []
-    total_in = total_out = review_in = review_out = 0
+    total_in = total_out = review_in = review_out = total_cached = 0
     calls = 0
+    sent: list[str] = []
     for jobs in groups(the_plan.jobs):
         job = jobs[0]
         langs = [j.lang for j in jobs]
@@ -358,6 +359,9 @@ def dry_run(options: Options, *, verbose: bool = False) -> list[str]:
             )
             review = prompts.review_instructions(job.lang, english, edit=job.edit)
         tokens_in = estimate_tokens(instructions) + estimate_tokens(task) if job.todo else 0
+        if job.todo:
+            total_cached += cached_prefix_tokens(instructions + task, sent)
+            sent.append(instructions + task)
         source = sum(estimate_tokens(s) for s in sections.values())
         tokens_out = len(jobs) * estimate_output_tokens(source, options.effort or "medium")
         tokens_out = tokens_out if job.todo else 0
@@ -385,11 +389,19 @@ def dry_run(options: Options, *, verbose: bool = False) -> list[str]:
     lines += [f"current {key}" for key in the_plan.current]
     lines += [f"not adopted {key} (run --adopt)" for key in the_plan.unadopted]
     lines += [f"would remove docs/{lang}/{rel}" for lang, rel in the_plan.orphans]
-    cost = estimate_cost(options.model, total_in, total_out)
-    cost_text = f"~${cost:.2f}" if cost is not None else f"unknown (no price for {options.model})"
+    cost = estimate_cost(options.model, total_in, total_out, cached_tokens=total_cached)
+    batch = estimate_cost(
+        options.model, total_in, total_out, cached_tokens=total_cached, batch=True
+    )
+    cost_text = (
+        f"~${cost:.2f} (~${batch:.2f} with --batch)"
+        if cost is not None and batch is not None
+        else f"unknown (no price for {options.model})"
+    )
     lines.append(
-        f"{calls} call(s), ~{total_in} tokens in, ~{total_out} tokens out "
-        f"(reasoning included, estimated), estimated cost {cost_text} with {options.model}"
+        f"{calls} call(s), ~{total_in} tokens in (~{total_cached} from the prompt cache), "
+        f"~{total_out} tokens out (reasoning included, estimated), estimated cost {cost_text} "
+        f"with {options.model}"
     )
     if options.review and calls:
         cost = estimate_cost(options.review_model, review_in, review_out)

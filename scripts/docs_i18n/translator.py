@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import hashlib
 import json
 import random
 import time
@@ -20,13 +21,16 @@ from typing import Any
 import openai
 
 __all__ = [
+    "Deferred",
     "EndpointUnreachable",
     "ModelCallError",
     "ModelReply",
+    "ReplyBook",
     "RetryPolicy",
     "call_model",
     "is_unicode",
     "load_reply_json",
+    "request_id",
     "retry_delay",
 ]
 
@@ -57,6 +61,10 @@ class ModelReply:
         input_tokens: Input tokens billed.
         output_tokens: Output tokens billed (reasoning included).
         cut_off: Why the reply is incomplete (for example `"max_output_tokens"`), or `None`.
+        request_chars: Characters sent (instructions and messages).
+        cached_tokens: The part of `input_tokens` the API served from its prompt cache
+            (`usage.input_tokens_details.cached_tokens`), billed at the cached-input price.
+        batched: Whether the reply came back from the Batch API (billed at half price).
     """
 
     text: str
@@ -64,10 +72,73 @@ class ModelReply:
     output_tokens: int
     cut_off: str | None = None
     request_chars: int = 0
+    cached_tokens: int = 0
+    batched: bool = False
 
 
 class ModelCallError(Exception):
     """A model call failed for good (not retryable, out of retries, or a malformed reply)."""
+
+
+class Deferred(Exception):
+    """The request was put in a Batch API file instead of being sent (`translate_docs.py
+    --batch`): the job waits for `--batch-collect`.
+
+    Attributes:
+        request: The request's id (`request_id`), its `custom_id` in the batch.
+    """
+
+    def __init__(self, request: str) -> None:
+        super().__init__(f"request {request} waits in the batch")
+        self.request = request
+
+
+def request_id(request: dict[str, Any]) -> str:
+    """A stable id of a Responses API request body: the SHA-256 of its canonical JSON.
+
+    The Batch API's `custom_id` of the request, so that `--batch-collect` finds the reply of
+    exactly the request a run would send now (a page edited since gets no stale reply).
+    """
+    canonical = json.dumps(request, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return "req-" + hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+class ReplyBook:
+    """Where model requests go instead of the network, for the Batch API (`--batch`).
+
+    When submitting, a request is recorded (`requests`) and `Deferred` is raised: the run
+    stops each job at its first request. When collecting, the Batch API's replies (response
+    bodies by request id) answer the requests that match one; any other request (a repair, a
+    review, an item the batch did not finish) is sent as usual.
+
+    Args:
+        replies: Response bodies by request id (collecting), or `None` (submitting).
+    """
+
+    def __init__(self, replies: dict[str, str] | None = None) -> None:
+        self.submitting = replies is None
+        self.replies = dict(replies or {})
+        self.requests: dict[str, dict[str, Any]] = {}
+        self.used: set[str] = set()
+
+    def take(self, request: dict[str, Any]) -> ModelReply | None:
+        """The batch's reply to `request`, or `None` to send it.
+
+        Raises:
+            Deferred: Submitting: `request` was recorded for the batch.
+            ModelCallError: The batch's reply to `request` is malformed.
+        """
+        key = request_id(request)
+        if self.submitting:
+            self.requests[key] = request
+            raise Deferred(key)
+        raw = self.replies.get(key)
+        if raw is None:
+            return None
+        self.used.add(key)
+        reply = _read_reply(raw)
+        reply.batched = True
+        return reply
 
 
 class EndpointUnreachable(ModelCallError):
@@ -151,15 +222,17 @@ def _read_reply(raw: str) -> ModelReply:
         reason = details.get("reason") if isinstance(details, dict) else None
         cut_off = str(reason or "unknown reason")
 
-    def _count(name: str) -> int:
-        value = usage.get(name)
+    def _count(data: dict[str, Any], name: str) -> int:
+        value = data.get(name)
         return value if isinstance(value, int) else 0
 
+    details = usage.get("input_tokens_details")
     return ModelReply(
         text="".join(texts),
-        input_tokens=_count("input_tokens"),
-        output_tokens=_count("output_tokens"),
+        input_tokens=_count(usage, "input_tokens"),
+        output_tokens=_count(usage, "output_tokens"),
         cut_off=cut_off,
+        cached_tokens=_count(details, "cached_tokens") if isinstance(details, dict) else 0,
     )
 
 
@@ -224,6 +297,7 @@ async def call_model(
     limiter: asyncio.Semaphore,
     on_retry: Callable[[str, float, int], None] | None = None,
     text_format: dict[str, Any] | None = None,
+    book: ReplyBook | None = None,
 ) -> ModelReply:
     """Send one Responses API request, retrying transient failures.
 
@@ -242,8 +316,11 @@ async def call_model(
         on_retry: Called with (reason, delay, attempt) before each retry.
         text_format: The `text.format` of the request (a JSON schema for Structured Outputs),
             or `None` for plain text.
+        book: With the Batch API: records the request instead of sending it, or answers it
+            with the batch's reply (see `ReplyBook`).
 
     Raises:
+        Deferred: The request was recorded for a batch (`book` is submitting).
         EndpointUnreachable: The endpoint refused the connection (not retried).
         ModelCallError: The call failed for good, or the reply is malformed.
     """
@@ -253,6 +330,11 @@ async def call_model(
     if text_format is not None:
         request["text"] = {"format": text_format}
     request_chars = len(instructions) + sum(len(m["content"]) for m in messages)
+    if book is not None:
+        booked = book.take(request)
+        if booked is not None:
+            booked.request_chars = request_chars
+            return booked
     attempt = 0
     while True:
         try:

@@ -371,7 +371,11 @@ def test_dry_run_lists_calls_tokens_and_cost(site: Path) -> None:
     lines = dry_run(Options(root=site, languages=LANGS))
     calls = [line for line in lines if line.startswith("would translate")]
     assert len(calls) == 9
-    assert re.match(r"9 call\(s\), ~\d+ tokens in, ~\d+ tokens out .*cost ~\$\d", lines[-2])
+    assert re.match(
+        r"9 call\(s\), ~\d+ tokens in \(~\d+ from the prompt cache\), ~\d+ tokens out .*"
+        r"cost ~\$\d+\.\d+ \(~\$\d+\.\d+ with --batch\)",
+        lines[-2],
+    )
     assert re.match(r"review: 9 call\(s\) .*, ~\d+ tokens in, .*cost ~\$\d", lines[-1])
     verbose = dry_run(Options(root=site, languages=["ja"], files=["index.md"]), verbose=True)
     assert "--- instructions ---" in verbose

@@ -79,6 +79,7 @@ class RecordedRequest:
         history: For a request naming a `previous_response_id` the server served, the items of
             that response chain, oldest first: each stored response's input items, then its
             output items. Empty otherwise.
+        raw: The body's bytes as received (a file upload's multipart form, say).
     """
 
     method: str
@@ -87,6 +88,7 @@ class RecordedRequest:
     headers: dict[str, str]
     body: Any
     history: list[dict[str, Any]] = field(default_factory=list)
+    raw: bytes = b""
 
 
 @dataclass
@@ -158,8 +160,12 @@ def response_body(
     model: str = "o3",
     input_tokens: int = 3,
     output_tokens: int = 2,
+    cached_tokens: int = 0,
 ) -> dict[str, Any]:
-    """Build a complete Responses API response object around `output` items."""
+    """Build a complete Responses API response object around `output` items.
+
+    `cached_tokens` is the part of `input_tokens` reported as served from the prompt cache.
+    """
     return {
         "id": response_id or _next_id("resp"),
         "object": "response",
@@ -174,7 +180,7 @@ def response_body(
             "input_tokens": input_tokens,
             "output_tokens": output_tokens,
             "total_tokens": input_tokens + output_tokens,
-            "input_tokens_details": {"cached_tokens": 0},
+            "input_tokens_details": {"cached_tokens": cached_tokens},
             "output_tokens_details": {"reasoning_tokens": 0},
         },
     }
@@ -506,9 +512,21 @@ class FakeOpenAIServer:
             query=parse_qs(split.query),
             headers={k.lower(): v for k, v in http.headers.items()},
             body=body,
+            raw=raw,
         )
         with self._lock:
             self.requests.append(request)
+        reply = self.answer(request)
+        self._remember(request, self._previous_response_id(request), reply)
+        self._send(http, request, reply)
+
+    def answer(self, request: RecordedRequest) -> FakeReply:
+        """Return the reply the server gives `request`, without recording the request.
+
+        The routes, the queue and the defaults answer it as if it had come over the socket
+        (the Batch API's fake runs each line of a batch through this).
+        """
+        with self._lock:
             routes = list(self._routes)
         reply: FakeReply | dict[str, Any] | None = None
         previous = self._previous_response_id(request)
@@ -534,8 +552,7 @@ class FakeOpenAIServer:
             )
         if not isinstance(reply, FakeReply):
             reply = FakeReply(body=reply)
-        self._remember(request, previous, reply)
-        self._send(http, request, reply)
+        return reply
 
     @staticmethod
     def _previous_response_id(request: RecordedRequest) -> str | None:
