@@ -13,11 +13,10 @@ from typing import Any
 
 import pytest
 
+from support.backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
 from support.items import assistant, user
 from turnstore import OpenAIResponsesCompactionSession
 from turnstore.testing import FakeCompactionAPI, FakeOpenAIServer
-
-from .backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
 
 HISTORY = [user("q1"), assistant("a1"), user("q2"), assistant("a2")]
 

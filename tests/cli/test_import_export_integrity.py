@@ -12,10 +12,9 @@ from typing import Any
 
 import pytest
 
+from support.backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
 from turnstore import SQLiteSession
 from turnstore.cli import main
-
-from .backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
 
 
 def cli_args(backend: Backend) -> list[str]:

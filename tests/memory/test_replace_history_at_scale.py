@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from .backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
+from support.backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
 
 
 def msg(text: str) -> dict[str, Any]:

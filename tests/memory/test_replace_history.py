@@ -15,14 +15,13 @@ from typing import Any
 
 import pytest
 
+from support.backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
 from turnstore import SessionClosedError, SessionRecord, UserError, open_session_store
 from turnstore.memory import (
     AtomicReplacementSession,
     HistorySnapshot,
     is_atomic_replacement_session,
 )
-
-from .backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
 
 
 def msg(text: str) -> dict[str, Any]:

@@ -7,9 +7,8 @@ from typing import Any
 import pytest
 from cryptography.fernet import Fernet
 
+from support.backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
 from turnstore import EncryptedSession, OpenAIResponsesCompactionSession
-
-from .backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
 
 ITEMS = [{"role": "user", "content": f"m{n}"} for n in range(5)]
 KEY = Fernet.generate_key().decode()

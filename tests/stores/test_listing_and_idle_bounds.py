@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 
+from support.backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
 from turnstore import open_session_store
-
-from .backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
 
 
 def msg(text: str) -> dict[str, Any]:
