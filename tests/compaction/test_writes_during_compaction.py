@@ -1,7 +1,8 @@
-"""Outsider attacks on OpenAIResponsesCompactionSession through the atomic replacement.
+"""OpenAIResponsesCompactionSession with writes landing while `responses.compact` is in flight.
 
-The fake compaction API holds its answer until the test has written to the session, so writes
-land while `responses.compact` is in flight, on every real backend.
+The fake compaction API holds its answer until the test has written to the session, on every
+real backend: the atomic replacement keeps what was added meanwhile, and a pop, a clear or a
+cancellation during the call leaves the stored history as it was.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Outsider attacks on EncryptedSession's rotation and pruning through the atomic replacement.
+"""EncryptedSession's key rotation and expiry pruning, done through the atomic replacement.
 
 Run on a SQLite file, PostgreSQL (directly and through PgBouncer), Redis and the Redis Cluster.
 """

@@ -1,4 +1,4 @@
-"""Outsider attacks on the atomic replacement at size, and on sessions sharing one storage."""
+"""The atomic replacement at size, and on sessions sharing one storage."""
 
 from __future__ import annotations
 
