@@ -3,7 +3,9 @@
 A `Closing` dropped before its release ran is finalized wherever the garbage collector runs (any
 thread, maybe inside a running loop): it hands the release to the loop that owns the
 connections while that loop runs, warns when it cannot, and never starts a loop of its own.
-These tests watch the Redis server's client list, so they see real connections close.
+These tests watch the Redis server's client list, so they see real connections close. After
+close(), from synchronous code, another thread or awaited, every call raises
+SessionClosedError.
 """
 
 from __future__ import annotations
@@ -19,9 +21,19 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 
-from turnstore import EncryptedSession, RedisSession, SQLiteSession
+from turnstore import (
+    EncryptedSession,
+    RedisSession,
+    SessionClosedError,
+    SQLAlchemySession,
+    SQLiteSession,
+)
 
 USER = {"role": "user", "content": "hi"}
+
+
+def _msg(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
 
 
 class LoopCreations:
@@ -199,3 +211,77 @@ def test_every_complete_close_releases_without_a_resource_warning(
         gc.collect()
     assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
     assert wait_for_no_connections(redis_url, client_name) == 0
+
+
+# --- after close() every call is refused, however and wherever it was called ----------------------
+
+
+def test_sqlite_close_from_sync_code_then_every_call_is_refused(tmp_path: Any) -> None:
+    path = tmp_path / "c.db"
+    session = SQLiteSession("s", path)
+    asyncio.run(session.add_items([_msg("x")]))
+    session.close()  # plain call, no loop running: closed (and its threads joined) now
+    session.close()
+    with pytest.raises(SessionClosedError):
+        asyncio.run(session.get_items())
+    with pytest.raises(SessionClosedError):
+        asyncio.run(session.snapshot_history())
+    reader = SQLiteSession("s", path)
+    assert asyncio.run(reader.get_items()) == [_msg("x")]
+    reader.close()
+
+
+def test_sqlite_close_from_another_thread_while_in_use(tmp_path: Any) -> None:
+    path = tmp_path / "t.db"
+    session = SQLiteSession("s", path)
+
+    async def use() -> None:
+        await session.add_items([_msg("before")])
+        closer = threading.Thread(target=session.close)
+        closer.start()
+        await asyncio.to_thread(closer.join)
+        with pytest.raises(SessionClosedError):
+            await session.add_items([_msg("after")])
+
+    asyncio.run(use())
+    reader = SQLiteSession("s", path)
+    assert asyncio.run(reader.get_items()) == [_msg("before")]
+    reader.close()
+
+
+@pytest.mark.parametrize("which", ["postgres", "redis"])
+def test_pooled_close_from_sync_code_before_any_use(
+    request: pytest.FixtureRequest, which: str
+) -> None:
+    if which == "postgres":
+        session: Any = SQLAlchemySession.from_url("x", request.getfixturevalue("postgres_url"))
+    else:
+        session = RedisSession.from_url("x", request.getfixturevalue("redis_url"))
+    session.close()
+    with pytest.raises(SessionClosedError):
+        asyncio.run(session.get_items())
+
+
+@pytest.mark.parametrize("which", ["postgres", "pgbouncer", "redis", "cluster"])
+async def test_pooled_close_awaited_then_every_call_is_refused(
+    request: pytest.FixtureRequest, which: str
+) -> None:
+    url = request.getfixturevalue(f"{which}_url" if which != "cluster" else "redis_cluster_url")
+    sid = f"closing-{uuid.uuid4().hex}"
+    if which in ("postgres", "pgbouncer"):
+        session: Any = SQLAlchemySession.from_url(sid, url, create_tables=True)
+    else:
+        session = RedisSession.from_url(sid, url)
+    await session.add_items([_msg("x")])
+    await session.clear_session()
+    await session.close()
+    await session.close()
+    for call in (
+        session.get_items(),
+        session.add_items([_msg("y")]),
+        session.pop_item(),
+        session.clear_session(),
+        session.snapshot_history(),
+    ):
+        with pytest.raises(SessionClosedError):
+            await call

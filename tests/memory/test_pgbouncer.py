@@ -119,7 +119,7 @@ async def test_through_pgbouncer_nothing_is_left_prepared(
 async def test_concurrent_processes_through_pgbouncer_detected_without_the_flag(
     pgbouncer_url: str, tables: tuple[str, str]
 ) -> None:
-    """The issue's failure: 6 processes x 30 add/get through PgBouncer, no URL flag."""
+    """6 processes adding and reading through PgBouncer, no URL flag: detected, nothing is lost."""
     namespace = tables[0].removesuffix("_s")
     url = without_flag(pgbouncer_url)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}

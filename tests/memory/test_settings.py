@@ -82,7 +82,7 @@ def test_resolve_session_limit() -> None:
 
 
 def test_settings_object_of_another_library_is_accepted() -> None:
-    import agents
+    agents = pytest.importorskip("agents", reason="the OpenAI Agents SDK's SessionSettings")
 
     theirs = agents.SessionSettings(limit=3)
     assert SessionSettings(limit=10).resolve(theirs).limit == 3

@@ -1,5 +1,5 @@
-"""SQLiteSession under outside pressure: gc finalizers, close races, fork, the collector, huge rows,
-and table pairs that share a file (issue 13, points 3, 6, 7, 10, 11, 17)."""
+"""SQLiteSession under pressure from its surroundings: gc finalizers, close races, fork, the
+collector, huge rows, table pairs that share a file, and another process holding the lock."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def db_path(tmp_path: Path) -> str:
     return str(tmp_path / "sessions.db")
 
 
-# --- 6: finalizers take no lock ---------------------------------------------------------------
+# --- finalizers take no lock ---------------------------------------------------------------------
 
 _GC_DEADLOCK = """
 import asyncio, gc, sys
@@ -68,7 +68,7 @@ def test_a_gc_cycle_collected_while_a_lock_is_held_does_not_deadlock(tmp_path: P
         [sys.executable, "-W", "error", "-c", _GC_DEADLOCK, str(tmp_path / "f.db")],
         capture_output=True,
         text=True,
-        timeout=60,  # before the fix this process hung forever in the finalizer
+        timeout=60,  # a deadlock hangs the process; this bound only ends the test
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
@@ -86,7 +86,7 @@ async def test_a_forgotten_session_still_releases_its_database() -> None:
     assert not any(thread.is_alive() for thread in threads)
 
 
-# --- 7: a call racing close() raises SessionClosedError, never waits forever ---------------------
+# --- a call racing close() raises SessionClosedError, never waits forever ------------------------
 
 
 @pytest.mark.parametrize("write", [True, False])
@@ -170,7 +170,7 @@ def test_calls_racing_close_from_another_thread_complete_or_raise(db_path: str) 
     assert outcomes == ["closed"] * 20
 
 
-# --- 10: no library thread touches the garbage collector -----------------------------------------
+# --- no library thread touches the garbage collector ---------------------------------------------
 
 
 async def test_reads_never_touch_the_garbage_collector(
@@ -204,7 +204,7 @@ async def test_an_application_that_disabled_the_collector_keeps_it_disabled(db_p
             gc.enable()
 
 
-# --- 11: a forked child opens its own connections and never closes the parent's -----------------
+# --- a forked child opens its own connections and never closes the parent's ----------------------
 
 _FORK = """
 import asyncio, os, sys
@@ -255,7 +255,7 @@ def test_os_fork_child_uses_fresh_connections_and_the_parent_goes_on(tmp_path: P
         conn.close()
 
 
-# --- 17: a history larger than SQLite's string limit reads back ---------------------------------
+# --- a history larger than SQLite's string limit reads back --------------------------------------
 
 
 @pytest.mark.slow
@@ -296,7 +296,7 @@ async def _read_back_huge(path: str, payload: str) -> None:
         assert len(await session.get_items(26)) == 26
 
 
-# --- 3: table pairs on one file never reach each other's rows ------------------------------------
+# --- table pairs on one file never reach each other's rows ---------------------------------------
 
 
 @pytest.mark.parametrize("first", ["chat", "chat_archive"])
@@ -359,7 +359,7 @@ async def test_a_file_written_by_the_previous_release_still_opens(db_path: str) 
         assert [item["content"] for item in await session.get_archived_items()] == ["archived"]
 
 
-# --- 9: a cancelled write waiting for another process's lock gives up, nothing written ---------
+# --- a cancelled write waiting for another process's lock gives up, nothing written --------------
 
 
 @pytest.mark.parametrize("through", ["direct", "runner-style shield"])

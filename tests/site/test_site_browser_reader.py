@@ -1,4 +1,4 @@
-"""The site as a reader of each language meets it in Chromium (issue 15).
+"""The site as a reader of each language meets it in Chromium.
 
 No request leaves 127.0.0.1 and none fails; the switcher keeps the #anchor and the object; the
 reference keeps a translated reader in their language; search ranks an object's own entry first

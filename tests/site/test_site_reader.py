@@ -1,4 +1,4 @@
-"""What a reader of each language gets from the built site (HTML checks; issue 15).
+"""What a reader of each language gets from the built site (HTML checks).
 
 404 pages, sitemaps and hreflang, a site that loads nothing from another host, the navigation
 (readers' pages apart from maintainers'), logo, favicon and breadcrumbs, the changelog and

@@ -1,5 +1,6 @@
 """actionlint (with shellcheck) on every workflow, shellcheck on the helper scripts, and the
-properties of each workflow that the issue asks for, read from the YAML."""
+properties each workflow must have (triggers, path filters, services, artifacts), read from the
+YAML."""
 
 from __future__ import annotations
 
@@ -189,8 +190,8 @@ def test_tests_workflow() -> None:
 
 
 def test_tests_workflow_keeps_the_site_screenshots() -> None:
-    # The browser tests write screenshots at 1280 and 390 px to artifacts/screenshots/ (issue
-    # 15): CI uploads them as an artifact, after a failed test run too.
+    # The browser tests write screenshots at 1280 and 390 px to artifacts/screenshots/: CI
+    # uploads them as an artifact, after a failed test run too.
     job = _load("tests.yml")["jobs"]["test"]
     site = Path(__file__).resolve().parents[1] / "site"
     assert '"artifacts" / "screenshots"' in (site / "site_support.py").read_text(encoding="utf-8")

@@ -1,11 +1,11 @@
-"""Outsider attacks on the atomic replacement at size, and on sessions sharing one storage."""
+"""The atomic replacement at size, and on sessions sharing one storage."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-from .backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
+from support.backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
 
 
 def msg(text: str) -> dict[str, Any]:

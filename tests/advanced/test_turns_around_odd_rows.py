@@ -1,9 +1,10 @@
-"""Outsider attack: rows that SQLite and Python read differently, inside a shared prefix.
+"""AdvancedSQLiteSession's turn numbers around rows that SQLite and Python read differently.
 
-`get_items` decodes rows in Python; turns were counted in SQL. A row SQLite finds invalid but
-Python reads (UTF-8 JSON stored as a BLOB, a `NaN` written by another tool) made turn numbers
-disagree with `get_items`: `get_conversation_turns` listed a turn `create_branch_from_turn`
-refused, and branches started one item short. Turn numbering must match `get_items`.
+`get_items` decodes rows in Python; turns are counted in SQL. A row SQLite finds invalid but
+Python reads (UTF-8 JSON stored as a BLOB, a `NaN` written by another tool) still counts as the
+turn `get_items` shows: `get_conversation_turns`, `create_branch_from_turn`, `list_branches` and
+the usage per turn number turns as `get_items` orders them, and a branch starts with the whole
+prefix before its turn.
 """
 
 from __future__ import annotations

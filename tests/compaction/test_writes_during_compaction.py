@@ -1,7 +1,8 @@
-"""Outsider attacks on OpenAIResponsesCompactionSession through the atomic replacement.
+"""OpenAIResponsesCompactionSession with writes landing while `responses.compact` is in flight.
 
-The fake compaction API holds its answer until the test has written to the session, so writes
-land while `responses.compact` is in flight, on every real backend.
+The fake compaction API holds its answer until the test has written to the session, on every
+real backend: the atomic replacement keeps what was added meanwhile, and a pop, a clear or a
+cancellation during the call leaves the stored history as it was.
 """
 
 from __future__ import annotations
@@ -13,11 +14,10 @@ from typing import Any
 
 import pytest
 
+from support.backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
 from support.items import assistant, user
 from turnstore import OpenAIResponsesCompactionSession
 from turnstore.testing import FakeCompactionAPI, FakeOpenAIServer
-
-from .backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
 
 HISTORY = [user("q1"), assistant("a1"), user("q2"), assistant("a2")]
 

@@ -1,6 +1,6 @@
-"""Outsider attacks on SQLiteSession's threads inside one process (issue 13, points 6, 7, 10 and
-11): garbage collection during construction in other threads, close() racing many threads,
-an application's collector settings, and os.fork() with writes in flight."""
+"""SQLiteSession's threads inside one busy process: garbage collection during construction in
+other threads, close() racing many threads, an application's collector settings, and os.fork()
+with writes in flight."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def msg(text: str) -> dict[str, Any]:
     return {"role": "user", "content": text}
 
 
-# --- 6: a finalizer run by a collection inside another thread's construction ------------------
+# --- a finalizer run by a collection inside another thread's construction ------------------------
 
 GC_DURING_CONSTRUCTION = r"""
 import asyncio, gc, sys, threading
@@ -83,7 +83,7 @@ def test_finalizers_run_during_construction_in_other_threads_never_deadlock(
     assert result.stdout.strip() == "ok"
 
 
-# --- 7: close() racing calls from many threads and event loops --------------------------------
+# --- close() racing calls from many threads and event loops --------------------------------------
 
 
 @pytest.mark.parametrize("round_", range(3))
@@ -139,7 +139,7 @@ def test_close_racing_eight_threads_ends_every_call(tmp_path: Path, round_: int)
     asyncio.run(bystander.close())
 
 
-# --- 10: the application's collector settings survive the library's threads --------------------
+# --- the application's collector settings survive the library's threads --------------------------
 
 
 async def test_disabled_frozen_and_tuned_collector_stays_as_set(tmp_path: Path) -> None:
@@ -171,7 +171,7 @@ async def test_disabled_frozen_and_tuned_collector_stays_as_set(tmp_path: Path) 
             gc.enable()
 
 
-# --- 11: os.fork() ---------------------------------------------------------------------------
+# --- os.fork() -----------------------------------------------------------------------------------
 
 FORK_MEMORY = r"""
 import asyncio, os

@@ -1,4 +1,4 @@
-"""Outsider attack: random branch operations on AdvancedSQLiteSession against a copying model.
+"""Random branch operations on AdvancedSQLiteSession, checked against a copying model.
 
 The model keeps a full copy of every branch (what the SDK's session does); ours shares prefixes.
 After every operation, every living branch must read exactly what the model holds, turn numbers

@@ -1,21 +1,22 @@
-"""Outsider attacks on `turnstore import` / `export` and the stores under them (issue 13, points
-1, 2, 3 and 5): records that cannot be stored, stamps far from 1970, and table pairs on one
-SQLite file that share a name with another pair's archive."""
+"""`turnstore import` / `export` and the stores under them: a record that cannot be stored stops
+the import before anything is cleared or written, stamps far from 1970 round-trip, odd session
+ids round-trip, and pruning one table pair leaves a table named like its archive alone."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from support.backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
 from turnstore import SQLiteSession
 from turnstore.cli import main
-
-from .backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
 
 
 def cli_args(backend: Backend) -> list[str]:
@@ -32,6 +33,10 @@ async def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, 
     return code, captured.out, captured.err
 
 
+def _msg(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
 def write_lines(path: Path, lines: list[str]) -> None:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
@@ -40,7 +45,7 @@ def record(session_id: str, item: dict[str, Any], created_at: str | None = None)
     return json.dumps({"session_id": session_id, "created_at": created_at, "item": item})
 
 
-# --- 1 and 2: nothing is cleared or written before every record is known storable ------------
+# --- nothing is cleared or written before every record is known storable -------------------------
 
 
 @pytest.mark.parametrize(
@@ -103,7 +108,7 @@ async def test_a_nul_in_a_session_id_is_refused_before_any_write_on_postgres_onl
         assert await backend.session(nul_id).get_items() == [{"n": 2}]
 
 
-# --- 5: every stamp that Python can hold round-trips, to the millisecond ---------------------
+# --- every stamp that Python can hold round-trips, to the millisecond ----------------------------
 
 STAMPS = [
     "0001-01-01T00:00:00+00:00",
@@ -127,7 +132,7 @@ async def test_stamps_far_from_1970_round_trip_through_export(
     assert await backend.session(sid).get_items() == [{"n": i} for i in range(len(STAMPS))]
 
 
-# --- 3: deleting a pair's sessions never reaches another pair's table -------------------------
+# --- deleting a pair's sessions never reaches another pair's table -------------------------------
 
 
 def _sdk_pair(path: str, sessions: str, messages: str, session_id: str) -> None:
@@ -181,3 +186,46 @@ async def test_pruning_a_pair_leaves_a_table_named_like_its_archive(
         assert conn.execute(f'SELECT count(*) FROM "{other_sessions}"').fetchone() == (1,)
     finally:
         conn.close()
+
+
+# --- odd session ids and page sizes through the command line -------------------------------------
+
+
+def run_command(*args: str) -> subprocess.CompletedProcess[str]:
+    """`turnstore ARGS` in a child process, as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "turnstore.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+async def test_export_import_round_trips_an_empty_session_id(
+    backend: Backend, tmp_path: Path
+) -> None:
+    """`SQLiteSession("")` is a valid session; its export must import into every backend."""
+    source = str(tmp_path / "source.db")
+    async with SQLiteSession("", source) as empty, SQLiteSession("x\ny", source) as odd:
+        await empty.add_items([_msg("empty id")])
+        await odd.add_items([_msg("newline id")])
+    dump = tmp_path / "dump.jsonl"
+    exported = run_command("--db", source, "export", "--all", "-o", str(dump))
+    assert exported.returncode == 0, exported.stderr
+    target = ["--db", backend.url, "--key-prefix", backend.key_prefix]
+    backend.session("")  # cleaned up after the test
+    backend.session("x\ny")
+    imported = run_command(*target, "import", str(dump))
+    assert imported.returncode == 0, imported.stderr
+    shown = run_command(*target, "show", "")
+    assert shown.returncode == 0, shown.stderr
+    assert "empty id" in shown.stdout
+    assert await backend.session("").get_items() == [_msg("empty id")]
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_list_with_a_page_size_larger_than_any_store(backend: Backend) -> None:
+    listed = run_command("--db", backend.url, "list", "--page-size", str(2**80))
+    assert listed.returncode in (0, 2), listed.stderr
+    assert "too large" not in listed.stderr

@@ -1,4 +1,4 @@
-"""Outsider attacks on EncryptedSession's rotation and pruning through the atomic replacement.
+"""EncryptedSession's key rotation and expiry pruning, done through the atomic replacement.
 
 Run on a SQLite file, PostgreSQL (directly and through PgBouncer), Redis and the Redis Cluster.
 """
@@ -13,10 +13,9 @@ from typing import Any
 import pytest
 from cryptography.fernet import Fernet
 
+from support.backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
 from turnstore import EncryptedSession, SessionDecryptionError, SQLiteSession
 from turnstore.memory.encrypted import _master_bytes, _session_fernet
-
-from .backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
 
 NEW = Fernet.generate_key().decode()
 OLD = Fernet.generate_key().decode()

@@ -1,4 +1,4 @@
-"""Outsider attacks: replace_history against a storage another client keeps locked.
+"""`replace_history` against a storage another client keeps locked.
 
 Nothing here may hang: PostgreSQL bounds the wait with `command_timeout`, and a cancelled
 SQLite write that still waits for another connection's lock gives up, writing nothing.
@@ -28,7 +28,7 @@ async def test_replace_behind_a_held_row_lock_raises_within_command_timeout(
     request: pytest.FixtureRequest, which: str
 ) -> None:
     url = request.getfixturevalue(which)
-    sid = f"attack-{uuid.uuid4().hex}"
+    sid = f"locked-{uuid.uuid4().hex}"
     session = SQLAlchemySession.from_url(sid, url, create_tables=True, command_timeout=1)
     locker = create_engine_for_url(url)  # handles ?pgbouncer=true
     try:

@@ -1,4 +1,5 @@
-"""An outsider against AdvancedSQLiteSession's promises: isolation, names, races, the loop."""
+"""AdvancedSQLiteSession's promises: branch names are data, sessions and table pairs on one file
+never see each other's branches, races have one outcome, and no SQLite call runs on the loop."""
 
 from __future__ import annotations
 

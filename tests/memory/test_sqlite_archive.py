@@ -1,4 +1,4 @@
-"""Outsider attacks on SQLiteSession's compaction archive through `replace_history`."""
+"""SQLiteSession's compaction archive: what `replace_history` moves there, and what removes it."""
 
 from __future__ import annotations
 

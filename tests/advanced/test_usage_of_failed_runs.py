@@ -1,4 +1,4 @@
-"""Outsider attack: our Runner's usage per turn on AdvancedSQLiteSession around failed runs.
+"""The Runner's usage per turn on AdvancedSQLiteSession around failed runs.
 
 A run that fails (the model answers 400 after a tool round, or the run hits max_turns) answered
 no turn: no usage may be recorded for it, and the next run's usage must land on its own turn

@@ -1,4 +1,4 @@
-"""The outsider attacks' backend matrix: one session factory per real backend.
+"""The backend matrix: one session factory per real backend, for tests that hold on every storage.
 
 `backend` is parametrised over SQLite (a real file), PostgreSQL, PostgreSQL through PgBouncer,
 Redis and the Redis Cluster; a missing service skips (or fails under
@@ -31,7 +31,7 @@ class Backend:
 
     def session(self, session_id: str | None = None) -> Any:
         """A new session object on this storage (a random id unless given)."""
-        sid = session_id if session_id is not None else f"attack-{uuid.uuid4().hex}"
+        sid = session_id if session_id is not None else f"matrix-{uuid.uuid4().hex}"
         session: Any
         if self.name == "sqlite":
             session = SQLiteSession(sid, self.url)
@@ -50,7 +50,7 @@ class Backend:
 
 def _url(request: pytest.FixtureRequest, name: str, tmp_path: Path) -> str:
     if name == "sqlite":
-        return str(tmp_path / "attack.db")
+        return str(tmp_path / "matrix.db")
     fixture = {
         "postgres": "postgres_url",
         "pgbouncer": "pgbouncer_url",
@@ -65,7 +65,7 @@ def _url(request: pytest.FixtureRequest, name: str, tmp_path: Path) -> str:
 async def backend_fixture(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
     """`backend`: a session factory on one real backend (import this into a test module)."""
     name = request.param
-    made = Backend(name, _url(request, name, tmp_path), key_prefix=f"attack{uuid.uuid4().hex}")
+    made = Backend(name, _url(request, name, tmp_path), key_prefix=f"matrix{uuid.uuid4().hex}")
     yield made
     for session in made.made:
         try:

@@ -1,4 +1,4 @@
-"""Outsider attack: a branched AdvancedSQLiteSession's rows under plain tools on the same file.
+"""A branched AdvancedSQLiteSession's rows under the plain tools working on the same file.
 
 A `SQLiteSession`, the `turnstore` command and `open_session_store` all work on the file an
 `AdvancedSQLiteSession` wrote. Clearing, pruning or replacing a session there must leave no row

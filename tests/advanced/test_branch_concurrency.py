@@ -1,4 +1,4 @@
-"""Outsider attack: writers on different branches of one session at once.
+"""AdvancedSQLiteSession with writers on different branches of one session at once.
 
 Several processes (each its own AdvancedSQLiteSession on one file) and several objects in one
 process write on their own branches and on `main` together; every branch must read the shared

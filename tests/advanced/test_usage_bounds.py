@@ -1,4 +1,4 @@
-"""Outsider attack: usage per turn of AdvancedSQLiteSession at the edges (real SQLite files).
+"""AdvancedSQLiteSession's usage per turn at the edges (real SQLite files).
 
 Token counts are Python ints: a count SQLite cannot hold must be refused naming the field with
 nothing written, and counts that each fit must still add up in `get_session_usage`. A

@@ -1,4 +1,4 @@
-"""Outsider attack: one SQLiteSession object used from several event loops at once.
+"""One SQLiteSession object used from several event loops at once.
 
 SQLite sessions hold no pooled connections, so unlike the server backends they are not bound to
 one loop: each call's future belongs to the loop that made the call.

@@ -1,6 +1,6 @@
-"""Outsider attack on issue 13, point 8: PostgreSQL kills the session's connection in the middle
-of a 3,000-item write, directly and behind PgBouncer in transaction mode (where the backend the
-session's statement runs on is found by its query, not by an application name)."""
+"""A write whose PostgreSQL connection is killed in the middle of 3,000 items ends whole or not at
+all, and in bounded time, directly and behind PgBouncer in transaction mode (where the backend
+the session's statement runs on is found by its query, not by an application name)."""
 
 from __future__ import annotations
 
