@@ -138,6 +138,16 @@ class SQLiteSchema:
         for table in self.existing_side_tables(conn):
             conn.execute(self.delete_rows_of(table), (session_id,))
 
+    def clear_session(self, conn: sqlite3.Connection, session_id: str) -> None:
+        """Delete a session's items, archived items and row, and its rows in the side tables."""
+        for statement in self.delete_session:
+            conn.execute(statement, (session_id,))
+        self.clear_side_rows(conn, session_id)
+
+    def clear_side_rows(self, conn: sqlite3.Connection, session_id: str) -> None:
+        """What `clear_session` does to the side tables: here, delete the session's rows."""
+        self.delete_side_rows(conn, session_id)
+
     @staticmethod
     def delete_rows_of(table: str) -> str:
         """Delete a session's rows from `table` (one `?`: the session id)."""

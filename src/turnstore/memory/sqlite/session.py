@@ -249,13 +249,7 @@ class SQLiteSession(SessionABC, AsyncCloseable):
             SessionStorageError: SQLite failed.
         """
         schema, session_id = self._schema, self.session_id
-
-        def clear(conn: sqlite3.Connection) -> None:
-            for statement in schema.delete_session:
-                conn.execute(statement, (session_id,))
-            schema.delete_side_rows(conn, session_id)
-
-        await self._write(clear)
+        await self._write(lambda conn: schema.clear_session(conn, session_id))
 
     # --- atomic replacement (AtomicReplacementSession) and the archive ----------------------
 

@@ -367,27 +367,24 @@ class AdvancedSQLiteSchema(SQLiteSchema):
             "WHERE session_id = ? AND branch_id = ?"
         )
 
-    @property
-    def clear_branches(self) -> tuple[tuple[str, tuple[object, ...]], ...]:
-        """What `clear_session` runs on the branch tables: (statement, parameters after the id).
+    def clear_side_rows(self, conn: sqlite3.Connection, session_id: str) -> None:
+        """What `clear_session` does to the branch and usage tables.
 
-        Every statement's first parameter is the session id. `main` and the internal segments
-        go; the other branches stay, marked cleared, so their names stay reserved.
+        The session's branch rows and usage go, and so do `main` and the internal segments;
+        the other branches stay, marked cleared, so their names stay reserved.
         """
         b = quote_identifier(self.branches_table)
-        return (
-            (self.delete_rows_of(self.items_table), ()),
-            (self.delete_rows_of(self.usage_table), ()),
-            (
-                f"DELETE FROM {b} WHERE session_id = ? AND (branch_id = ? OR "
-                "substr(branch_id, 1, 1) = ?)",
-                (MAIN, SEGMENT_PREFIX),
-            ),
-            (
-                f"UPDATE {b} SET deleted = {CLEARED}, parent_id = NULL, fork_before = NULL "
-                "WHERE session_id = ?",
-                (),
-            ),
+        conn.execute(self.delete_rows_of(self.items_table), (session_id,))
+        conn.execute(self.delete_rows_of(self.usage_table), (session_id,))
+        conn.execute(
+            f"DELETE FROM {b} WHERE session_id = ? AND (branch_id = ? OR "
+            "substr(branch_id, 1, 1) = ?)",
+            (session_id, MAIN, SEGMENT_PREFIX),
+        )
+        conn.execute(
+            f"UPDATE {b} SET deleted = {CLEARED}, parent_id = NULL, fork_before = NULL "
+            "WHERE session_id = ?",
+            (session_id,),
         )
 
     @property

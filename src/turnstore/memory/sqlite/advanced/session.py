@@ -254,15 +254,7 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
             SessionClosedError: The session was closed.
             SessionStorageError: SQLite failed.
         """
-        schema, session_id = self._schema, self.session_id
-
-        def clear(conn: sqlite3.Connection) -> None:
-            for statement in schema.delete_session:
-                conn.execute(statement, (session_id,))
-            for statement, params in schema.clear_branches:
-                conn.execute(statement, (session_id, *params))
-
-        await self._write(clear)
+        await super().clear_session()
         self._current_branch_id = MAIN
 
     # --- atomic replacement, on the current branch -----------------------------------------------
