@@ -26,7 +26,7 @@ from typing import Any
 
 from turnstore import Agent, OpenAIResponsesCompactionSession, RunConfig, Runner, SQLiteSession
 from turnstore.memory import await_session_mutation
-from turnstore.memory.sqlite.session import _Insert
+from turnstore.memory.sqlite.session import Insert
 from turnstore.testing import FakeCompactionAPI, FakeOpenAIServer, text_response
 
 
@@ -93,7 +93,7 @@ async def _cancel_busy_add(hooked: bool, hold: float, db: Path) -> float:
             task = asyncio.create_task(session.add_items([{"role": "user", "content": "x"}]))
         else:
             schema = session._schema
-            job = session._enqueue(_Insert(schema, "b", [("b", '{"x": 1}')]), write=True)
+            job = session._enqueue(Insert(schema, "b", [("b", '{"x": 1}')]), write=True)
             task = asyncio.create_task(await_session_mutation(job.future))
         await asyncio.sleep(0.3)
         start = time.perf_counter()

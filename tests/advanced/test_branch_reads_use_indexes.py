@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from turnstore import AdvancedSQLiteSession
-from turnstore.memory.sqlite.advanced_branches import Branches
-from turnstore.memory.sqlite.advanced_schema import MAIN, AdvancedSQLiteSchema
+from turnstore.memory.sqlite.advanced.branches import Branches
+from turnstore.memory.sqlite.advanced.schema import MAIN, AdvancedSQLiteSchema
 
 SCHEMA = AdvancedSQLiteSchema("agent_sessions", "agent_messages")
 

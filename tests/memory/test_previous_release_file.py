@@ -155,6 +155,9 @@ async def test_prune_reads_whole_second_stamps_of_a_previous_release_file(tmp_pa
             await session.add_items([{"role": "user", "content": "later"}])
         [(stamp,)] = rows(db, "SELECT updated_at FROM agent_sessions WHERE session_id = 'user_42'")
         assert len(str(stamp)) == 23  # milliseconds from now on
+        later = datetime.fromisoformat(str(stamp)).replace(tzinfo=UTC)
+        while datetime.now(UTC) < later + timedelta(milliseconds=1):  # a cutoff after that ms
+            await asyncio.sleep(0.001)
         # A cutoff after the whole second (and after the new write) deletes it.
         assert await store.delete_idle_sessions(0) == 1
         assert await store.list_sessions() == []

@@ -601,7 +601,7 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
         return cast(list[TResponseInputItem], [item for item, _ in await self._plain(stored)])
 
     async def _list_branches(self) -> list[dict[str, Any]]:
-        from .sqlite.advanced_items import is_user
+        from .sqlite.advanced.items import is_user
 
         underlying: Any = self.underlying_session
         listed: list[dict[str, Any]] = await underlying.list_branches()
@@ -611,7 +611,7 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
         return listed
 
     async def _turns(self, branch_id: str | None, search_term: str | None) -> list[dict[str, Any]]:
-        from .sqlite.advanced_analytics import user_turns
+        from .sqlite.advanced.analytics import user_turns
 
         if search_term is not None and not isinstance(search_term, str):
             raise TypeError(f"search_term must be a str, not {type(search_term).__name__}")
@@ -634,7 +634,7 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
     async def _conversation_by_turns(
         self, branch_id: str | None = None
     ) -> dict[int, list[dict[str, str | None]]]:
-        from .sqlite.advanced_items import message_type, numbered_turns, tool_name
+        from .sqlite.advanced.items import message_type, numbered_turns, tool_name
 
         items = [item for item, _ in await self._branch_items(branch_id)]
         grouped: dict[int, list[dict[str, str | None]]] = {}
@@ -644,12 +644,12 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
         return grouped
 
     async def _tool_usage(self, branch_id: str | None = None) -> list[tuple[str, int, int]]:
-        from .sqlite.advanced_items import tool_usage
+        from .sqlite.advanced.items import tool_usage
 
         return tool_usage(item for item, _ in await self._branch_items(branch_id))
 
     async def _current_turn(self) -> int:
-        from .sqlite.advanced_items import is_user
+        from .sqlite.advanced.items import is_user
 
         return sum(1 for item, _ in await self._branch_items(None) if is_user(item))
 
@@ -664,7 +664,7 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
     async def _create_branch_from_turn(
         self, turn_number: int, branch_name: str | None = None
     ) -> str:
-        from .sqlite.advanced_items import is_user
+        from .sqlite.advanced.items import is_user
 
         underlying: Any = self.underlying_session
         if isinstance(turn_number, bool) or not isinstance(turn_number, int):

@@ -1,7 +1,8 @@
 """Looking after every session in one storage: list, inspect, export, import, clear, count.
 
 The base [`SessionStore`][turnstore.SessionStore] and what it returns, plus helpers the
-per-backend stores (`sqlite/store.py`, `sqlalchemy/store.py`, `redis/store.py`) share.
+per-backend stores (`sqlite/store.py`, `sqlalchemy/store.py`, `redis/store.py`) share
+(the internal ones in `_store_helpers.py`).
 [`open_session_store`][turnstore.open_session_store] (in `open_store.py`, so that this module
 imports no backend) picks the backend. The `turnstore` command line is built on them.
 """
@@ -15,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..items import TResponseInputItem
+from ._store_helpers import utc
 from .closing import AsyncCloseable
 from .codec import MAX_LIMIT, decode_item, encode_items
 from .session import Session
@@ -125,7 +127,7 @@ class SessionRecord:
             if not isinstance(stamp, str):
                 raise ValueError(f"{where}: 'created_at' must be an ISO 8601 string or null")
             try:
-                created_at = _utc(datetime.fromisoformat(stamp))
+                created_at = utc(datetime.fromisoformat(stamp))
             except (ValueError, OverflowError) as exc:  # OverflowError: out of range in UTC
                 raise ValueError(f"{where}: 'created_at' is not ISO 8601: {stamp!r}") from exc
         branch = None if branch == MAIN_BRANCH else branch
@@ -134,33 +136,6 @@ class SessionRecord:
 
 MAIN_BRANCH = "main"
 """The branch of a session that has none, and `AdvancedSQLiteSession`'s first branch."""
-
-
-def _utc(value: datetime) -> datetime:
-    """Make a datetime UTC-aware, at millisecond precision (the finest every backend keeps)."""
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    value = value.astimezone(UTC)
-    return value.replace(microsecond=value.microsecond // 1000 * 1000)
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MS = timedelta(milliseconds=1)
-
-
-def _from_ms(ms: int | float | None) -> datetime | None:
-    # Integer arithmetic, not `fromtimestamp(ms / 1000)`: a float loses the last millisecond of
-    # stamps far from 1970 (9999-12-31T23:59:59.999 read back as .998993).
-    if ms is None:
-        return None
-    try:
-        return _EPOCH + int(ms) * _MS
-    except OverflowError:  # a stamp past year 9999 (not one turnstore wrote): unknown
-        return None
-
-
-def _to_ms(value: datetime) -> int:
-    return (_utc(value) - _EPOCH) // _MS
 
 
 @dataclass(frozen=True, slots=True)
@@ -457,6 +432,18 @@ class SessionStore(AsyncCloseable):
     async def _write_encoded(self, write: EncodedWrite) -> None:
         """Write what `write_records` encoded, atomically (one transaction or script)."""
 
+    @staticmethod
+    def _decode_records(
+        session_id: str, rows: Iterable[tuple[Any, Any, Any]], parse_time: Any
+    ) -> list[SessionRecord]:
+        """(row id, JSON text, created_at) rows as records, corrupt rows skipped (SQL stores)."""
+        records = []
+        for row_id, data, created in rows:
+            item = decode_item(data, where=f"row {row_id} of session {session_id!r}")
+            if item is not None:
+                records.append(SessionRecord(session_id, item, parse_time(created)))
+        return records
+
     @abstractmethod
     def session(self, session_id: str) -> Session:
         """Return a session object for one id on this storage.
@@ -467,27 +454,6 @@ class SessionStore(AsyncCloseable):
         Returns:
             A session that shares the store's connections (close it before the store).
         """
-
-
-def _parse_sqlite_time(value: Any) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        return _utc(datetime.fromisoformat(str(value)))
-    except ValueError:
-        return None
-
-
-def _records(
-    session_id: str, rows: Iterable[tuple[Any, Any, Any]], parse_time: Any
-) -> list[SessionRecord]:
-    # Shared by the SQL stores: (row id, JSON text, created_at) rows to records.
-    records = []
-    for row_id, data, created in rows:
-        item = decode_item(data, where=f"row {row_id} of session {session_id!r}")
-        if item is not None:
-            records.append(SessionRecord(session_id, item, parse_time(created)))
-    return records
 
 
 _MAX_PAGE = MAX_LIMIT // 2
@@ -532,15 +498,6 @@ def _idle_cutoff(older_than: timedelta | float) -> datetime:
     if age < timedelta(0):
         raise ValueError(f"older_than must not be negative, got {older_than!r}")
     try:
-        return _utc(datetime.now(UTC) - age)
+        return utc(datetime.now(UTC) - age)
     except OverflowError:
         return datetime.min.replace(tzinfo=UTC)  # older than anything stored: deletes nothing
-
-
-def _hide_password(url: str) -> str:
-    scheme, sep, rest = url.partition("://")
-    credentials, at, host = rest.rpartition("@")
-    if not at or ":" not in credentials:
-        return url
-    user = credentials.split(":", 1)[0]
-    return f"{scheme}{sep}{user}:***@{host}"

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ...exceptions import SessionStorageError
+from .._store_helpers import from_ms, hide_password, to_ms
 from ..closing import Release
 from ..session import Session
 from ..store import (
@@ -15,9 +16,6 @@ from ..store import (
     SessionRecord,
     SessionStats,
     SessionStore,
-    _from_ms,
-    _hide_password,
-    _to_ms,
 )
 from .keys import decode_element, encode_element, layout_for, split_stamp
 from .scripts import IMPORT, PRUNE
@@ -63,7 +61,7 @@ class RedisStore(SessionStore):
         if not key_prefix:
             raise ValueError("key_prefix must not be empty")
         self._redis: Redis | RedisCluster = create_client_for_url(url)
-        self.target = _hide_password(url)
+        self.target = hide_password(url)
         self._prefix = key_prefix
         self._layout = layout_for(self._redis, key_prefix)
         self._prune = self._redis.register_script(PRUNE)
@@ -96,7 +94,7 @@ class RedisStore(SessionStore):
             if not count:
                 gone.setdefault(self._layout.index_key(session_id), []).append(session_id)
                 continue
-            infos.append(SessionInfo(session_id, count, _first_stamp(first), _from_ms(score)))
+            infos.append(SessionInfo(session_id, count, _first_stamp(first), from_ms(score)))
         for index, session_ids in gone.items():
             # An index and the lists it indexes share a hash slot: one script per index.
             await self._prune(keys=[*map(items_key, session_ids), index], args=session_ids)
@@ -237,7 +235,7 @@ class RedisStore(SessionStore):
 
     async def _delete_idle_before(self, cutoff: datetime) -> int:
         """Delete every session idle for longer than `older_than`, 500 per atomic script."""
-        cutoff_ms = _to_ms(cutoff)
+        cutoff_ms = to_ms(cutoff)
 
         async def work() -> int:
             deleted = 0
@@ -296,7 +294,7 @@ class RedisStore(SessionStore):
                         break
                     start += _PAGE - (len(page) - len(infos))  # pruned entries moved the rest
             return SessionStats(
-                "redis", sessions, items, None if last is None else _from_ms(last * 1000)
+                "redis", sessions, items, None if last is None else from_ms(last * 1000)
             )
 
         result: SessionStats = await self._call(work)
@@ -313,7 +311,7 @@ class RedisStore(SessionStore):
                     element, where=f"element {index} of session {session_id!r}"
                 )
                 if item is not None:
-                    records.append(SessionRecord(session_id, item, _from_ms(stamp)))
+                    records.append(SessionRecord(session_id, item, from_ms(stamp)))
             return records
 
         result: list[SessionRecord] = await self._call(work)
@@ -322,10 +320,10 @@ class RedisStore(SessionStore):
     async def _write_encoded(self, write: EncodedWrite) -> None:
         session_id = write.session_id
         # One Lua script: atomic.
-        stamps = [_to_ms(at) for at in write.created]
+        stamps = [to_ms(at) for at in write.created]
         elements = [encode_element(s, data) for s, data in zip(stamps, write.encoded, strict=True)]
         keys = [self._layout.items_key(session_id), self._layout.index_key(session_id)]
-        args = [session_id, "1" if write.replace else "0", _to_ms(write.now), *elements]
+        args = [session_id, "1" if write.replace else "0", to_ms(write.now), *elements]
 
         async def work() -> None:
             await self._write(keys=keys, args=args)
@@ -360,4 +358,4 @@ def _text(value: bytes | str) -> str:
 def _first_stamp(element: bytes | str | None) -> datetime | None:
     if element is None:
         return None
-    return _from_ms(split_stamp(_text(element))[0])
+    return from_ms(split_stamp(_text(element))[0])

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ...exceptions import SessionStorageError
+from .._store_helpers import parse_sqlite_time, utc
 from ..closing import Release
 from ..codec import validate_table_names
 from ..session import Session
@@ -19,9 +20,6 @@ from ..store import (
     SessionRecord,
     SessionStats,
     SessionStore,
-    _parse_sqlite_time,
-    _records,
-    _utc,
 )
 from .timeouts import DEFAULT_COMMAND_TIMEOUT, check_command_timeout
 
@@ -205,7 +203,7 @@ class SQLAlchemyStore(SessionStore):
         )
 
         async def work(conn: Any) -> list[SessionRecord]:
-            return _records(
+            return self._decode_records(
                 session_id, (tuple(row) for row in await conn.execute(query)), _maybe_utc
             )
 
@@ -262,9 +260,9 @@ class _MissingTable(Exception):
 
 def _maybe_utc(value: Any) -> datetime | None:
     if isinstance(value, datetime):
-        return _utc(value)
+        return utc(value)
     if isinstance(value, str):
-        return _parse_sqlite_time(value)
+        return parse_sqlite_time(value)
     return None
 
 

@@ -23,6 +23,7 @@ and awaits asyncio futures, which the threads resolve with `loop.call_soon_threa
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import logging
@@ -36,7 +37,7 @@ from typing import Any
 
 from ...exceptions import SessionClosedError, SessionStorageError
 from . import forkgate
-from .jobs import Job, JobFailed, Stop, Wake, Work, claim, dropped, post, post_all
+from .jobs import Job, JobFailed, Schema, Stop, Wake, Work, claim, dropped, post, post_all
 
 __all__ = ["Job", "SQLiteDatabase", "Work"]
 
@@ -145,6 +146,29 @@ class SQLiteDatabase:
         self._start_lock = threading.Lock()
 
     # --- called from the event loop thread: no SQLite here -------------------------------------
+
+    def enqueue(self, work: Work, *, write: bool, schema: Schema | None = None) -> Job:
+        """Queue `work` for the writer (`write`) or a reader; its result resolves `job.future`.
+
+        Args:
+            work: Runs on a database thread with its connection, inside one transaction.
+            write: Run on the writer, grouped with other pending writes (else on a reader).
+            schema: The table pair the work needs: the writer creates or checks it first, once.
+
+        Returns:
+            The queued job (await `job.future`, created on the running event loop).
+
+        Raises:
+            SessionClosedError: The database was stopped; the job was not queued.
+        """
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        prepare = None if schema is None else schema.create
+        job = Job(work, future.get_loop(), future, write, schema, prepare)
+        if write:
+            self.submit_write(job)
+        else:
+            self.submit_read(job)
+        return job
 
     def submit_write(self, job: Job) -> None:
         """Queue a job for the writer (grouped with other pending writes).

@@ -21,6 +21,7 @@ __all__ = [
     "Job",
     "JobFailed",
     "Prepare",
+    "Schema",
     "Stop",
     "Wake",
     "Work",
@@ -40,6 +41,13 @@ if the batch fails, each job is redone alone by calling it.
 
 Prepare = Callable[[sqlite3.Connection], None]
 """Creates or checks the schema of one table pair, inside the writer's transaction."""
+
+
+class Schema(Hashable, Protocol):
+    """A table pair a job needs (`SQLiteSchema`): hashable, and created by `create`."""
+
+    def create(self, conn: sqlite3.Connection) -> None:
+        """Create or check the tables, inside the writer's transaction."""
 
 
 class Retrying(Protocol):

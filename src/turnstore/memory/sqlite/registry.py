@@ -8,14 +8,16 @@ release (see `release_later`). After `fork()` the child starts its own threads a
 
 from __future__ import annotations
 
+import asyncio
 import os
 import queue
 import threading
 import weakref
 
+from ..closing import Release
 from .database import SQLiteDatabase
 
-__all__ = ["acquire_database", "release_database", "release_later"]
+__all__ = ["acquire_database", "release_database", "release_later", "release_now"]
 
 _registry: dict[str, SQLiteDatabase] = {}
 _registry_lock = threading.Lock()
@@ -95,3 +97,26 @@ def release_database(db: SQLiteDatabase) -> list[threading.Thread]:
         if _registry.get(db.path) is db:
             del _registry[db.path]
     return db.stop()
+
+
+def release_now(db: SQLiteDatabase) -> Release | None:
+    """Drop one reference, as `close()` does; the last one stops the threads.
+
+    Returns:
+        `None` when nothing is left to wait for (other users remain, or no event loop runs and
+        the threads were joined here); otherwise what joins the threads off the event loop.
+    """
+    threads = release_database(db)
+    if not threads:
+        return None
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        _join_all(threads)
+        return None
+    return lambda: asyncio.to_thread(_join_all, threads)
+
+
+def _join_all(threads: list[threading.Thread]) -> None:
+    for thread in threads:
+        thread.join()

@@ -26,7 +26,14 @@ from datetime import UTC, datetime
 
 from ...exceptions import SessionSchemaError
 
-__all__ = ["NOW", "SCHEMA_VERSION", "SQLiteSchema", "quote_identifier", "sqlite_time"]
+__all__ = [
+    "NOW",
+    "SCHEMA_VERSION",
+    "SQLiteSchema",
+    "quote_identifier",
+    "sqlite_time",
+    "table_columns",
+]
 
 SCHEMA_VERSION = 1
 """The schema version this release writes and reads (`PRAGMA user_version`)."""
@@ -60,6 +67,11 @@ def quote_identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def table_columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    """The column names of a table (none when it does not exist; any case of its name)."""
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({quote_identifier(table)})")}
+
+
 @dataclass(frozen=True, slots=True)
 class SQLiteSchema:
     """The SQL for one (sessions table, messages table) pair, every identifier quoted."""
@@ -71,6 +83,153 @@ class SQLiteSchema:
     def archive_table(self) -> str:
         """The table that keeps rows replaced by compaction."""
         return f"{self.messages_table}_archive"
+
+    # --- the side tables: every writer of the file clears a session's rows from them ----------
+
+    @property
+    def branches_table(self) -> str:
+        """The table of `AdvancedSQLiteSession`'s branches (name, parent, fork point)."""
+        return f"{self.messages_table}_branches"
+
+    @property
+    def items_table(self) -> str:
+        """The table that says which branch wrote a row (rows of `main` are absent)."""
+        return f"{self.messages_table}_branch_items"
+
+    @property
+    def usage_table(self) -> str:
+        """The table of `AdvancedSQLiteSession`'s token usage per (branch, user turn)."""
+        return f"{self.messages_table}_turn_usage"
+
+    @property
+    def side_tables(self) -> dict[str, str]:
+        """The tables beside the messages table that hold a session's rows, when present.
+
+        The compaction archive, and the branches, branch rows and usage that an
+        `AdvancedSQLiteSession` adds (its schema creates them); each with the column that only
+        it holds.
+        """
+        return {
+            self.archive_table: "archived_at",
+            self.branches_table: "fork_before",
+            self.items_table: "message_id",
+            self.usage_table: "user_turn_number",
+        }
+
+    def existing_side_tables(self, conn: sqlite3.Connection) -> list[str]:
+        """The side tables the file has, each checked by a column only it holds.
+
+        A table of another pair that happens to carry a side table's name (a messages table
+        named `<messages>_archive` or `<messages>_branches`) is left out, so deleting a session
+        never touches it.
+        """
+        return [
+            table
+            for table, marker in self.side_tables.items()
+            if marker in table_columns(conn, table)
+        ]
+
+    def delete_side_rows(self, conn: sqlite3.Connection, session_id: str) -> None:
+        """Delete a session's rows from the side tables the file has, in the caller's transaction.
+
+        So a session cleared by any tool (a plain `SQLiteSession`, the command line) leaves no
+        branch or usage behind.
+        """
+        for table in self.existing_side_tables(conn):
+            conn.execute(self.delete_rows_of(table), (session_id,))
+
+    def clear_session(self, conn: sqlite3.Connection, session_id: str) -> None:
+        """Delete a session's items, archived items and row, and its rows in the side tables."""
+        for statement in self.delete_session:
+            conn.execute(statement, (session_id,))
+        self.clear_side_rows(conn, session_id)
+
+    def clear_side_rows(self, conn: sqlite3.Connection, session_id: str) -> None:
+        """What `clear_session` does to the side tables: here, delete the session's rows."""
+        self.delete_side_rows(conn, session_id)
+
+    @staticmethod
+    def delete_rows_of(table: str) -> str:
+        """Delete a session's rows from `table` (one `?`: the session id)."""
+        return f"DELETE FROM {quote_identifier(table)} WHERE session_id = ?"
+
+    # --- what the command line's store reads and writes ---------------------------------------
+
+    def missing_tables(self, conn: sqlite3.Connection) -> list[str]:
+        """The sessions and messages tables that the file lacks."""
+        names = {
+            row[0]
+            for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)",
+                (self.sessions_table, self.messages_table),
+            )
+        }
+        return [name for name in (self.sessions_table, self.messages_table) if name not in names]
+
+    @property
+    def select_info(self) -> str:
+        """Sessions as a store lists them: (session_id, created_at, updated_at, item count).
+
+        Completed by a `WHERE` on `s.session_id`.
+        """
+        return (
+            f"SELECT s.session_id, s.created_at, s.updated_at, "
+            f"(SELECT count(*) FROM {quote_identifier(self.messages_table)} m "
+            f"WHERE m.session_id = s.session_id) FROM {quote_identifier(self.sessions_table)} s"
+        )
+
+    @property
+    def select_by_activity(self) -> str:
+        """A page of `select_info`, most recently active first (prefix twice, limit, offset)."""
+        return (
+            f"{self.select_info} WHERE substr(s.session_id, 1, length(?)) = ? "
+            "ORDER BY s.updated_at DESC, s.session_id LIMIT ? OFFSET ?"
+        )
+
+    @property
+    def select_after_id(self) -> str:
+        """A page of `select_info` by id after `?` (twice; NULL: from the start), prefix, limit."""
+        return (
+            f"{self.select_info} WHERE (? IS NULL OR s.session_id > ?) "
+            "AND substr(s.session_id, 1, length(?)) = ? ORDER BY s.session_id LIMIT ?"
+        )
+
+    @property
+    def select_one_info(self) -> str:
+        """`select_info` of one session."""
+        return f"{self.select_info} WHERE s.session_id = ?"
+
+    @property
+    def select_totals(self) -> str:
+        """(sessions, latest activity, items) of the whole table pair."""
+        return (
+            f"SELECT count(*), max(updated_at), "
+            f"(SELECT count(*) FROM {quote_identifier(self.messages_table)}) "
+            f"FROM {quote_identifier(self.sessions_table)}"
+        )
+
+    @property
+    def select_records(self) -> str:
+        """Every row of a session, oldest first: (id, message_data, created_at)."""
+        return (
+            f"SELECT id, message_data, created_at FROM {quote_identifier(self.messages_table)} "
+            "WHERE session_id = ? ORDER BY id"
+        )
+
+    def delete_idle(self, conn: sqlite3.Connection, cutoff: datetime) -> int:
+        """Delete every session idle since before `cutoff`, its rows in every table included.
+
+        Runs in the caller's write transaction: no session can be written between the check
+        and the delete. Returns how many sessions were deleted.
+        """
+        params = self.idle_cutoff(cutoff)
+        where = self.idle_before
+        sessions = quote_identifier(self.sessions_table)
+        idle = f"(SELECT session_id FROM {sessions} WHERE {where})"
+        for table in (self.messages_table, *self.existing_side_tables(conn)):
+            table_name = quote_identifier(table)
+            conn.execute(f"DELETE FROM {table_name} WHERE session_id IN {idle}", params)
+        return int(conn.execute(f"DELETE FROM {sessions} WHERE {where}", params).rowcount)
 
     def create(self, conn: sqlite3.Connection) -> None:
         """Create the tables if missing, check them, and record the schema version.
@@ -119,9 +278,7 @@ class SQLiteSchema:
                 "archive",
             ),
         ):
-            columns = {
-                row[1] for row in conn.execute(f"PRAGMA table_info({quote_identifier(table)})")
-            }
+            columns = table_columns(conn, table)
             missing = needed - columns
             if missing:
                 raise SessionSchemaError(
@@ -234,6 +391,21 @@ class SQLiteSchema:
         )
 
     @property
+    def select_created(self) -> str:
+        """When a session was created: (created_at,)."""
+        return (
+            f"SELECT created_at FROM {quote_identifier(self.sessions_table)} WHERE session_id = ?"
+        )
+
+    @property
+    def archive_row(self) -> str:
+        """Archive one row: (session_id, message_data, created_at of the original)."""
+        return (
+            f"INSERT INTO {quote_identifier(self.archive_table)} "
+            "(session_id, message_data, created_at) VALUES (?, ?, ?)"
+        )
+
+    @property
     def delete_row(self) -> str:
         """Delete one row by id."""
         return f"DELETE FROM {quote_identifier(self.messages_table)} WHERE id = ?"
@@ -250,14 +422,14 @@ class SQLiteSchema:
     def delete_session(self) -> tuple[str, ...]:
         """Delete a session's items, archived items and row (three statements, one `?`)."""
         return tuple(
-            f"DELETE FROM {quote_identifier(table)} WHERE session_id = ?"
+            self.delete_rows_of(table)
             for table in (self.messages_table, self.archive_table, self.sessions_table)
         )
 
     @property
     def delete_messages(self) -> str:
         """Delete every item of a session."""
-        return f"DELETE FROM {quote_identifier(self.messages_table)} WHERE session_id = ?"
+        return self.delete_rows_of(self.messages_table)
 
     @property
     def select_archived(self) -> str:

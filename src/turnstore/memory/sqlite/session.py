@@ -14,7 +14,6 @@ them too).
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sqlite3
 import threading
@@ -42,10 +41,9 @@ from ..settings import (
     default_session_settings,
     resolve_session_limit,
 )
-from .advanced_schema import AdvancedSQLiteSchema
 from .database import Job, SQLiteDatabase, Work
 from .reads import read_all, read_latest
-from .registry import acquire_database, release_database, release_later
+from .registry import acquire_database, release_later, release_now
 from .schema import SQLiteSchema
 
 __all__ = ["SQLiteSession"]
@@ -129,13 +127,7 @@ class SQLiteSession(SessionABC, AsyncCloseable):
             self._closed = True
         if self._finalizer.detach() is None:
             return None
-        threads = release_database(self._db)
-        if not threads:
-            return None
-        if not _loop_running():
-            _join_all(threads)
-            return None
-        return lambda: asyncio.to_thread(_join_all, threads)
+        return release_now(self._db)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -149,13 +141,7 @@ class SQLiteSession(SessionABC, AsyncCloseable):
         # Queued synchronously, so calls reach the writer in the order they were made and a
         # call made before close() is never refused by it.
         self._check_open()
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        job = Job(work, future.get_loop(), future, write, self._schema, self._schema.create)
-        if write:
-            self._db.submit_write(job)
-        else:
-            self._db.submit_read(job)
-        return job
+        return self._db.enqueue(work, write=write, schema=self._schema)
 
     async def _read(self, work: Work) -> Any:
         if self._schema not in self._db.prepared:
@@ -224,7 +210,7 @@ class SQLiteSession(SessionABC, AsyncCloseable):
         if not encoded:
             return
         schema, session_id = self._schema, self.session_id
-        await self._write(_Insert(schema, session_id, [(session_id, data) for data in encoded]))
+        await self._write(Insert(schema, session_id, [(session_id, data) for data in encoded]))
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the newest item, atomically.
@@ -263,15 +249,7 @@ class SQLiteSession(SessionABC, AsyncCloseable):
             SessionStorageError: SQLite failed.
         """
         schema, session_id = self._schema, self.session_id
-
-        side = AdvancedSQLiteSchema(schema.sessions_table, schema.messages_table)
-
-        def clear(conn: sqlite3.Connection) -> None:
-            for statement in schema.delete_session:
-                conn.execute(statement, (session_id,))
-            side.delete_side_rows(conn, session_id)
-
-        await self._write(clear)
+        await self._write(lambda conn: schema.clear_session(conn, session_id))
 
     # --- atomic replacement (AtomicReplacementSession) and the archive ----------------------
 
@@ -408,7 +386,7 @@ class SQLiteSession(SessionABC, AsyncCloseable):
         return rewritten
 
 
-class _Insert:
+class Insert:
     """The write of one `add_items` call; the writer merges consecutive ones into one statement."""
 
     __slots__ = ("batch_key", "rows", "schema", "session_id")
@@ -432,16 +410,3 @@ class _Insert:
 
 def _nothing(conn: sqlite3.Connection) -> None:
     """A write job that only makes the writer prepare the schema."""
-
-
-def _loop_running() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
-
-
-def _join_all(threads: list[threading.Thread]) -> None:
-    for thread in threads:
-        thread.join()

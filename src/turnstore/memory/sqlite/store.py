@@ -1,34 +1,37 @@
-"""The CLI's store for SQLite files written by `SQLiteSession`."""
+"""The CLI's store for SQLite files written by `SQLiteSession`.
+
+Every job runs through the file's `SQLiteDatabase` (`database.py`), the one way into a SQLite
+file: the same writer thread, busy timeout, WAL set-up and fork gate as the sessions on that
+file. Its SQL lives in `schema.py` and `advanced/schema.py`.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import sqlite3
+import weakref
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ...exceptions import SessionSchemaError, SessionStorageError
+from ...exceptions import SessionClosedError, SessionSchemaError
+from .._store_helpers import parse_sqlite_time, utc
+from ..closing import Release
 from ..codec import encode_items, validate_table_names
+from ..mutation import await_session_mutation
 from ..session import Session
-from ..store import (
-    EncodedWrite,
-    SessionInfo,
-    SessionRecord,
-    SessionStats,
-    SessionStore,
-    _parse_sqlite_time,
-    _records,
-    _utc,
-)
-from .advanced_branches import Branches, check_branch_id
-from .advanced_schema import MAIN, AdvancedSQLiteSchema
-from .schema import SQLiteSchema, quote_identifier, sqlite_time
+from ..store import EncodedWrite, SessionInfo, SessionRecord, SessionStats, SessionStore
+from .advanced.branches import Branches, check_branch_id
+from .advanced.schema import MAIN, AdvancedSQLiteSchema
+from .database import Work
+from .registry import acquire_database, release_later, release_now
+from .schema import SQLiteSchema, sqlite_time
+
+__all__ = ["SQLiteStore"]
 
 
 class SQLiteStore(SessionStore):
-    """A SQLite file written by `SQLiteSession`, read with the standard library off the loop."""
+    """A SQLite file written by `SQLiteSession`, read and written by the file's database threads."""
 
     backend = "sqlite"
 
@@ -50,60 +53,51 @@ class SQLiteStore(SessionStore):
         self._path = path
         self._schema = SQLiteSchema(sessions_table, messages_table)
         self._advanced = AdvancedSQLiteSchema(sessions_table, messages_table)
-        self._s = quote_identifier(sessions_table)
-        self._m = quote_identifier(messages_table)
         self._sessions_table = sessions_table
         self._messages_table = messages_table
-        self._lock = asyncio.Lock()
+        self._closed = False
+        # Shared with every session on the file; nothing touches the file until the first job.
+        self._db = acquire_database(path)
+        self._finalizer = weakref.finalize(self, release_later, self._db)
 
-    def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self._path, timeout=30, isolation_level=None)
-        conn.execute("PRAGMA busy_timeout = 30000")
-        return conn
+    def _close_now(self) -> Release | None:
+        """Release the file's database (its threads stop when no session uses it either)."""
+        self._closed = True
+        if self._finalizer.detach() is None:
+            return None
+        return release_now(self._db)
 
-    def _missing_tables(self, conn: sqlite3.Connection) -> list[str]:
-        names = {
-            row[0]
-            for row in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)",
-                (self._sessions_table, self._messages_table),
-            )
-        }
-        return [name for name in (self._sessions_table, self._messages_table) if name not in names]
+    async def _run(self, work: Work, *, write: bool) -> Any:
+        """Run `work` as one transaction on the writer (`write`) or a reader thread."""
+        if self._closed:
+            raise SessionClosedError(f"the store on the SQLite file {self._path!r} is closed")
+        job = self._db.enqueue(work, write=write)
+        if write:
+            # As a session's write: a cancelled caller waits for a started write to commit.
+            return await await_session_mutation(job.future, on_cancel=job.abandon)
+        return await job.future
+
+    async def _read(self, work: Work) -> Any:
+        """Run `work` on a reader; first give an older branched file its branch column."""
+        try:
+            return await self._run(work, write=False)
+        except _NoBranchColumn:
+            # As AdvancedSQLiteSession does on first use: add the column its reads search.
+            await self._run(self._add_branch_column, write=True)
+            return await self._run(work, write=False)
 
     def _has_tables(self, conn: sqlite3.Connection) -> bool:
-        return not self._missing_tables(conn)
+        return not self._schema.missing_tables(conn)
 
     async def missing_tables(self) -> list[str]:
         """Return the sessions and messages tables that the file lacks."""
-        result: list[str] = await self._call(self._missing_tables)
+        result: list[str] = await self._run(self._schema.missing_tables, write=False)
         return result
-
-    async def _call(self, work: Any) -> Any:
-        def run() -> Any:
-            conn = self._connect()
-            try:
-                return work(conn)
-            finally:
-                conn.close()
-
-        try:
-            async with self._lock:
-                return await asyncio.to_thread(run)
-        except sqlite3.Error as exc:
-            raise SessionStorageError(f"SQLite file {self._path!r}: {exc}") from exc
-
-    def _info_sql(self) -> str:
-        return (
-            f"SELECT s.session_id, s.created_at, s.updated_at, "
-            f"(SELECT count(*) FROM {self._m} m WHERE m.session_id = s.session_id) "
-            f"FROM {self._s} s"
-        )
 
     @staticmethod
     def _info(row: tuple[Any, ...]) -> SessionInfo:
         return SessionInfo(
-            row[0], int(row[3]), _parse_sqlite_time(row[1]), _parse_sqlite_time(row[2])
+            row[0], int(row[3]), parse_sqlite_time(row[1]), parse_sqlite_time(row[2])
         )
 
     async def _list_sessions(self, offset: int, limit: int, prefix: str) -> list[SessionInfo]:
@@ -113,13 +107,11 @@ class SQLiteStore(SessionStore):
             if not self._has_tables(conn):
                 return []
             rows = conn.execute(
-                f"{self._info_sql()} WHERE substr(s.session_id, 1, length(?)) = ? "
-                "ORDER BY s.updated_at DESC, s.session_id LIMIT ? OFFSET ?",
-                (prefix, prefix, limit, offset),
+                self._schema.select_by_activity, (prefix, prefix, limit, offset)
             ).fetchall()
             return self._main_counts(conn, [self._info(row) for row in rows])
 
-        result: list[SessionInfo] = await self._call(work)
+        result: list[SessionInfo] = await self._read(work)
         return result
 
     async def _sessions_after(
@@ -131,42 +123,24 @@ class SQLiteStore(SessionStore):
             if not self._has_tables(conn):
                 return []
             rows = conn.execute(
-                f"{self._info_sql()} WHERE (? IS NULL OR s.session_id > ?) "
-                "AND substr(s.session_id, 1, length(?)) = ? ORDER BY s.session_id LIMIT ?",
-                (after, after, prefix, prefix, limit),
+                self._schema.select_after_id, (after, after, prefix, prefix, limit)
             ).fetchall()
             return [self._info(row) for row in rows]
 
-        result: list[SessionInfo] = await self._call(work)
+        result: list[SessionInfo] = await self._run(work, write=False)
         return result
-
-    def _existing_side_tables(self, conn: sqlite3.Connection) -> list[str]:
-        """The side tables (see `AdvancedSQLiteSchema.side_tables`) that exist in the file."""
-        return self._advanced.existing_side_tables(conn)
 
     async def _delete_idle_before(self, cutoff: datetime) -> int:
         """Delete every session idle since before `cutoff`, in one transaction."""
-        params = self._schema.idle_cutoff(cutoff)
-        where = self._schema.idle_before
 
         def work(conn: sqlite3.Connection) -> int:
-            if not self._has_tables(conn):
-                return 0
             # One write transaction: no session can be written between the check and the
             # delete, and a write after it starts waits, then lands in a fresh session.
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                idle = f"(SELECT session_id FROM {self._s} WHERE {where})"
-                for table in (self._m, *map(quote_identifier, self._existing_side_tables(conn))):
-                    conn.execute(f"DELETE FROM {table} WHERE session_id IN {idle}", params)
-                deleted = conn.execute(f"DELETE FROM {self._s} WHERE {where}", params).rowcount
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            return int(deleted)
+            if not self._has_tables(conn):
+                return 0
+            return self._schema.delete_idle(conn, cutoff)
 
-        result: int = await self._call(work)
+        result: int = await self._run(work, write=True)
         return result
 
     async def get_info(self, session_id: str) -> SessionInfo | None:
@@ -175,12 +149,10 @@ class SQLiteStore(SessionStore):
         def work(conn: sqlite3.Connection) -> SessionInfo | None:
             if not self._has_tables(conn):
                 return None
-            row = conn.execute(
-                f"{self._info_sql()} WHERE s.session_id = ?", (session_id,)
-            ).fetchone()
+            row = conn.execute(self._schema.select_one_info, (session_id,)).fetchone()
             return None if row is None else self._main_counts(conn, [self._info(row)])[0]
 
-        result: SessionInfo | None = await self._call(work)
+        result: SessionInfo | None = await self._read(work)
         return result
 
     async def stats(self) -> SessionStats:
@@ -189,13 +161,10 @@ class SQLiteStore(SessionStore):
         def work(conn: sqlite3.Connection) -> SessionStats:
             if not self._has_tables(conn):
                 return SessionStats("sqlite", 0, 0, None)
-            sessions, last = conn.execute(
-                f"SELECT count(*), max(updated_at) FROM {self._s}"
-            ).fetchone()
-            (items,) = conn.execute(f"SELECT count(*) FROM {self._m}").fetchone()
-            return SessionStats("sqlite", sessions, items, _parse_sqlite_time(last))
+            sessions, last, items = conn.execute(self._schema.select_totals).fetchone()
+            return SessionStats("sqlite", sessions, items, parse_sqlite_time(last))
 
-        result: SessionStats = await self._call(work)
+        result: SessionStats = await self._run(work, write=False)
         return result
 
     async def read_records(self, session_id: str) -> list[SessionRecord]:
@@ -216,23 +185,28 @@ class SQLiteStore(SessionStore):
                 "turnstore does not read: their items would show up in 'main'"
             )
 
-    def _branched(self, conn: sqlite3.Connection) -> bool:
-        """Whether the file keeps `AdvancedSQLiteSession` branches (an older layout migrated)."""
+    def _has_branch_tables(self, conn: sqlite3.Connection) -> bool:
         if not self._has_tables(conn):
             return False
         tables = self._advanced.existing_side_tables(conn)
-        if self._advanced.items_table not in tables or self._advanced.branches_table not in tables:
+        return self._advanced.items_table in tables and self._advanced.branches_table in tables
+
+    def _branched(self, conn: sqlite3.Connection) -> bool:
+        """Whether the file keeps `AdvancedSQLiteSession` branches (on a reader thread).
+
+        Raises:
+            _NoBranchColumn: It does, in an older layout that `_add_branch_column` migrates.
+        """
+        if not self._has_branch_tables(conn):
             return False
         if not self._advanced.has_branch_column(conn):
-            # As AdvancedSQLiteSession does on first use: add the column its reads search.
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                self._advanced.ensure_branch_column(conn)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+            raise _NoBranchColumn
         return True
+
+    def _add_branch_column(self, conn: sqlite3.Connection) -> None:
+        """On the writer: add the branch column to a branched file that lacks it."""
+        if self._has_branch_tables(conn) and not self._advanced.has_branch_column(conn):
+            self._advanced.ensure_branch_column(conn)
 
     def _main_counts(self, conn: sqlite3.Connection, infos: list[SessionInfo]) -> list[SessionInfo]:
         """`infos` with each item count replaced by the items of `main`, in a branched file."""
@@ -240,17 +214,12 @@ class SQLiteStore(SessionStore):
             self._refuse_sdk_branches(conn, info.session_id)
         if not self._branched(conn):
             return infos
-        conn.execute("BEGIN")
-        try:
-            return [
-                dataclasses.replace(
-                    info,
-                    item_count=Branches(conn, self._advanced, info.session_id).count_rows(MAIN),
-                )
-                for info in infos
-            ]
-        finally:
-            conn.execute("COMMIT")
+        return [
+            dataclasses.replace(
+                info, item_count=Branches(conn, self._advanced, info.session_id).count_rows(MAIN)
+            )
+            for info in infos
+        ]
 
     async def list_branches(self, session_id: str) -> list[str]:
         """The living branches of a session other than `main`, oldest first."""
@@ -261,7 +230,7 @@ class SQLiteStore(SessionStore):
             branches = Branches(conn, self._advanced, session_id)
             return [name for name in branches.rows if name != MAIN and branches.exists(name)]
 
-        result: list[str] = await self._call(work)
+        result: list[str] = await self._read(work)
         return result
 
     async def read_branch_records(self, session_id: str, branch: str) -> list[SessionRecord]:
@@ -280,27 +249,18 @@ class SQLiteStore(SessionStore):
             if not self._branched(conn):
                 if branch != MAIN:
                     raise ValueError(f"session {session_id!r} has no branch {branch!r}")
-                rows = conn.execute(
-                    f"SELECT id, message_data, created_at FROM {self._m} "
-                    "WHERE session_id = ? ORDER BY id",
-                    (session_id,),
-                ).fetchall()
-                return _records(session_id, rows, _parse_sqlite_time)
-            conn.execute("BEGIN")
-            try:
-                branches = Branches(conn, self._advanced, session_id)
-                if not branches.exists(branch):
-                    raise ValueError(f"session {session_id!r} has no branch {branch!r}")
-                rows = branches.read_rows(branch)
-            finally:
-                conn.execute("COMMIT")
+                rows = conn.execute(self._schema.select_records, (session_id,)).fetchall()
+                return self._decode_records(session_id, rows, parse_sqlite_time)
+            branches = Branches(conn, self._advanced, session_id)
+            if not branches.exists(branch):
+                raise ValueError(f"session {session_id!r} has no branch {branch!r}")
             tag = None if branch == MAIN else branch
             return [
-                SessionRecord(session_id, item, _parse_sqlite_time(created), tag)
-                for _row_id, item, created in rows
+                SessionRecord(session_id, item, parse_sqlite_time(created), tag)
+                for _row_id, item, created in branches.read_rows(branch)
             ]
 
-        result: list[SessionRecord] = await self._call(work)
+        result: list[SessionRecord] = await self._read(work)
         return result
 
     async def write_records(
@@ -321,82 +281,58 @@ class SQLiteStore(SessionStore):
         encoded = encode_items([record.item for record in records])
         now = datetime.now().astimezone()
         rows = [
-            (record.branch or MAIN, data, sqlite_time(_utc(record.created_at or now)))
+            (record.branch or MAIN, data, sqlite_time(utc(record.created_at or now)))
             for record, data in zip(records, encoded, strict=True)
         ]
         for name, _data, _stamp in rows:
             check_branch_id(name)
         advanced = self._advanced
-        items = quote_identifier(advanced.items_table)
 
         def work(conn: sqlite3.Connection) -> None:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                advanced.create(conn)
-                if replace:
-                    conn.execute(self._schema.delete_messages, (session_id,))
-                    advanced.delete_side_rows(conn, session_id)
-                self._refuse_sdk_branches(conn, session_id)
-                conn.execute(self._schema.touch_session, (session_id,))
-                branches = Branches(conn, advanced, session_id)
-                for name in dict.fromkeys(name for name, _d, _s in rows if name != MAIN):
-                    if name not in branches.rows:
-                        conn.execute(
-                            f"INSERT INTO {quote_identifier(advanced.branches_table)} "
-                            "(session_id, branch_id) VALUES (?, ?)",
-                            (session_id, name),
-                        )
-                    elif not branches.exists(name):
-                        raise ValueError(
-                            f"session {session_id!r} deleted a branch named {name!r}, and its "
-                            "name stays reserved: import with --replace, or into another session"
-                        )
-                for name, data, stamp in rows:
-                    row_id = conn.execute(
-                        self._schema.insert_with_time, (session_id, data, stamp)
-                    ).lastrowid
-                    if name != MAIN:
-                        conn.execute(
-                            f"INSERT INTO {items} (message_id, session_id, branch_id) "
-                            "VALUES (?, ?, ?)",
-                            (row_id, session_id, name),
-                        )
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+            advanced.create(conn)
+            if replace:
+                conn.execute(advanced.delete_messages, (session_id,))
+                advanced.delete_side_rows(conn, session_id)
+            self._refuse_sdk_branches(conn, session_id)
+            conn.execute(advanced.touch_session, (session_id,))
+            branches = Branches(conn, advanced, session_id)
+            for name in dict.fromkeys(name for name, _d, _s in rows if name != MAIN):
+                if name not in branches.rows:
+                    conn.execute(advanced.insert_branch, (session_id, name))
+                elif not branches.exists(name):
+                    raise ValueError(
+                        f"session {session_id!r} deleted a branch named {name!r}, and its "
+                        "name stays reserved: import with --replace, or into another session"
+                    )
+            for name, data, stamp in rows:
+                row_id = conn.execute(
+                    advanced.insert_with_time, (session_id, data, stamp)
+                ).lastrowid
+                if name != MAIN:
+                    conn.execute(advanced.insert_branch_item, (row_id, session_id, name))
 
-        await self._call(work)
+        await self._run(work, write=True)
 
     async def _write_encoded(self, write: EncodedWrite) -> None:
         session_id = write.session_id
-        stamps = [sqlite_time(_utc(at)) for at in write.created]
+        stamps = [sqlite_time(utc(at)) for at in write.created]
+        schema = self._schema
 
         def work(conn: sqlite3.Connection) -> None:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                self._schema.create(conn)
-                if write.replace:
-                    tables = (self._schema.messages_table, *self._existing_side_tables(conn))
-                    for table in tables:
-                        conn.execute(
-                            f"DELETE FROM {quote_identifier(table)} WHERE session_id = ?",
-                            (session_id,),
-                        )
-                conn.execute(self._schema.touch_session, (session_id,))
-                conn.executemany(
-                    self._schema.insert_with_time,
-                    [
-                        (session_id, data, stamp)
-                        for data, stamp in zip(write.encoded, stamps, strict=True)
-                    ],
-                )
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+            schema.create(conn)
+            if write.replace:
+                conn.execute(schema.delete_messages, (session_id,))
+                schema.delete_side_rows(conn, session_id)
+            conn.execute(schema.touch_session, (session_id,))
+            conn.executemany(
+                schema.insert_with_time,
+                [
+                    (session_id, data, stamp)
+                    for data, stamp in zip(write.encoded, stamps, strict=True)
+                ],
+            )
 
-        await self._call(work)
+        await self._run(work, write=True)
 
     def session(self, session_id: str) -> Session:
         """Return a `SQLiteSession` on the same file."""
@@ -408,3 +344,7 @@ class SQLiteStore(SessionStore):
             sessions_table=self._sessions_table,
             messages_table=self._messages_table,
         )
+
+
+class _NoBranchColumn(Exception):
+    """A branched file lacks the messages table's `branch_id`: the writer adds it first."""

@@ -1,7 +1,7 @@
 """The branch operations of `AdvancedSQLiteSession`, run on the database's threads.
 
 Each function takes the connection of the thread it runs on; the writer's run inside its
-transaction, so each operation is atomic. See `advanced_schema.py` for the layout.
+transaction, so each operation is atomic. See `schema.py` for the layout.
 """
 
 from __future__ import annotations
@@ -11,22 +11,13 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from ...exceptions import SessionSchemaError
-from ..codec import MAX_LIMIT, decode_item
-from .advanced_items import is_user
-from .advanced_schema import MAIN, AdvancedSQLiteSchema, Chain
-from .reads import decode_checked, read_all, read_latest
-from .schema import quote_identifier
+from ....exceptions import SessionSchemaError
+from ...codec import MAX_LIMIT, decode_item
+from ..reads import decode_checked, read_all, read_latest
+from .items import is_user
+from .schema import CLEARED, DELETED, MAIN, SEGMENT_PREFIX, AdvancedSQLiteSchema, Chain
 
-__all__ = ["CLEARED", "DELETED", "SEGMENT_PREFIX", "Branches"]
-
-SEGMENT_PREFIX = "\x00"
-"""Internal segments start with NUL, which a branch name may not contain."""
-
-DELETED = 1
-"""`deleted` of a branch that `delete_branch` deleted (and of internal segments)."""
-CLEARED = 2
-"""`deleted` of a branch that `clear_session` removed with the rest of the session."""
+__all__ = ["Branches", "check_branch_id"]
 
 
 @dataclass(slots=True)
@@ -131,12 +122,12 @@ class Branches:
         chain = self.chain(branch_id)
         if limit is None:
             view, params = self.schema.view(chain, self.sid)
-            rows = self.conn.execute(f"{view} ORDER BY id", params).fetchall()
+            rows = self.conn.execute(self.schema.in_order(view), params).fetchall()
             return self._decode(rows)
         window = limit
         while True:
             view, params = self.schema.view(chain, self.sid, newest=window)
-            cursor = self.conn.execute(f"{view} ORDER BY id DESC LIMIT ?", [*params, window])
+            cursor = self.conn.execute(self.schema.select_newest(view), [*params, window])
             fetched = cursor.fetchall()
             fetched.reverse()
             items = self._decode(fetched)
@@ -148,7 +139,8 @@ class Branches:
         """(id, item, created_at) of every valid row of a branch, oldest first."""
         view, params = self.schema.view(self.chain(branch_id), self.sid, created_at=True)
         out: list[tuple[int, Any, Any]] = []
-        for row_id, data, _valid, created in self.conn.execute(f"{view} ORDER BY id", params):
+        rows = self.conn.execute(self.schema.in_order(view), params)
+        for row_id, data, _valid, created in rows:
             item = decode_item(data, where=f"row {row_id} of session {self.sid!r}")
             if item is not None:
                 out.append((row_id, item, created))
@@ -167,7 +159,7 @@ class Branches:
     def count_rows(self, branch_id: str) -> int:
         """How many rows a branch's view holds (corrupt rows included)."""
         view, params = self.schema.view(self.chain(branch_id), self.sid)
-        (count,) = self.conn.execute(f"SELECT COUNT(*) FROM ({view})", params).fetchone()
+        (count,) = self.conn.execute(self.schema.count_view(view), params).fetchone()
         return int(count)
 
     def nth_user(self, branch_id: str, turn: int) -> int | None:
@@ -195,7 +187,7 @@ class Branches:
         window = 4
         while True:
             view, params = self.schema.view(chain, self.sid, newest=window)
-            rows = self.conn.execute(f"{view} ORDER BY id DESC LIMIT ?", [*params, window])
+            rows = self.conn.execute(self.schema.select_newest(view), [*params, window])
             fetched = rows.fetchall()
             for row_id, data, _valid in fetched:
                 item = decode_item(data, where=f"row {row_id} of session {self.sid!r}")
@@ -207,11 +199,7 @@ class Branches:
 
     def owner(self, row_id: int) -> str:
         """The branch (or segment) that wrote a row."""
-        found = self.conn.execute(
-            f"SELECT branch_id FROM {quote_identifier(self.schema.items_table)} "
-            "WHERE message_id = ?",
-            (row_id,),
-        ).fetchone()
+        found = self.conn.execute(self.schema.select_owner, (row_id,)).fetchone()
         return MAIN if found is None else str(found[0])
 
     # --- changing branches ----------------------------------------------------------------
@@ -220,31 +208,19 @@ class Branches:
         """Give `main` its row in the branches table (other branches always have one)."""
         if branch_id in self.rows:
             return
-        self.conn.execute(
-            f"INSERT INTO {quote_identifier(self.schema.branches_table)} "
-            "(session_id, branch_id) VALUES (?, ?)",
-            (self.sid, branch_id),
-        )
+        self.conn.execute(self.schema.insert_branch, (self.sid, branch_id))
         self.rows[branch_id] = _Branch(None, None, False, None)
 
     def add(self, branch_id: str, parent: str, fork_before: int) -> None:
         """Create a branch that reads `parent` below row `fork_before`."""
         self.ensure_row(parent)
-        self.conn.execute(
-            f"INSERT INTO {quote_identifier(self.schema.branches_table)} "
-            "(session_id, branch_id, parent_id, fork_before) VALUES (?, ?, ?, ?)",
-            (self.sid, branch_id, parent, fork_before),
-        )
+        self.conn.execute(self.schema.insert_fork, (self.sid, branch_id, parent, fork_before, 0))
         self.rows[branch_id] = _Branch(parent, fork_before, False, None)
 
     def set_fork(self, branch_id: str, parent: str | None, fork_before: int | None) -> None:
         """Point a branch at another parent and fork point."""
         self.ensure_row(branch_id)
-        self.conn.execute(
-            f"UPDATE {quote_identifier(self.schema.branches_table)} SET parent_id = ?, "
-            "fork_before = ? WHERE session_id = ? AND branch_id = ?",
-            (parent, fork_before, self.sid, branch_id),
-        )
+        self.conn.execute(self.schema.update_fork, (parent, fork_before, self.sid, branch_id))
         row = self.rows[branch_id]
         row.parent, row.fork_before = parent, fork_before
 
@@ -258,63 +234,36 @@ class Branches:
         self.ensure_row(branch_id)
         segment = f"{SEGMENT_PREFIX}{uuid.uuid4().hex}"
         row = self.rows[branch_id]
-        b = quote_identifier(self.schema.branches_table)
-        i = quote_identifier(self.schema.items_table)
         self.conn.execute(
-            f"INSERT INTO {b} (session_id, branch_id, parent_id, fork_before, deleted) "
-            "VALUES (?, ?, ?, ?, 1)",
-            (self.sid, segment, row.parent, row.fork_before),
+            self.schema.insert_fork, (self.sid, segment, row.parent, row.fork_before, DELETED)
         )
         self.rows[segment] = _Branch(row.parent, row.fork_before, True, None)
         if branch_id == MAIN:
-            m = quote_identifier(self.schema.messages_table)
-            self.conn.execute(
-                f"INSERT INTO {i} (message_id, session_id, branch_id) SELECT m.id, ?, ? "
-                f"FROM {m} m WHERE m.session_id = ? AND m.branch_id IS NULL",
-                (self.sid, segment, self.sid),
-            )
+            self.conn.execute(self.schema.move_main_rows, (self.sid, segment, self.sid))
         else:
-            self.conn.execute(
-                f"UPDATE {i} SET branch_id = ? WHERE session_id = ? AND branch_id = ?",
-                (segment, self.sid, branch_id),
-            )
-        self.conn.execute(
-            f"UPDATE {b} SET parent_id = ? WHERE session_id = ? AND parent_id = ?",
-            (segment, self.sid, branch_id),
-        )
+            self.conn.execute(self.schema.move_branch_rows, (segment, self.sid, branch_id))
+        self.conn.execute(self.schema.reparent, (segment, self.sid, branch_id))
         for child in self.children(branch_id):
             self.rows[child].parent = segment
         self.set_fork(branch_id, segment, None)
 
     def delete_own_rows(self, branch_id: str, from_id: int = 0) -> None:
         """Delete the rows a branch wrote with id >= `from_id` (`main`: rows of no branch)."""
-        m = quote_identifier(self.schema.messages_table)
-        i = quote_identifier(self.schema.items_table)
         if branch_id == MAIN:
-            self.conn.execute(
-                f"DELETE FROM {m} WHERE session_id = ? AND branch_id IS NULL AND id >= ?",
-                (self.sid, from_id),
-            )
+            self.conn.execute(self.schema.delete_main_rows_from, (self.sid, from_id))
             return
-        selected = (
-            f"SELECT message_id FROM {i} WHERE session_id = ? AND branch_id = ? AND message_id >= ?"
-        )
-        args = (self.sid, branch_id, from_id)
-        self.conn.execute(f"DELETE FROM {m} WHERE id IN ({selected})", args)
-        self.conn.execute(f"DELETE FROM {i} WHERE message_id IN ({selected})", args)
+        for statement in self.schema.delete_branch_rows_from:
+            self.conn.execute(statement, (self.sid, branch_id, from_id))
 
     def collect(self) -> None:
         """Delete the rows of deleted branches and segments that no living branch reads."""
-        b = quote_identifier(self.schema.branches_table)
         for name, row in list(self.rows.items()):
             if not row.deleted:
                 continue
             below = self.needed_below(name)
             self.delete_own_rows(name, below)
             if below == 0 and name.startswith(SEGMENT_PREFIX):
-                self.conn.execute(
-                    f"DELETE FROM {b} WHERE session_id = ? AND branch_id = ?", (self.sid, name)
-                )
+                self.conn.execute(self.schema.delete_branch_row, (self.sid, name))
                 del self.rows[name]
 
     def _decode(self, rows: list[Any]) -> list[Any]:

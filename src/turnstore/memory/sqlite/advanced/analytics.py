@@ -1,4 +1,4 @@
-"""The turn and usage analytics of `AdvancedSQLiteSession` (a mixin; see `advanced.py`).
+"""The turn and usage analytics of `AdvancedSQLiteSession` (a mixin; see `session.py`).
 
 Each method is one job on the database's threads, through the session's `_on_branch` or `_read`.
 """
@@ -11,8 +11,8 @@ import sqlite3
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .advanced_branches import Branches
-from .advanced_items import (
+from .branches import Branches
+from .items import (
     content_preview,
     content_texts,
     is_user,
@@ -25,18 +25,11 @@ from .advanced_items import (
 
 __all__ = ["BranchAnalytics", "user_turns"]
 
-_USAGE_COLUMNS = (
-    "requests, input_tokens, output_tokens, total_tokens, input_tokens_details, "
-    "output_tokens_details"
-)
-
 
 class BranchAnalytics:
     """Turns, tool calls and token usage of a branch: the read side of `AdvancedSQLiteSession`."""
 
     session_id: str
-    _usage_table: str
-    """The quoted name of the usage table."""
 
     if TYPE_CHECKING:
 
@@ -184,16 +177,13 @@ class BranchAnalytics:
             SessionStorageError: SQLite failed.
         """
         values = usage_row(usage)
-        table = self._usage_table
 
         def record(branches: Branches, name: str) -> None:
             number = branches.count_users(name) if turn is None else turn
             if number == 0:
                 return
             branches.conn.execute(
-                f"INSERT OR REPLACE INTO {table} (session_id, branch_id, user_turn_number, "
-                f"{_USAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (branches.sid, name, number, *values),
+                branches.schema.record_usage, (branches.sid, name, number, *values)
             )
 
         await self._on_branch(record, write=True)
@@ -209,18 +199,13 @@ class BranchAnalytics:
             TypeError: `branch_id` is not a str.
             ValueError: `branch_id` does not exist.
         """
-        table = self._usage_table
 
         def read(branches: Branches, name: str) -> list[Any]:
-            where, args = "session_id = ?", [branches.sid]
-            if branch_id is not None:
-                where, args = where + " AND branch_id = ?", [*args, name]
+            one_branch = branch_id is not None
+            args = (branches.sid, name) if one_branch else (branches.sid,)
             # Summed here: SQLite's SUM fails on counts that add up past 2**63 - 1.
-            return branches.conn.execute(
-                f"SELECT requests, input_tokens, output_tokens, total_tokens FROM {table} "
-                f"WHERE {where}",
-                args,
-            ).fetchall()
+            query = branches.schema.select_usage_totals(one_branch=one_branch)
+            return branches.conn.execute(query, args).fetchall()
 
         rows = await self._on_branch(read, branch_id, write=False)
         if not rows:
@@ -247,18 +232,13 @@ class BranchAnalytics:
             raise TypeError(
                 f"user_turn_number must be an int, not {type(user_turn_number).__name__}"
             )
-        table = self._usage_table
 
         def read(branches: Branches, name: str) -> list[Any]:
-            query = (
-                f"SELECT user_turn_number, {_USAGE_COLUMNS} FROM {table} "
-                "WHERE session_id = ? AND branch_id = ?"
-            )
             args: tuple[Any, ...] = (branches.sid, name)
             if user_turn_number is not None:
-                query += " AND user_turn_number = ?"
                 args += (user_turn_number,)
-            return branches.conn.execute(query + " ORDER BY user_turn_number", args).fetchall()
+            query = branches.schema.select_turn_usage(one_turn=user_turn_number is not None)
+            return branches.conn.execute(query, args).fetchall()
 
         rows = await self._on_branch(read, branch_id, write=False)
         entries = [_usage_entry(row) for row in rows]

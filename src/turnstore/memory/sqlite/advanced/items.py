@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ..codec import MAX_LIMIT
+from ...codec import MAX_LIMIT
 
 __all__ = [
     "content_preview",

@@ -33,18 +33,31 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
-from ...exceptions import SessionSchemaError
-from .schema import SQLiteSchema, quote_identifier
+from ....exceptions import SessionSchemaError
+from ..schema import SQLiteSchema, quote_identifier, table_columns
 
-__all__ = ["MAIN", "AdvancedSQLiteSchema", "Chain"]
+__all__ = ["CLEARED", "DELETED", "MAIN", "SEGMENT_PREFIX", "AdvancedSQLiteSchema", "Chain"]
 
 MAIN = "main"
 """The branch every session starts on; it cannot be deleted."""
+
+SEGMENT_PREFIX = "\x00"
+"""Internal segments start with NUL, which a branch name may not contain."""
+
+DELETED = 1
+"""`deleted` of a branch that `delete_branch` deleted (and of internal segments)."""
+CLEARED = 2
+"""`deleted` of a branch that `clear_session` removed with the rest of the session."""
 
 Chain = list[tuple[str, int]]
 """A branch and its ancestors, nearest first: (branch id, rows of it seen are below this id)."""
 
 _VALID = "CASE WHEN typeof(m.message_data) = 'text' THEN json_valid(m.message_data) ELSE 0 END"
+
+_USAGE_COLUMNS = (
+    "requests, input_tokens, output_tokens, total_tokens, input_tokens_details, "
+    "output_tokens_details"
+)
 
 _IS_USER = "CASE WHEN valid = 1 THEN json_extract(message_data, '$.role') = 'user' ELSE 0 END"
 """1 when a row of a view is a user message (the start of a turn)."""
@@ -52,67 +65,11 @@ _IS_USER = "CASE WHEN valid = 1 THEN json_extract(message_data, '$.role') = 'use
 
 @dataclass(frozen=True, slots=True)
 class AdvancedSQLiteSchema(SQLiteSchema):
-    """`SQLiteSchema` plus the branch and usage tables of one (sessions, messages) pair."""
+    """`SQLiteSchema` plus the branch and usage tables of one (sessions, messages) pair.
 
-    @property
-    def branches_table(self) -> str:
-        """The table of branches (name, parent, fork point)."""
-        return f"{self.messages_table}_branches"
-
-    @property
-    def items_table(self) -> str:
-        """The table that says which branch wrote a row (rows of `main` are absent)."""
-        return f"{self.messages_table}_branch_items"
-
-    @property
-    def usage_table(self) -> str:
-        """The table of token usage per (branch, user turn)."""
-        return f"{self.messages_table}_turn_usage"
-
-    @property
-    def side_tables(self) -> tuple[str, str, str, str]:
-        """The tables beside the messages table that hold a session's rows, when present.
-
-        The compaction archive, and the branches, branch rows and usage of this class.
-        """
-        return (self.archive_table, self.branches_table, self.items_table, self.usage_table)
-
-    def existing_side_tables(self, conn: sqlite3.Connection) -> list[str]:
-        """The side tables the file has, each checked by a column only it holds.
-
-        A table of another pair that happens to carry a side table's name (a messages table
-        named `<messages>_archive` or `<messages>_branches`) is left out, so deleting a session
-        never touches it.
-        """
-        # Each side table is recognised by a column only it holds, so a table of another pair
-        # with the same name (a messages table named `<messages>_archive`) is left out.
-        # `PRAGMA table_info` finds a table whatever the case of its name, as SQLite does, and
-        # lists no columns for a table that does not exist.
-        markers = {
-            self.archive_table: "archived_at",
-            self.branches_table: "fork_before",
-            self.items_table: "message_id",
-            self.usage_table: "user_turn_number",
-        }
-        found = []
-        for table in self.side_tables:
-            columns = {
-                row[1] for row in conn.execute(f"PRAGMA table_info({quote_identifier(table)})")
-            }
-            if markers[table] in columns:
-                found.append(table)
-        return found
-
-    def delete_side_rows(self, conn: sqlite3.Connection, session_id: str) -> None:
-        """Delete a session's rows from the side tables the file has, in the caller's transaction.
-
-        So a session cleared by any tool (a plain `SQLiteSession`, the command line) leaves no
-        branch or usage behind.
-        """
-        for table in self.existing_side_tables(conn):
-            conn.execute(
-                f"DELETE FROM {quote_identifier(table)} WHERE session_id = ?", (session_id,)
-            )
+    The names of these tables are `SQLiteSchema`'s (`branches_table`, `items_table`,
+    `usage_table`), so that any writer of the file clears a session's rows from them.
+    """
 
     def create(self, conn: sqlite3.Connection) -> None:
         """Create the base tables, then the branch and usage tables, and check them.
@@ -147,9 +104,7 @@ class AdvancedSQLiteSchema(SQLiteSchema):
             (self.items_table, {"message_id", "session_id", "branch_id"}),
             (self.usage_table, {"session_id", "branch_id", "user_turn_number", "total_tokens"}),
         ):
-            columns = {
-                row[1] for row in conn.execute(f"PRAGMA table_info({quote_identifier(table)})")
-            }
+            columns = table_columns(conn, table)
             if needed - columns:
                 raise SessionSchemaError(
                     f"table {table!r} exists but is not an AdvancedSQLiteSession table (missing "
@@ -205,8 +160,7 @@ class AdvancedSQLiteSchema(SQLiteSchema):
         i = quote_identifier(self.items_table)
         triggers = self._triggers()
         if not self.has_branch_column(conn):
-            columns = {row[1] for row in conn.execute(f"PRAGMA table_info({m})")}
-            if "branch_id" in columns:
+            if "branch_id" in table_columns(conn, self.messages_table):
                 # Left by an interrupted layout: rows no branch wrote are main's.
                 conn.execute(
                     f"UPDATE {m} SET branch_id = NULL WHERE branch_id IS NOT NULL "
@@ -337,3 +291,207 @@ class AdvancedSQLiteSchema(SQLiteSchema):
     def has_branch_items(self) -> str:
         """1 when some row of a session was written on a branch other than `main`."""
         return f"SELECT 1 FROM {quote_identifier(self.items_table)} WHERE session_id = ? LIMIT 1"
+
+    # --- statements on branches (identical strings, so sqlite3's statement cache reuses them) --
+
+    @staticmethod
+    def in_order(view: str) -> str:
+        """Every row of a view (all its columns), oldest first."""
+        return f"{view} ORDER BY id"
+
+    @staticmethod
+    def select_view(view: str, columns: str = "id, message_data") -> str:
+        """`columns` of every row of a view, oldest first (the view's parameters)."""
+        return f"SELECT {columns} FROM ({view}) ORDER BY id"
+
+    @staticmethod
+    def select_newest(view: str) -> str:
+        """The newest `?` rows of a view (built with `newest`), newest first."""
+        return f"{view} ORDER BY id DESC LIMIT ?"
+
+    @staticmethod
+    def count_view(view: str) -> str:
+        """How many rows a view holds."""
+        return f"SELECT COUNT(*) FROM ({view})"
+
+    @staticmethod
+    def view_has_row(view: str) -> str:
+        """1 when a view holds the row with id `?`."""
+        return f"SELECT 1 FROM ({view}) WHERE id = ?"
+
+    @property
+    def insert_branch(self) -> str:
+        """A branch with no parent: (session_id, branch_id)."""
+        return (
+            f"INSERT INTO {quote_identifier(self.branches_table)} (session_id, branch_id) "
+            "VALUES (?, ?)"
+        )
+
+    @property
+    def insert_fork(self) -> str:
+        """A branch of a parent: (session_id, branch_id, parent_id, fork_before, deleted)."""
+        return (
+            f"INSERT INTO {quote_identifier(self.branches_table)} "
+            "(session_id, branch_id, parent_id, fork_before, deleted) VALUES (?, ?, ?, ?, ?)"
+        )
+
+    @property
+    def update_fork(self) -> str:
+        """Point a branch at a parent and fork point: (parent, fork_before, session, branch)."""
+        return (
+            f"UPDATE {quote_identifier(self.branches_table)} SET parent_id = ?, "
+            "fork_before = ? WHERE session_id = ? AND branch_id = ?"
+        )
+
+    @property
+    def reparent(self) -> str:
+        """Give a branch's children another parent: (new parent, session, old parent)."""
+        return (
+            f"UPDATE {quote_identifier(self.branches_table)} SET parent_id = ? "
+            "WHERE session_id = ? AND parent_id = ?"
+        )
+
+    @property
+    def mark_deleted(self) -> str:
+        """Mark a branch deleted by `delete_branch`: (session, branch)."""
+        return (
+            f"UPDATE {quote_identifier(self.branches_table)} SET deleted = {DELETED} "
+            "WHERE session_id = ? AND branch_id = ?"
+        )
+
+    @property
+    def delete_branch_row(self) -> str:
+        """Forget a branch (an internal segment nothing reads): (session, branch)."""
+        return (
+            f"DELETE FROM {quote_identifier(self.branches_table)} "
+            "WHERE session_id = ? AND branch_id = ?"
+        )
+
+    def clear_side_rows(self, conn: sqlite3.Connection, session_id: str) -> None:
+        """What `clear_session` does to the branch and usage tables.
+
+        The session's branch rows and usage go, and so do `main` and the internal segments;
+        the other branches stay, marked cleared, so their names stay reserved.
+        """
+        b = quote_identifier(self.branches_table)
+        conn.execute(self.delete_rows_of(self.items_table), (session_id,))
+        conn.execute(self.delete_rows_of(self.usage_table), (session_id,))
+        conn.execute(
+            f"DELETE FROM {b} WHERE session_id = ? AND (branch_id = ? OR "
+            "substr(branch_id, 1, 1) = ?)",
+            (session_id, MAIN, SEGMENT_PREFIX),
+        )
+        conn.execute(
+            f"UPDATE {b} SET deleted = {CLEARED}, parent_id = NULL, fork_before = NULL "
+            "WHERE session_id = ?",
+            (session_id,),
+        )
+
+    @property
+    def insert_branch_item(self) -> str:
+        """Record the branch that wrote a row: (message_id, session_id, branch_id)."""
+        return (
+            f"INSERT INTO {quote_identifier(self.items_table)} (message_id, session_id, "
+            "branch_id) VALUES (?, ?, ?)"
+        )
+
+    @property
+    def delete_branch_item(self) -> str:
+        """Forget the branch of one row: (message_id,)."""
+        return f"DELETE FROM {quote_identifier(self.items_table)} WHERE message_id = ?"
+
+    @property
+    def select_owner(self) -> str:
+        """The branch that wrote a row: (message_id,) -> (branch_id,), no row for `main`."""
+        return f"SELECT branch_id FROM {quote_identifier(self.items_table)} WHERE message_id = ?"
+
+    @property
+    def move_main_rows(self) -> str:
+        """Give `main`'s own rows of a session to a segment: (session, segment, session)."""
+        return (
+            f"INSERT INTO {quote_identifier(self.items_table)} (message_id, session_id, "
+            f"branch_id) SELECT m.id, ?, ? FROM {quote_identifier(self.messages_table)} m "
+            "WHERE m.session_id = ? AND m.branch_id IS NULL"
+        )
+
+    @property
+    def move_branch_rows(self) -> str:
+        """Give a branch's own rows to a segment: (segment, session, branch)."""
+        return (
+            f"UPDATE {quote_identifier(self.items_table)} SET branch_id = ? "
+            "WHERE session_id = ? AND branch_id = ?"
+        )
+
+    @property
+    def delete_main_rows_from(self) -> str:
+        """Delete `main`'s own rows of a session with id >= `?`: (session, from id)."""
+        return (
+            f"DELETE FROM {quote_identifier(self.messages_table)} WHERE session_id = ? "
+            "AND branch_id IS NULL AND id >= ?"
+        )
+
+    @property
+    def delete_branch_rows_from(self) -> tuple[str, str]:
+        """Delete a branch's own rows with id >= `?`, then their branch records.
+
+        Both statements take (session, branch, from id).
+        """
+        m = quote_identifier(self.messages_table)
+        i = quote_identifier(self.items_table)
+        selected = (
+            f"SELECT message_id FROM {i} WHERE session_id = ? AND branch_id = ? AND message_id >= ?"
+        )
+        return (
+            f"DELETE FROM {m} WHERE id IN ({selected})",
+            f"DELETE FROM {i} WHERE message_id IN ({selected})",
+        )
+
+    # --- statements on usage ----------------------------------------------------------------
+
+    @property
+    def record_usage(self) -> str:
+        """Set a turn's usage: (session, branch, turn, then the six `usage_row` values)."""
+        return (
+            f"INSERT OR REPLACE INTO {quote_identifier(self.usage_table)} (session_id, "
+            f"branch_id, user_turn_number, {_USAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        )
+
+    @property
+    def delete_turn_usage(self) -> str:
+        """Delete one turn's usage: (session, branch, turn)."""
+        return (
+            f"DELETE FROM {quote_identifier(self.usage_table)} WHERE session_id = ? "
+            "AND branch_id = ? AND user_turn_number = ?"
+        )
+
+    @property
+    def delete_branch_usage(self) -> str:
+        """Delete a branch's usage: (session, branch)."""
+        return (
+            f"DELETE FROM {quote_identifier(self.usage_table)} "
+            "WHERE session_id = ? AND branch_id = ?"
+        )
+
+    def select_usage_totals(self, *, one_branch: bool) -> str:
+        """(requests, input, output, total tokens) of each turn of a session or one branch.
+
+        Parameters: (session) or (session, branch). Summed by the caller: SQLite's SUM fails
+        on counts that add up past 2**63 - 1.
+        """
+        where = "session_id = ? AND branch_id = ?" if one_branch else "session_id = ?"
+        return (
+            "SELECT requests, input_tokens, output_tokens, total_tokens FROM "
+            f"{quote_identifier(self.usage_table)} WHERE {where}"
+        )
+
+    def select_turn_usage(self, *, one_turn: bool) -> str:
+        """(turn, the six usage columns) of a branch's turns, by turn.
+
+        Parameters: (session, branch) or (session, branch, turn).
+        """
+        turn = " AND user_turn_number = ?" if one_turn else ""
+        return (
+            f"SELECT user_turn_number, {_USAGE_COLUMNS} FROM "
+            f"{quote_identifier(self.usage_table)} WHERE session_id = ? AND branch_id = ?{turn} "
+            "ORDER BY user_turn_number"
+        )

@@ -3,8 +3,8 @@
 Every operation is one job on the database's writer or reader threads (`database.py`), so it keeps
 `SQLiteSession`'s guarantees: no SQLite call on the event loop, group commit for `add_items` on
 `main`, one transaction per write, committed writes survive a crash. How branches share history
-without copying it: `advanced_schema.py`; the operations on them: `advanced_branches.py`; what is
-derived from the items (turns, tools, usage): `advanced_items.py`.
+without copying it: `schema.py`; the operations on them: `branches.py`; what is derived from the
+items (turns, tools, usage): `items.py`; the turn and usage methods: `analytics.py`.
 """
 
 from __future__ import annotations
@@ -16,19 +16,21 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ...exceptions import BranchDeletedError
-from ...items import TResponseInputItem
-from ..codec import check_limit, decode_snapshot, encode_items
-from ..session import HistorySnapshot
-from ..settings import SessionSettingsLike, resolve_session_limit
-from .advanced_analytics import BranchAnalytics
-from .advanced_branches import CLEARED, SEGMENT_PREFIX, Branches, check_branch_id
-from .advanced_items import is_user
-from .advanced_schema import MAIN, AdvancedSQLiteSchema
-from .schema import quote_identifier
-from .session import SQLiteSession, _Insert
+from ....exceptions import BranchDeletedError
+from ....items import TResponseInputItem
+from ...codec import check_limit, decode_snapshot, encode_items
+from ...session import HistorySnapshot
+from ...settings import SessionSettingsLike, resolve_session_limit
+from ..session import Insert, SQLiteSession
+from .analytics import BranchAnalytics
+from .branches import Branches, check_branch_id
+from .items import is_user
+from .schema import MAIN, AdvancedSQLiteSchema
 
 __all__ = ["AdvancedSQLiteSession"]
+
+_LOGGER = logging.getLogger("turnstore.memory.sqlite.advanced")
+"""The default logger of branch operations (the package's name, as before it was a package)."""
 
 
 class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
@@ -48,7 +50,8 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
         db_path: `":memory:"` (the default) or a file path, created on first use.
         create_tables: Accepted for compatibility with the SDK; the tables are always created
             on first use when missing (never in the constructor).
-        logger: Where branch operations are logged (default: this module's logger).
+        logger: Where branch operations are logged (default: the
+            `turnstore.memory.sqlite.advanced` logger).
         sessions_table: Name of the table of sessions.
         messages_table: Name of the table of items; the branch and usage tables are named
             after it (`<messages_table>_branches`, `_branch_items`, `_turn_usage`).
@@ -90,8 +93,7 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
             session_settings=session_settings,
         )
         self._schema: AdvancedSQLiteSchema = AdvancedSQLiteSchema(sessions_table, messages_table)
-        self._usage_table = quote_identifier(self._schema.usage_table)
-        self._logger = logger if logger is not None else logging.getLogger(__name__)
+        self._logger = logger if logger is not None else _LOGGER
         self._current_branch_id = MAIN
 
     @property
@@ -191,9 +193,8 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
             return
         schema, session_id = self._schema, self.session_id
         if self._current_branch_id == MAIN:
-            await self._write(_Insert(schema, session_id, [(session_id, d) for d in encoded]))
+            await self._write(Insert(schema, session_id, [(session_id, d) for d in encoded]))
             return
-        i = quote_identifier(schema.items_table)
 
         def add(branches: Branches, name: str) -> None:
             conn = branches.conn
@@ -203,8 +204,7 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
                 return
             ids = [conn.execute(schema.insert, (session_id, data)).lastrowid for data in encoded]
             conn.executemany(
-                f"INSERT INTO {i} (message_id, session_id, branch_id) VALUES (?, ?, ?)",
-                [(row_id, session_id, name) for row_id in ids],
+                schema.insert_branch_item, [(row_id, session_id, name) for row_id in ids]
             )
 
         await self._on_branch(add, write=True)
@@ -231,18 +231,11 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
             row_id, item, own = found
             if is_user(item):
                 turn = branches.count_users(name, row_id)
-                branches.conn.execute(
-                    f"DELETE FROM {quote_identifier(schema.usage_table)} WHERE session_id = ? "
-                    "AND branch_id = ? AND user_turn_number = ?",
-                    (session_id, name, turn),
-                )
+                branches.conn.execute(schema.delete_turn_usage, (session_id, name, turn))
             shared = branches.needed_below(name) > row_id
             if own and not shared:
                 branches.conn.execute(schema.delete_row, (row_id,))
-                branches.conn.execute(
-                    f"DELETE FROM {quote_identifier(schema.items_table)} WHERE message_id = ?",
-                    (row_id,),
-                )
+                branches.conn.execute(schema.delete_branch_item, (row_id,))
             else:
                 if shared:
                     branches.detach(name)
@@ -261,28 +254,7 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
             SessionClosedError: The session was closed.
             SessionStorageError: SQLite failed.
         """
-        schema, session_id = self._schema, self.session_id
-        b = quote_identifier(schema.branches_table)
-
-        def clear(conn: sqlite3.Connection) -> None:
-            for statement in schema.delete_session:
-                conn.execute(statement, (session_id,))
-            for table in (schema.items_table, schema.usage_table):
-                conn.execute(
-                    f"DELETE FROM {quote_identifier(table)} WHERE session_id = ?", (session_id,)
-                )
-            conn.execute(
-                f"DELETE FROM {b} WHERE session_id = ? AND (branch_id = ? OR "
-                "substr(branch_id, 1, 1) = ?)",
-                (session_id, MAIN, SEGMENT_PREFIX),
-            )
-            conn.execute(
-                f"UPDATE {b} SET deleted = ?, parent_id = NULL, fork_before = NULL "
-                "WHERE session_id = ?",
-                (CLEARED, session_id),
-            )
-
-        await self._write(clear)
+        await super().clear_session()
         self._current_branch_id = MAIN
 
     # --- atomic replacement, on the current branch -----------------------------------------------
@@ -297,9 +269,7 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
 
         def read(branches: Branches, name: str) -> HistorySnapshot:
             view, params = branches.schema.view(branches.chain(name), branches.sid)
-            rows = branches.conn.execute(
-                f"SELECT id, message_data FROM ({view}) ORDER BY id", params
-            )
+            rows = branches.conn.execute(branches.schema.select_view(view), params)
             return decode_snapshot(rows.fetchall(), f"session {branches.sid!r}")
 
         snapshot: HistorySnapshot = await self._on_branch(read, write=False)
@@ -327,20 +297,18 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
         encoded = encode_items(new_items)
         schema, session_id = self._schema, self.session_id
         through = snapshot.rows[-1] if snapshot.rows else 0
-        i = quote_identifier(schema.items_table)
 
         def replace(branches: Branches, name: str) -> bool:
             conn = branches.conn
             view, params = schema.view(branches.chain(name), session_id, created_at=True)
             rows = conn.execute(
-                f"SELECT id, message_data, created_at FROM ({view}) ORDER BY id", params
+                schema.select_view(view, "id, message_data, created_at"), params
             ).fetchall()
             if tuple(row[0] for row in rows if row[0] <= through) != snapshot.rows:
                 return False
             if archive:
                 conn.executemany(
-                    f"INSERT INTO {quote_identifier(schema.archive_table)} "
-                    "(session_id, message_data, created_at) VALUES (?, ?, ?)",
+                    schema.archive_row,
                     [(session_id, data, at) for row_id, data, at in rows if row_id <= through],
                 )
             if branches.needed_below(name) > 0:
@@ -357,10 +325,7 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
                 else:
                     row_id = conn.execute(schema.insert_with_time, (session_id, data, at)).lastrowid
                 if name != MAIN:
-                    conn.execute(
-                        f"INSERT INTO {i} (message_id, session_id, branch_id) VALUES (?, ?, ?)",
-                        (row_id, session_id, name),
-                    )
+                    conn.execute(schema.insert_branch_item, (row_id, session_id, name))
             conn.execute(schema.touch_session, (session_id,))
             branches.collect()
             return True
@@ -410,7 +375,7 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
             else:
                 view, params = schema.view(branches.chain(source), branches.sid)
                 seen = branches.conn.execute(
-                    f"SELECT 1 FROM ({view}) WHERE id = ?", [*params, user_row]
+                    schema.view_has_row(view), [*params, user_row]
                 ).fetchone()
                 at = user_row if seen is not None else None
             if at is None:
@@ -487,16 +452,12 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
                 f"Cannot delete current branch '{branch_id}'. "
                 "Use force=True or switch branches first"
             )
-        usage = quote_identifier(self._schema.usage_table)
-        branches_table = quote_identifier(self._schema.branches_table)
+        schema = self._schema
 
         def delete(branches: Branches, name: str) -> None:
             conn, sid = branches.conn, branches.sid
-            conn.execute(
-                f"UPDATE {branches_table} SET deleted = 1 WHERE session_id = ? AND branch_id = ?",
-                (sid, name),
-            )
-            conn.execute(f"DELETE FROM {usage} WHERE session_id = ? AND branch_id = ?", (sid, name))
+            conn.execute(schema.mark_deleted, (sid, name))
+            conn.execute(schema.delete_branch_usage, (sid, name))
             branches.rows[name].deleted = True
             branches.collect()
 
@@ -514,7 +475,7 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
             an item or another branch exists).
         """
         current = self._current_branch_id
-        sessions = quote_identifier(self._schema.sessions_table)
+        schema = self._schema
 
         def listing(branches: Branches, _name: str) -> list[dict[str, Any]]:
             names = [n for n in branches.rows if n != MAIN and branches.exists(n)]
@@ -530,9 +491,7 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
                 row = branches.rows.get(name)
                 created = row.created_at if row is not None else None
                 if created is None:
-                    found = branches.conn.execute(
-                        f"SELECT created_at FROM {sessions} WHERE session_id = ?", (branches.sid,)
-                    ).fetchone()
+                    found = branches.conn.execute(schema.select_created, (branches.sid,)).fetchone()
                     created = found[0] if found else None
                 out.append(
                     {
