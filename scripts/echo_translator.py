@@ -59,9 +59,9 @@ _WORDS: dict[str, dict[str, str]] = {
     "zh": {"the": "这个", "not": "不", "never": "从不"},
 }
 _UNITS: dict[str, dict[str, str]] = {
-    "ja": {"second": "秒", "minute": "分", "hour": "時間", "millisecond": "ミリ秒"},
-    "ko": {"second": "초", "minute": "분", "hour": "시간", "millisecond": "밀리초"},
-    "zh": {"second": "秒", "minute": "分钟", "hour": "小时", "millisecond": "毫秒"},
+    "ja": {"second": "秒", "minute": "分", "hour": "時間", "millisecond": "ミリ秒", "year": "年"},
+    "ko": {"second": "초", "minute": "분", "hour": "시간", "millisecond": "밀리초", "year": "년"},
+    "zh": {"second": "秒", "minute": "分钟", "hour": "小时", "millisecond": "毫秒", "year": "年"},
 }
 for _lang, _units in _UNITS.items():  # units are translated, in the singular and the plural
     _WORDS[_lang].update(_units)
