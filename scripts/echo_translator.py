@@ -152,6 +152,14 @@ def _translate_text(text: str, lang: str, glossary: Glossary) -> str:
 def echo_translate(source: str, lang: str, glossary: Glossary | None = None) -> str:
     """Translate the `<source>` block's content the way a well-behaved model would."""
     glossary = glossary or Glossary()
+    for name in glossary.keep:  # a name wrapped over two lines moves onto the first
+        if " " in name:
+            wrapped = r"(?<![\w-])" + r"\s+".join(map(re.escape, name.split())) + r"(?![\w-])"
+            source = re.sub(
+                wrapped,
+                lambda m, n=name: n + ("\n" + m[0].rsplit("\n", 1)[1] if "\n" in m[0] else ""),
+                source,
+            )
     out = []
     for line in source.splitlines(keepends=True):
         if line.startswith("<!-- i18n:section"):

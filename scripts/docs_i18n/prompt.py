@@ -205,8 +205,9 @@ class Glossary:
         return ([main] if main else []) + self.accept.get(lang, {}).get(term, [])
 
     def used_words(self, text: str) -> list[str]:
-        """The do-not-translate words that occur in `text` (all of them when `text` is `None`)."""
-        return [w for w in self.do_not_translate if w.lower() in text.lower()]
+        """The do-not-translate words that occur in `text`, a name wrapped over two lines too."""
+        flat = " ".join(text.split()).lower()
+        return [w for w in self.do_not_translate if " ".join(w.split()).lower() in flat]
 
     def digest(self, lang: str, english: str) -> str:
         """The hash of the entries of `lang` whose English term `english` uses.

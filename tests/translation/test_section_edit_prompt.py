@@ -260,3 +260,10 @@ async def test_a_translation_whose_blocks_do_not_line_up_gets_the_whole_section(
     assert sources["ko"].startswith("<!-- i18n:section 3 -->\nInstall the redis extra")
     assert "## Redis" not in sources["ko"]
     assert re.search(r"(?m)^## Redis \S+ \{#redis\}\n\nInstall\S+ ", _read(ja))
+
+
+def test_a_name_wrapped_over_two_lines_is_listed_as_kept() -> None:
+    prompts = PromptSet.load(REPO / "i18n", LANGS)
+    text = "It answers the Responses API and the Conversations\nAPI, both.\n"
+    instructions = prompts.instructions("ja", text, edit=True)
+    assert "- Conversations API\n" in instructions.split("# Do not translate", 1)[1]
