@@ -59,9 +59,9 @@ _WORDS: dict[str, dict[str, str]] = {
     "zh": {"the": "这个", "not": "不", "never": "从不"},
 }
 _UNITS: dict[str, dict[str, str]] = {
-    "ja": {"second": "秒", "minute": "分", "hour": "時間", "millisecond": "ミリ秒"},
-    "ko": {"second": "초", "minute": "분", "hour": "시간", "millisecond": "밀리초"},
-    "zh": {"second": "秒", "minute": "分钟", "hour": "小时", "millisecond": "毫秒"},
+    "ja": {"second": "秒", "minute": "分", "hour": "時間", "millisecond": "ミリ秒", "year": "年"},
+    "ko": {"second": "초", "minute": "분", "hour": "시간", "millisecond": "밀리초", "year": "년"},
+    "zh": {"second": "秒", "minute": "分钟", "hour": "小时", "millisecond": "毫秒", "year": "年"},
 }
 for _lang, _units in _UNITS.items():  # units are translated, in the singular and the plural
     _WORDS[_lang].update(_units)
@@ -152,6 +152,14 @@ def _translate_text(text: str, lang: str, glossary: Glossary) -> str:
 def echo_translate(source: str, lang: str, glossary: Glossary | None = None) -> str:
     """Translate the `<source>` block's content the way a well-behaved model would."""
     glossary = glossary or Glossary()
+    for name in glossary.keep:  # a name wrapped over two lines moves onto the first
+        if " " in name:
+            wrapped = r"(?<![\w-])" + r"\s+".join(map(re.escape, name.split())) + r"(?![\w-])"
+            source = re.sub(
+                wrapped,
+                lambda m, n=name: n + ("\n" + m[0].rsplit("\n", 1)[1] if "\n" in m[0] else ""),
+                source,
+            )
     out = []
     for line in source.splitlines(keepends=True):
         if line.startswith("<!-- i18n:section"):

@@ -44,7 +44,9 @@ def split_front_matter(text: str) -> FrontMatter:
         return FrontMatter(raw="", data={}, body=text)
     raw = match["yaml"]
     try:
-        data = yaml.safe_load(raw) if raw.strip() else {}
+        data = (
+            yaml.safe_load(raw + "\n") if raw.strip() else {}
+        )  # a last "|" block keeps its newline
     except yaml.YAMLError as exc:
         raise ValueError(f"front matter is not valid YAML: {exc}") from exc
     if data is None:

@@ -2,9 +2,9 @@
 
 Maintainers edit `i18n/prompts/*.md` (the shared prompt, one file of rules per language, and the
 task, context and repair messages) and `i18n/glossary.yml`; this module only fills them in.
-Template fields are written `{{name}}`; a block `{{?flag}}...{{/flag}}` is kept only when the
-request needs it (see `PromptSet.flags`), so a section edit is not sent rules about content it
-does not have.
+Each file is a `string.Template` (fields `${name}`); the parts listed under `when:` in its front
+matter go into their slots only when the request needs them (`PromptSet.conditions`), so a
+section edit is not sent rules about content it does not have.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import string
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,8 +26,10 @@ from .translator import load_reply_json
 __all__ = [
     "LANGUAGES",
     "SECTION_MARKER_RE",
+    "Context",
     "Glossary",
     "PromptSet",
+    "Template",
     "batch_format",
     "mentions",
     "parse_batch_reply",
@@ -49,38 +52,7 @@ def section_marker(n: int) -> str:
     return f"<!-- i18n:section {n} -->"
 
 
-_BLOCK_RE = re.compile(r"\{\{\?(\w+)\}\}(.*?)\{\{/\1\}\}", re.S)
 _ADMONITION_RE = re.compile(r"^[ \t]*(?:!!!|\?\?\?\+?|===\+?)[ \t]", re.M)
-
-FLAGS = (
-    "whole",
-    "edit",
-    "single",
-    "batch",
-    "placeholders",
-    "admonitions",
-    "mermaid",
-    "glossary",
-    "words",
-    "terms",
-)
-"""The conditions a prompt template's `{{?flag}}` blocks may test."""
-
-
-def _fill(template: str, flags: dict[str, bool] | None = None, **values: str) -> str:
-    def _block(match: re.Match[str]) -> str:
-        name = match[1]
-        if flags is None or name not in flags:
-            raise KeyError(f"unknown template condition {{{{?{name}}}}}")
-        return match[2] if flags[name] else ""
-
-    def _value(match: re.Match[str]) -> str:
-        name = match[1]
-        if name not in values:
-            raise KeyError(f"unknown template field {{{{{name}}}}}")
-        return values[name]
-
-    return re.sub(r"\{\{(\w+)\}\}", _value, _BLOCK_RE.sub(_block, template))
 
 
 def mentions(text: str, term: str) -> bool:
@@ -205,8 +177,9 @@ class Glossary:
         return ([main] if main else []) + self.accept.get(lang, {}).get(term, [])
 
     def used_words(self, text: str) -> list[str]:
-        """The do-not-translate words that occur in `text` (all of them when `text` is `None`)."""
-        return [w for w in self.do_not_translate if w.lower() in text.lower()]
+        """The do-not-translate words that occur in `text`, a name wrapped over two lines too."""
+        flat = " ".join(text.split()).lower()
+        return [w for w in self.do_not_translate if " ".join(w.split()).lower() in flat]
 
     def digest(self, lang: str, english: str) -> str:
         """The hash of the entries of `lang` whose English term `english` uses.
@@ -227,21 +200,97 @@ class Glossary:
         return {en: tr for en, tr in self.terms.get(lang, {}).items() if mentions(text, en)}
 
 
+@dataclass(frozen=True)
+class Template:
+    """A prompt file: a `string.Template` text and the parts put into its slots on a condition.
+
+    The front matter's `when:` maps a condition to `slot: text`; a slot whose condition does not
+    hold stays empty. Two conditions may fill the same slot (`single` and `batch`). Example:
+
+        when:
+          placeholders:
+            placeholders: "- Keep every placeholder exactly once.\\n"
+        ---
+        # Rules
+
+        ${placeholders}- Do not add or drop content.
+    """
+
+    text: string.Template
+    when: dict[str, dict[str, str]]
+
+    @classmethod
+    def read(cls, path: Path) -> Template:
+        """Read a prompt file.
+
+        Raises:
+            ValueError: The front matter is not YAML, or its `when:` does not have that shape.
+        """
+        try:
+            split = split_front_matter(path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from exc
+        when: Any = split.data.get("when") or {}
+        if not isinstance(when, dict) or not all(
+            isinstance(parts, dict) and all(isinstance(v, str) for v in parts.values())
+            for parts in when.values()
+        ):
+            raise ValueError(f"{path}: `when` must map a condition to slot: text")
+        return cls(string.Template(split.body), {str(c): dict(p) for c, p in when.items()})
+
+    def fill(self, conditions: dict[str, bool] | None = None, /, **values: str) -> str:
+        """The text with `values` filled in and each part whose condition holds in its slot.
+
+        Raises:
+            KeyError: A condition of `when:` is not in `conditions`, or a field has no value.
+        """
+        slots: dict[str, str] = {}
+        for condition, parts in self.when.items():
+            if conditions is None or condition not in conditions:
+                raise KeyError(f"unknown prompt condition {condition!r}")
+            for slot, text in parts.items():
+                if conditions[condition]:
+                    slots[slot] = string.Template(text).substitute(values)
+                else:
+                    slots.setdefault(slot, "")
+        return self.text.substitute(values | slots)
+
+
+_TEMPLATES = (
+    "common",
+    "task",
+    "context",
+    "keep",
+    "repair",
+    "review",
+    "review_task",
+    "review_repair",
+    "task_batch",
+    "review_task_batch",
+)
+"""The prompt files besides the per-language ones: `i18n/prompts/<name>.md`."""
+
+
 @dataclass
 class PromptSet:
-    """The prompt files of `i18n/prompts/` and the glossary, ready to build messages."""
+    """The prompt files of `i18n/prompts/` and the glossary, ready to build messages.
 
-    common: str
+    Every builder takes the target languages: one language is a request of its own (Markdown
+    with section markers); several share one request (`batch_format`: JSON, one field per
+    language and section).
+    """
+
+    common: Template
     per_language: dict[str, str]
-    task: str
-    context: str
-    keep: str
-    repair: str
-    review: str
-    review_task: str
-    review_repair: str
-    task_batch: str
-    review_task_batch: str
+    task: Template
+    context: Template
+    keep: Template
+    repair: Template
+    review: Template
+    review_task: Template
+    review_repair: Template
+    task_batch: Template
+    review_task_batch: Template
     glossary: Glossary
 
     @classmethod
@@ -250,288 +299,196 @@ class PromptSet:
 
         Raises:
             FileNotFoundError: A prompt file is missing.
-            ValueError: The glossary is malformed.
+            ValueError: The glossary or a prompt file's front matter is malformed.
         """
         prompts = i18n_dir / "prompts"
-
-        def _read(name: str) -> str:
-            return (prompts / name).read_text(encoding="utf-8")
-
         glossary = Glossary.load(i18n_dir / "glossary.yml")
         per_language: dict[str, str] = {}
         for lang in languages:
             where = str(prompts / f"{lang}.md")
             try:
-                split = split_front_matter(_read(f"{lang}.md"))
+                split = split_front_matter((prompts / f"{lang}.md").read_text(encoding="utf-8"))
             except ValueError as exc:
                 raise ValueError(f"{where}: {exc}") from exc
             per_language[lang] = split.body
             glossary.rules[lang] = LanguageRules.parse(split.data.get("checks"), where)
-        return cls(
-            common=_read("common.md"),
-            per_language=per_language,
-            task=_read("task.md"),
-            context=_read("context.md"),
-            keep=_read("keep.md"),
-            repair=_read("repair.md"),
-            review=_read("review.md"),
-            review_task=_read("review_task.md"),
-            review_repair=_read("review_repair.md"),
-            task_batch=_read("task_batch.md"),
-            review_task_batch=_read("review_task_batch.md"),
-            glossary=glossary,
-        )
+        templates = {name: Template.read(prompts / f"{name}.md") for name in _TEMPLATES}
+        return cls(per_language=per_language, glossary=glossary, **templates)
 
-    def glossary_lists(self, lang: str, text: str | None) -> tuple[str, str]:
+    def glossary_lists(self, langs: list[str], text: str | None) -> tuple[str, str]:
         """The do-not-translate and term lists for the prompt, limited to those `text` uses.
 
-        With `text=None` every entry is listed.
+        With `text=None` every entry is listed. With several languages each term line names
+        its language (`- ja: session -> ...`).
         """
         glossary = self.glossary
         words = glossary.do_not_translate if text is None else glossary.used_words(text)
-        table = glossary.terms.get(lang, {})
-        if text is not None:
-            table = glossary.used_terms(lang, text)
-        forbidden = glossary.forbid.get(lang, {})
         lines = []
-        for en, tr in table.items():
-            never = forbidden.get(en)
-            lines.append(f"- {en} -> {tr}" + (f" (never {', '.join(never)})" if never else ""))
+        for lang in langs:
+            table = glossary.terms.get(lang, {})
+            if text is not None:
+                table = glossary.used_terms(lang, text)
+            forbidden = glossary.forbid.get(lang, {})
+            tag = f"{lang}: " if len(langs) > 1 else ""
+            for en, tr in table.items():
+                never = forbidden.get(en)
+                lines.append(
+                    f"- {tag}{en} -> {tr}" + (f" (never {', '.join(never)})" if never else "")
+                )
         return (
             "\n".join(f"- {w}" for w in words) or "(none)",
             "\n".join(lines) or "(none)",
         )
 
-    def flags(self, lang: str, text: str | None, *, edit: bool) -> dict[str, bool]:
-        """Which `{{?flag}}` blocks of the templates a request needs.
+    def conditions(self, langs: list[str], text: str | None, *, edit: bool) -> dict[str, bool]:
+        """Which parts of the instructions (`Template`) a request needs.
 
         A rule about content the request does not carry (placeholders, admonition markers,
-        diagram labels, glossary entries) is left out; with `text=None` every block is kept.
+        diagram labels, glossary entries) is left out; with `text=None` every rule is kept.
 
         Args:
-            lang: The target language code.
+            langs: The target language codes.
             text: The (masked) English text the request carries, or `None` for all rules.
             edit: Whether only some sections of the page are sent (a section edit, with the
                 neighbours as context) rather than the whole page.
         """
-        if text is None:
-            return dict.fromkeys(FLAGS, True) | {"whole": not edit, "edit": edit, "batch": False}
-        words, terms = self.glossary_lists(lang, text)
+        words, terms = self.glossary_lists(langs, text)
+        every = text is None
         return {
             "whole": not edit,
             "edit": edit,
-            "single": True,
-            "batch": False,
-            "placeholders": "@@" in text,
-            "admonitions": _ADMONITION_RE.search(text) is not None,
-            "mermaid": "<!-- i18n:mermaid" in text,
-            "glossary": (words, terms) != ("(none)", "(none)"),
-            "words": words != "(none)",
-            "terms": terms != "(none)",
+            "single": len(langs) == 1,
+            "batch": len(langs) > 1,
+            "placeholders": every or "@@" in (text or ""),
+            "admonitions": every or _ADMONITION_RE.search(text or "") is not None,
+            "mermaid": every or "<!-- i18n:mermaid" in (text or ""),
+            "glossary": every or (words, terms) != ("(none)", "(none)"),
+            "words": every or words != "(none)",
+            "terms": every or terms != "(none)",
         }
 
-    def instructions(self, lang: str, text: str | None = None, *, edit: bool = False) -> str:
-        """Return the instructions (role, rules, language rules, glossary, workflow) for `lang`.
+    def instructions(self, langs: list[str], text: str | None = None, *, edit: bool = False) -> str:
+        """Return the instructions (role, rules, language rules, glossary, workflow).
 
         Args:
-            lang: The target language code.
+            langs: The target language codes: with several, each language's rules come under
+                its name and each term entry with its language code.
             text: The English text the request carries: only the glossary entries it uses and
                 the rules its content needs are included. `None` includes everything.
-            edit: Whether the request carries only some sections of the page (`flags`).
+            edit: Whether the request carries only some sections of the page (`conditions`).
         """
-        words, terms = self.glossary_lists(lang, text)
-        return _fill(
-            self.common,
-            self.flags(lang, text, edit=edit),
-            language=LANGUAGES[lang],
-            language_rules=self.per_language[lang].strip(),
+        words, terms = self.glossary_lists(langs, text)
+        rules = self.per_language[langs[0]].strip()
+        if len(langs) > 1:
+            rules = "\n\n".join(
+                f"## {LANGUAGES[lang]} ({lang})\n\n{self.per_language[lang].strip()}"
+                for lang in langs
+            )
+        return self.common.fill(
+            self.conditions(langs, text, edit=edit),
+            language=language_names(langs),
+            language_rules=rules,
             do_not_translate=words,
-            terms=terms,
+            term_list=terms,
         )
 
     def task_message(
         self,
-        lang: str,
+        langs: list[str],
         page: str,
         sections: dict[int, str],
-        neighbours: dict[int, str] | None,
-        patches: dict[int, tuple[str, str]] | None = None,
+        contexts: dict[str, Context],
         keep: dict[int, str] | None = None,
     ) -> str:
         """Return the user message asking for `sections` (number -> masked English text).
 
         Args:
-            lang: The target language code.
+            langs: The target language codes.
             page: The page's path relative to docs/.
             sections: The sections to translate (for a patched section, its changed blocks).
-            neighbours: The current translation of the sections next to the changed ones
-                (number -> masked text), sent as context when only some sections changed;
-                `None` or empty for a page translated from scratch.
-            patches: Section number -> the current translation just before and just after its
-                changed blocks, for the sections that changed in some blocks only.
-            keep: Section number -> its current translation, corrected by hand or made with
-                glossary entries that changed since: the translation to keep (`keep.md`).
+            contexts: Per language, the current translation of the sections next to the
+                changed ones (number -> masked text; `None` for a page translated from
+                scratch) and, for the sections that changed in some blocks only, the current
+                translation just before and just after the changed blocks.
+            keep: With one language, section number -> its current translation, corrected by
+                hand or made with glossary entries that changed since: the translation to keep
+                (`keep.md`).
         """
         body = "".join(
             f"{section_marker(n)}\n{_ensure_newline(text)}" for n, text in sections.items()
         )
-        text = _context_sections(neighbours, patches)
-        context = ""
-        if text:
-            context = _fill(
-                self.context,
-                {"patch": bool(patches)},
-                language=LANGUAGES[lang],
-                translation=text,
+        shown = {lang: _context_sections(*contexts.get(lang, (None, {}))) for lang in langs}
+        patched = any(contexts.get(lang, (None, {}))[1] for lang in langs)
+        if len(langs) > 1:
+            return self.task_batch.fill(
+                {"context": any(shown.values()), "patch": patched},
+                languages=language_names(langs),
+                page=page,
                 gap=PATCH_GAP,
+                translations="".join(f"<{k}>\n{v}</{k}>\n\n" for k, v in shown.items() if v),
+                sections=body,
+            )
+        language = LANGUAGES[langs[0]]
+        context = ""
+        if shown[langs[0]]:
+            context = self.context.fill(
+                {"patch": patched}, language=language, translation=shown[langs[0]], gap=PATCH_GAP
             )
         if keep:
             kept = "".join(
                 f"<!-- section {n} -->\n{_ensure_newline(t)}" for n, t in sorted(keep.items())
             )
-            context += _fill(self.keep, language=LANGUAGES[lang], translation=kept)
-        return _fill(self.task, language=LANGUAGES[lang], page=page, context=context, sections=body)
+            context += self.keep.fill(language=language, translation=kept)
+        return self.task.fill(language=language, page=page, context=context, sections=body)
 
     def repair_message(self, findings: list[str]) -> str:
         """Return the message sending a failed draft's findings back to the model."""
-        return _fill(self.repair, findings="\n".join(f"- {f}" for f in findings))
+        return self.repair.fill(findings="\n".join(f"- {f}" for f in findings))
 
-    def review_instructions(self, lang: str, text: str, *, edit: bool = False) -> str:
-        """Return the reviewer's instructions for `lang`.
+    def review_instructions(self, langs: list[str], text: str, *, edit: bool = False) -> str:
+        """Return the reviewer's instructions.
 
         Only the glossary entries and the rules that the English `text` needs are included
-        (`flags`).
+        (`conditions`).
         """
-        words, terms = self.glossary_lists(lang, text)
-        return _fill(
-            self.review,
-            self.flags(lang, text, edit=edit),
-            language=LANGUAGES[lang],
-            do_not_translate=words,
-            terms=terms,
-        )
-
-    def review_message(self, lang: str, page: str, pairs: dict[int, tuple[str, str]]) -> str:
-        """Return the review request: each section's English and draft side by side."""
-        body = "".join(
-            f'<section n="{n}">\n<english>\n{_ensure_newline(en)}</english>\n'
-            f"<translation>\n{_ensure_newline(tr)}</translation>\n</section>\n"
-            for n, (en, tr) in pairs.items()
-        )
-        return _fill(self.review_task, language=LANGUAGES[lang], page=page, sections=body)
-
-    def review_repair_message(self, findings: list[str]) -> str:
-        """Return the message sending a reviewer's blocking findings back to the translator."""
-        return _fill(self.review_repair, findings="\n".join(f"- {f}" for f in findings))
-
-    def _batch_glossary(self, langs: list[str], text: str) -> tuple[str, str]:
-        """The glossary lists of a request for several languages: each term line names its
-        language (`- ja: session -> ...`)."""
-        words, _ = self.glossary_lists(langs[0], text)
-        lines = []
-        for lang in langs:
-            _, terms = self.glossary_lists(lang, text)
-            if terms != "(none)":
-                lines += [f"- {lang}: {line[2:]}" for line in terms.splitlines()]
-        return words, "\n".join(lines) or "(none)"
-
-    def _batch_flags(self, langs: list[str], text: str, edit: bool) -> dict[str, bool]:
-        words, terms = self._batch_glossary(langs, text)
-        return self.flags(langs[0], text, edit=edit) | {
-            "single": False,
-            "batch": True,
-            "glossary": (words, terms) != ("(none)", "(none)"),
-            "words": words != "(none)",
-            "terms": terms != "(none)",
-        }
-
-    def batch_instructions(self, langs: list[str], text: str, *, edit: bool) -> str:
-        """The instructions of one request translating `text` into every language of `langs`.
-
-        The shared rules once; each language's rules under its name; each term entry with its
-        language code; only what `text` needs (`flags`).
-        """
-        words, terms = self._batch_glossary(langs, text)
-        rules = "\n\n".join(
-            f"## {LANGUAGES[lang]} ({lang})\n\n{self.per_language[lang].strip()}" for lang in langs
-        )
-        return _fill(
-            self.common,
-            self._batch_flags(langs, text, edit),
-            language=language_names(langs),
-            language_rules=rules,
-            do_not_translate=words,
-            terms=terms,
-        )
-
-    def batch_task_message(
-        self,
-        langs: list[str],
-        page: str,
-        sections: dict[int, str],
-        contexts: dict[str, tuple[dict[int, str] | None, dict[int, tuple[str, str]]]],
-    ) -> str:
-        """The user message asking for `sections` in every language of `langs` at once.
-
-        Args:
-            langs: The target language codes.
-            page: The page's path relative to docs/.
-            sections: The sections to translate, the same for every language.
-            contexts: Per language, its neighbours and patch context (see `task_message`).
-        """
-        body = "".join(
-            f"{section_marker(n)}\n{_ensure_newline(text)}" for n, text in sections.items()
-        )
-        translations = ""
-        patched = False
-        for lang in langs:
-            neighbours, patches = contexts.get(lang, (None, {}))
-            shown = _context_sections(neighbours, patches)
-            patched = patched or bool(patches)
-            if shown:
-                translations += f"<{lang}>\n{shown}</{lang}>\n\n"
-        return _fill(
-            self.task_batch,
-            {"context": bool(translations), "patch": patched},
-            languages=language_names(langs),
-            page=page,
-            gap=PATCH_GAP,
-            translations=translations,
-            sections=body,
-        )
-
-    def batch_review_instructions(self, langs: list[str], text: str, *, edit: bool) -> str:
-        """The reviewer's instructions for drafts of `text` in every language of `langs`."""
-        words, terms = self._batch_glossary(langs, text)
-        return _fill(
-            self.review,
-            self._batch_flags(langs, text, edit),
+        words, terms = self.glossary_lists(langs, text)
+        return self.review.fill(
+            self.conditions(langs, text, edit=edit),
             language=language_names(langs),
             do_not_translate=words,
-            terms=terms,
+            term_list=terms,
         )
 
-    def batch_review_message(
+    def review_message(
         self,
         langs: list[str],
         page: str,
         english: dict[int, str],
         drafts: dict[str, dict[int, str]],
     ) -> str:
-        """The review request for several languages: each section's English once, then its
-        draft in each language."""
+        """Return the review request: each section's English, then its draft in each language
+        (`<translation>` with one language, `<ja>`, `<ko>`... with several)."""
         body = ""
         for n, en in english.items():
             body += f'<section n="{n}">\n<english>\n{_ensure_newline(en)}</english>\n'
             for lang in langs:
-                body += f"<{lang}>\n{_ensure_newline(drafts[lang][n])}</{lang}>\n"
+                tag = lang if len(langs) > 1 else "translation"
+                body += f"<{tag}>\n{_ensure_newline(drafts[lang][n])}</{tag}>\n"
             body += "</section>\n"
-        return _fill(
-            self.review_task_batch,
-            languages=language_names(langs),
-            page=page,
-            sections=body,
-        )
+        if len(langs) > 1:
+            return self.review_task_batch.fill(
+                languages=language_names(langs), page=page, sections=body
+            )
+        return self.review_task.fill(language=LANGUAGES[langs[0]], page=page, sections=body)
+
+    def review_repair_message(self, findings: list[str]) -> str:
+        """Return the message sending a reviewer's blocking findings back to the translator."""
+        return self.review_repair.fill(findings="\n".join(f"- {f}" for f in findings))
+
+
+Context = tuple[dict[int, str] | None, dict[int, tuple[str, str]] | None]
+"""One language's context of a request: the neighbouring sections' current translation, and
+the current translation around each patched section's changed blocks (`PromptSet.task_message`)."""
 
 
 def language_names(langs: list[str]) -> str:
@@ -583,7 +540,7 @@ def parse_batch_reply(text: str, langs: list[str], sections: list[int]) -> dict[
 
 
 def _context_sections(
-    neighbours: dict[int, str] | None, patches: dict[int, tuple[str, str]] | None
+    neighbours: dict[int, str] | None, patches: dict[int, tuple[str, str]] | None = None
 ) -> str:
     shown: dict[int, str] = dict(neighbours or {})
     for n, (before, after) in (patches or {}).items():

@@ -11,11 +11,13 @@ Requests run concurrently up to `Options.concurrency`; each page and language is
 
 A job whose draft still fails, or whose blocker survives the repair, writes nothing.
 
-The jobs of one page that send the same English (a section edit in several languages) share
-steps 1 and 2: one request translates it into all their languages (`batch_format`: one field per
-language and section) and one request reviews all the drafts (each finding names its language).
-Each language's draft is then checked, its findings verified against its own draft, and
-repaired in its own conversation. A shared request that fails falls back to one per language.
+The jobs of one page that send the same English (a section edit in several languages) are run
+together, one language being a group of one: one request translates the English into all their
+languages (`batch_format`: one field per language and section) and one request reviews all the
+drafts (each finding names its language). Each language's draft is then checked, its findings
+verified against its own draft, repaired in its own conversation and written as soon as it is
+done. A shared request that fails falls back to one per language. The model calls hold a slot
+of the concurrency limiter only while in flight; the checks and writes run in worker threads.
 """
 
 from __future__ import annotations
@@ -226,39 +228,40 @@ class _JobFailed(Exception):
 
 
 @dataclass
-class _Conversation:
-    """One job's exchange with the translator."""
+class _Run:
+    """What every request of a run shares."""
 
-    job: Job
     options: Options
     prompts: PromptSet
     client: openai.AsyncOpenAI
     limiter: asyncio.Semaphore
+    writer: _Writer
     reporter: Reporter
-    instructions: str = ""
-    messages: list[dict[str, str]] = field(default_factory=list)
 
-    async def _call(
+    async def call(
         self,
-        model: str,
+        key: str,
         instructions: str,
         messages: list[dict[str, str]],
+        *,
         review: bool,
         text_format: dict[str, Any] | None = None,
-        key: str | None = None,
     ) -> ModelReply:
+        """One model call (`call_model`), counted in the run's totals; `key` names it in notes.
+
+        Raises:
+            _JobFailed: The call failed for good.
+            EndpointUnreachable: The endpoint refused the connection.
+        """
+
         def _on_retry(reason: str, delay: float, number: int) -> None:
             what = "review: " if review else ""
-            who = key or self.job.key
-            self.reporter.note(f"{who}: {what}{reason}, retry {number} in {delay:.1f}s")
-
-        if text_format is None and review:
-            text_format = REVIEW_FORMAT
+            self.reporter.note(f"{key}: {what}{reason}, retry {number} in {delay:.1f}s")
 
         try:
             reply = await call_model(
                 self.client,
-                model=model,
+                model=self.options.review_model if review else self.options.model,
                 effort=self.options.effort,
                 instructions=instructions,
                 messages=messages,
@@ -276,35 +279,81 @@ class _Conversation:
         self.reporter.totals.count(reply, review=review)
         return reply
 
-    async def draft(self, rounds: int, first: str | None = None) -> dict[int, str]:
+    def failed(self, job: Job, exc: _JobFailed) -> None:
+        self.reporter.finished(job.key, "failed", str(exc))
+
+    async def write(self, job: Job, drafts: dict[int, str]) -> None:
+        """Render and write one translation (in a worker thread), and report it."""
+        await asyncio.to_thread(lambda: self.writer.write(job, render(job, drafts)))
+        if job.todo:
+            self.reporter.finished(
+                job.key, "translated", f"{len(job.todo)} of {len(job.page.sections)} section(s)"
+            )
+        else:
+            self.reporter.finished(
+                job.key, "kept", "rewritten without the model (front matter or order)"
+            )
+
+
+@dataclass
+class _Conversation:
+    """One job's exchange with the translator, in its own language."""
+
+    job: Job
+    run: _Run
+    messages: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def instructions(self) -> str:
+        job = self.job
+        english = "".join(job.source(n) for n in job.todo)
+        return self.run.prompts.instructions([job.lang], english, edit=job.edit)
+
+    def start(self) -> None:
+        """Begin with this job's own task message."""
+        job = self.job
+        sections = {n: job.source(n) for n in job.todo}
+        contexts = {job.lang: (job.context, job.patch_context())}
+        task = self.run.prompts.task_message(
+            [job.lang], job.page.path, sections, contexts, job.keep
+        )
+        self.messages = [{"role": "user", "content": task}]
+
+    async def draft(
+        self, rounds: int, first: tuple[str, str | None] | None = None
+    ) -> dict[int, str]:
         """Ask for the sections until the code checks pass, with up to `rounds` repairs.
 
-        `first` is this language's part of a reply for several languages: it is checked as
-        the first draft, and a repair continues in this job's own conversation.
+        `first` is this language's part of a reply for several languages (and why it was cut
+        off, if it was): it is checked as the first draft, and a repair continues in this job's
+        own conversation. The checks run in a worker thread, so that other jobs' requests go
+        out meanwhile.
         """
         findings: list[str] = []
         for attempt in range(rounds + 1):
             if attempt == 0 and first is not None:
-                text, cut_off = first, None
+                text, cut_off = first
             else:
-                reply = await self._call(
-                    self.options.model, self.instructions, self.messages, review=False
+                reply = await self.run.call(
+                    self.job.key, self.instructions, self.messages, review=False
                 )
                 text, cut_off = reply.text, reply.cut_off
             self.messages.append({"role": "assistant", "content": text})
             sections, shape = parse_reply(text)
-            findings = _draft_findings(self.job, sections, shape, self.prompts)
+            findings = await asyncio.to_thread(
+                _draft_findings, self.job, sections, shape, self.run.prompts
+            )
             if cut_off and findings:
                 findings.insert(0, f"the reply was cut off ({cut_off}): return all of it")
             if not findings:
                 return {n: sections[n] for n in self.job.todo}
             if attempt < rounds:
-                self.reporter.note(
+                self.run.reporter.note(
                     f"{self.job.key}: draft failed {len(findings)} check(s), asking for repair "
                     f"{attempt + 1}/{rounds}: {'; '.join(findings)}"
                 )
                 self.messages.append(
-                    {"role": "user", "content": self.prompts.repair_message(findings)}
+                    {"role": "user", "content": self.run.prompts.repair_message(findings)}
                 )
         raise _JobFailed(
             f"still failing after {rounds} repair(s), not written: {'; '.join(findings)}"
@@ -316,22 +365,10 @@ class _Conversation:
         return {n: (job.source(n), _fit(drafts[n], job.source(n))) for n in drafts}
 
     async def review(self, drafts: dict[int, str]) -> list[Finding]:
-        """Review the drafts; record minor and discarded findings; return the blockers."""
-        job = self.job
-        pairs = self.pairs(drafts)
-        english = "".join(en for en, _ in pairs.values())
-        message = self.prompts.review_message(job.lang, job.page.path, pairs)
-        reply = await self._call(
-            self.options.review_model,
-            self.prompts.review_instructions(job.lang, english, edit=job.edit),
-            [{"role": "user", "content": message}],
-            review=True,
-        )
-        try:
-            findings = parse_review(reply.text)
-        except ReviewError as exc:
-            raise _JobFailed(f"the review reply is malformed: {exc}") from exc
-        return self.sort_findings(findings, pairs)
+        """Review the drafts on their own; return the blockers."""
+        return (await _review(self.run, [self], {self.job.lang: drafts}, self.job.key))[
+            self.job.lang
+        ]
 
     def sort_findings(
         self, findings: list[Finding], pairs: dict[int, tuple[str, str]]
@@ -340,51 +377,30 @@ class _Conversation:
         the blockers."""
         job = self.job
         kept, discarded = verify_findings(findings, pairs)
-        t = self.reporter.totals
+        t = self.run.reporter.totals
         t.discarded += [(job.key, f.describe()) for f in discarded]
         t.minors += [(job.key, f.describe()) for f in kept if f.severity == "minor"]
         blockers = [f for f in kept if f.severity == "blocker"]
         t.blockers += [(job.key, f.describe()) for f in blockers]
         if discarded:
-            self.reporter.note(
+            self.run.reporter.note(
                 f"{job.key}: review: {len(discarded)} finding(s) discarded, their quotes "
                 "do not occur in the sections"
             )
         return blockers
 
-    def start(self) -> None:
-        """Build this job's own instructions and task message."""
-        job = self.job
-        sections = {n: job.source(n) for n in job.todo}
-        english = "".join(sections.values())
-        self.instructions = self.prompts.instructions(job.lang, english, edit=job.edit)
-        task = self.prompts.task_message(
-            job.lang, job.page.path, sections, job.context, job.patch_context(), job.keep
-        )
-        self.messages = [{"role": "user", "content": task}]
-
-    async def run(self) -> dict[int, str]:
-        self.start()
-        drafts = await self.draft(self.options.max_repairs)
-        if not self.options.review:
-            return drafts
-        blockers = await self.review(drafts)
-        if not blockers:
-            return drafts
-        return await self.repair(blockers)
-
     async def repair(self, blockers: list[Finding]) -> dict[int, str]:
         """One repair round for the review's blockers, checked by code and reviewed again."""
         job = self.job
         described = [f.describe() for f in blockers]
-        self.reporter.note(
+        self.run.reporter.note(
             f"{job.key}: review found {len(blockers)} blocker(s), asking for a repair: "
             + "; ".join(described)
         )
         self.messages.append(
-            {"role": "user", "content": self.prompts.review_repair_message(described)}
+            {"role": "user", "content": self.run.prompts.review_repair_message(described)}
         )
-        drafts = await self.draft(self.options.max_repairs)
+        drafts = await self.draft(self.run.options.max_repairs)
         surviving = await self.review(drafts)
         if surviving:
             raise _JobFailed(
@@ -394,160 +410,141 @@ class _Conversation:
         return drafts
 
 
-async def _run_job(
-    job: Job,
-    options: Options,
-    prompts: PromptSet,
-    client: openai.AsyncOpenAI,
-    limiter: asyncio.Semaphore,
-    writer: _Writer,
-    reporter: Reporter,
-) -> None:
-    drafts: dict[int, str] = {}
-    if job.todo:
-        conversation = _Conversation(job, options, prompts, client, limiter, reporter)
-        try:
-            drafts = await conversation.run()
-        except _JobFailed as exc:
-            reporter.finished(job.key, "failed", str(exc))
-            return
-    await _write_job(job, drafts, writer, reporter)
+async def _review(
+    run: _Run, talks: list[_Conversation], drafts: dict[str, dict[int, str]], key: str
+) -> dict[str, list[Finding]]:
+    """One review request for the drafts of every language of `talks`; language -> blockers.
 
-
-async def _write_job(job: Job, drafts: dict[int, str], writer: _Writer, reporter: Reporter) -> None:
-    text = render(job, drafts)
-    await asyncio.to_thread(writer.write, job, text)
-    if job.todo:
-        reporter.finished(
-            job.key, "translated", f"{len(job.todo)} of {len(job.page.sections)} section(s)"
-        )
-    else:
-        reporter.finished(job.key, "kept", "rewritten without the model (front matter or order)")
-
-
-async def _run_group(
-    jobs: list[Job],
-    options: Options,
-    prompts: PromptSet,
-    client: openai.AsyncOpenAI,
-    limiter: asyncio.Semaphore,
-    writer: _Writer,
-    reporter: Reporter,
-) -> None:
-    """One section edit in several languages: one translate request and one review request
-    for all of them; the code checks, the quote verification and any repair per language.
-
-    When the shared request fails or its reply is malformed, each language asks on its own.
+    Raises:
+        _JobFailed: The call failed, or its reply is malformed.
     """
-    langs = [job.lang for job in jobs]
-    head = jobs[0]
-    key = f"{'+'.join(langs)}/{head.page.path}"
-    talks = {
-        job.lang: _Conversation(job, options, prompts, client, limiter, reporter) for job in jobs
-    }
-    for talk in talks.values():
-        talk.start()
-    sections = {n: head.source(n) for n in head.todo}
-    english = "".join(sections.values())
-    contexts = {job.lang: (job.context, job.patch_context()) for job in jobs}
-    message = prompts.batch_task_message(langs, head.page.path, sections, contexts)
-    firsts: dict[str, str] = {}
+    langs = [talk.job.lang for talk in talks]
+    head = talks[0].job
+    pairs = {talk.job.lang: talk.pairs(drafts[talk.job.lang]) for talk in talks}
+    english = {n: en for n, (en, _) in pairs[langs[0]].items()}
+    shown = {lang: {n: tr for n, (_, tr) in pairs[lang].items()} for lang in langs}
+    several = langs if len(langs) > 1 else None
+    message = run.prompts.review_message(langs, head.page.path, english, shown)
+    reply = await run.call(
+        key,
+        run.prompts.review_instructions(langs, "".join(english.values()), edit=head.edit),
+        [{"role": "user", "content": message}],
+        review=True,
+        text_format=review_format(several) if several else REVIEW_FORMAT,
+    )
     try:
-        reply = await talks[head.lang]._call(
-            options.model,
-            prompts.batch_instructions(langs, english, edit=True),
-            [{"role": "user", "content": message}],
+        findings = parse_review(reply.text, several)
+    except ReviewError as exc:
+        raise _JobFailed(f"the review reply is malformed: {exc}") from exc
+    return {
+        talk.job.lang: talk.sort_findings(
+            [f for f in findings if f.language in ("", talk.job.lang)], pairs[talk.job.lang]
+        )
+        for talk in talks
+    }
+
+
+async def _run_jobs(run: _Run, jobs: list[Job]) -> None:
+    """Bring the translations of one page that send the same English up to date.
+
+    Several languages share one translate request and one review request (`groups`); the code
+    checks, the quote verification, any repair and the write are per language, and each
+    language is written as soon as it is done. A shared request that fails, or whose reply
+    cannot be read, falls back to one request per language.
+    """
+    if not jobs[0].todo:
+        await run.write(jobs[0], {})
+        return
+    key = f"{'+'.join(job.lang for job in jobs)}/{jobs[0].page.path}"
+    talks = [_Conversation(job, run) for job in jobs]
+    for talk in talks:
+        talk.start()
+    firsts = await _translate_together(run, talks, key) if len(talks) > 1 else {}
+
+    async def _draft(talk: _Conversation) -> dict[int, str] | None:
+        try:
+            return await talk.draft(run.options.max_repairs, firsts.get(talk.job.lang))
+        except _JobFailed as exc:
+            run.failed(talk.job, exc)
+            return None
+
+    drafted = await asyncio.gather(*(_draft(talk) for talk in talks))
+    done = {t.job.lang: (t, d) for t, d in zip(talks, drafted, strict=True) if d is not None}
+    blockers: dict[str, list[Finding]] = {}
+    if run.options.review and done:
+        blockers = await _review_all(run, [t for t, _ in done.values()], done, key)
+
+    async def _finish(talk: _Conversation, drafts: dict[int, str]) -> None:
+        try:
+            if run.options.review:
+                if talk.job.lang not in blockers:
+                    return  # its review failed (reported)
+                if blockers[talk.job.lang]:
+                    drafts = await talk.repair(blockers[talk.job.lang])
+        except _JobFailed as exc:
+            run.failed(talk.job, exc)
+            return
+        await run.write(talk.job, drafts)
+
+    await asyncio.gather(*(_finish(talk, drafts) for talk, drafts in done.values()))
+
+
+async def _translate_together(
+    run: _Run, talks: list[_Conversation], key: str
+) -> dict[str, tuple[str, str | None]]:
+    """One translate request for every language of `talks`: language -> its part of the reply
+    (empty when the request fails: each language then asks on its own)."""
+    head = talks[0].job
+    langs = [talk.job.lang for talk in talks]
+    sections = {n: head.source(n) for n in head.todo}
+    contexts = {talk.job.lang: (talk.job.context, talk.job.patch_context()) for talk in talks}
+    prompts = run.prompts
+    try:
+        reply = await run.call(
+            key,
+            prompts.instructions(langs, "".join(sections.values()), edit=True),
+            [
+                {
+                    "role": "user",
+                    "content": prompts.task_message(langs, head.page.path, sections, contexts),
+                }
+            ],
             review=False,
             text_format=batch_format(langs, head.todo),
-            key=key,
         )
         if reply.cut_off:
             raise ValueError(f"the reply was cut off ({reply.cut_off})")
-        firsts = parse_batch_reply(reply.text, langs, head.todo)
+        parts = parse_batch_reply(reply.text, langs, head.todo)
     except (_JobFailed, ValueError) as exc:
-        reporter.note(f"{key}: the request for all languages failed ({exc}); asking each alone")
-
-    async def _draft(job: Job) -> dict[int, str] | None:
-        try:
-            return await talks[job.lang].draft(options.max_repairs, firsts.get(job.lang))
-        except _JobFailed as exc:
-            reporter.finished(job.key, "failed", str(exc))
-            return None
-
-    drafted = await asyncio.gather(*(_draft(job) for job in jobs))
-    done = {job.lang: d for job, d in zip(jobs, drafted, strict=True) if d is not None}
-    if options.review and done:
-        blockers = await _review_group(jobs, done, talks, options, prompts, key)
-
-        async def _repair(job: Job) -> None:
-            try:
-                if blockers.get(job.lang):
-                    done[job.lang] = await talks[job.lang].repair(blockers[job.lang])
-            except _JobFailed as exc:
-                reporter.finished(job.key, "failed", str(exc))
-                del done[job.lang]
-
-        await asyncio.gather(*(_repair(job) for job in jobs if job.lang in done))
-    for job in jobs:
-        if job.lang in done:
-            await _write_job(job, done[job.lang], writer, reporter)
+        run.reporter.note(f"{key}: the request for all languages failed ({exc}); asking each alone")
+        return {}
+    return {lang: (text, None) for lang, text in parts.items()}
 
 
-async def _review_group(
-    jobs: list[Job],
-    done: dict[str, dict[int, str]],
-    talks: dict[str, _Conversation],
-    options: Options,
-    prompts: PromptSet,
+async def _review_all(
+    run: _Run,
+    talks: list[_Conversation],
+    done: dict[str, tuple[_Conversation, dict[int, str]]],
     key: str,
 ) -> dict[str, list[Finding]]:
-    """Review the drafts of every language in `done` with one request; language -> blockers.
-
-    A language whose review cannot be read this way is reviewed on its own; a job whose own
-    review fails is dropped from `done`.
-    """
-    langs = [job.lang for job in jobs if job.lang in done]
-    pairs = {lang: talks[lang].pairs(done[lang]) for lang in langs}
-    found: dict[str, list[Finding]] | None = None
-    if len(langs) > 1:
-        head = talks[langs[0]].job
-        english = {n: en for n, (en, _) in pairs[langs[0]].items()}
-        drafts = {lang: {n: tr for n, (_, tr) in pairs[lang].items()} for lang in langs}
-        text = "".join(english.values())
+    """Review the drafts of `talks`: language -> blockers, for the languages whose review
+    could be done (a job whose own review fails is reported as failed). Several languages
+    are reviewed with one request; when it fails, each language is reviewed on its own."""
+    drafts = {lang: d for lang, (_, d) in done.items()}
+    if len(talks) > 1:
         try:
-            reply = await talks[langs[0]]._call(
-                options.review_model,
-                prompts.batch_review_instructions(langs, text, edit=head.edit),
-                [
-                    {
-                        "role": "user",
-                        "content": prompts.batch_review_message(
-                            langs, head.page.path, english, drafts
-                        ),
-                    }
-                ],
-                review=True,
-                text_format=review_format(langs),
-                key=key,
-            )
-            findings = parse_review(reply.text, langs)
-            found = {lang: [f for f in findings if f.language == lang] for lang in langs}
-        except (_JobFailed, ReviewError) as exc:
-            talks[langs[0]].reporter.note(
+            return await _review(run, talks, drafts, key)
+        except _JobFailed as exc:
+            run.reporter.note(
                 f"{key}: the review of all languages failed ({exc}); reviewing each alone"
             )
-    blockers: dict[str, list[Finding]] = {}
-    for lang in langs:
-        talk = talks[lang]
+    found: dict[str, list[Finding]] = {}
+    for talk in talks:
         try:
-            if found is not None:
-                blockers[lang] = talk.sort_findings(found[lang], pairs[lang])
-            else:
-                blockers[lang] = await talk.review(done[lang])
+            found[talk.job.lang] = await talk.review(drafts[talk.job.lang])
         except _JobFailed as exc:
-            talk.reporter.finished(talk.job.key, "failed", str(exc))
-            del done[lang]
-    return blockers
+            run.failed(talk.job, exc)
+    return found
 
 
 async def _unless_deferred(jobs: list[Job], work: Any, reporter: Reporter) -> None:
@@ -605,15 +602,11 @@ async def translate(options: Options, client: openai.AsyncOpenAI, reporter: Repo
         await asyncio.to_thread(writer.remove, lang, rel)
         reporter.totals.removed.append(f"{lang}/{rel}")
     reporter.start(len(the_plan.jobs))
-    limiter = asyncio.Semaphore(options.concurrency)
+    run = _Run(options, prompts, client, asyncio.Semaphore(options.concurrency), writer, reporter)
     try:
         async with asyncio.TaskGroup() as group:
             for jobs in groups(the_plan.jobs):
-                if len(jobs) > 1:
-                    work = _run_group(jobs, options, prompts, client, limiter, writer, reporter)
-                else:
-                    work = _run_job(jobs[0], options, prompts, client, limiter, writer, reporter)
-                group.create_task(_unless_deferred(jobs, work, reporter))
+                group.create_task(_unless_deferred(jobs, _run_jobs(run, jobs), reporter))
     except ExceptionGroup as group:
         unreachable = group.subgroup(EndpointUnreachable)
         if unreachable is None:

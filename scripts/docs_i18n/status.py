@@ -347,17 +347,11 @@ def dry_run(options: Options, *, verbose: bool = False) -> list[str]:
         langs = [j.lang for j in jobs]
         sections = {n: job.source(n) for n in job.todo}
         english = "".join(sections.values())
-        if len(jobs) > 1:
-            contexts = {j.lang: (j.context, j.patch_context()) for j in jobs}
-            instructions = prompts.batch_instructions(langs, english, edit=True)
-            task = prompts.batch_task_message(langs, job.page.path, sections, contexts)
-            review = prompts.batch_review_instructions(langs, english, edit=True)
-        else:
-            instructions = prompts.instructions(job.lang, english, edit=job.edit)
-            task = prompts.task_message(
-                job.lang, job.page.path, sections, job.context, job.patch_context(), job.keep
-            )
-            review = prompts.review_instructions(job.lang, english, edit=job.edit)
+        contexts = {j.lang: (j.context, j.patch_context()) for j in jobs}
+        keep = job.keep if len(jobs) == 1 else None
+        instructions = prompts.instructions(langs, english, edit=job.edit)
+        task = prompts.task_message(langs, job.page.path, sections, contexts, keep)
+        review = prompts.review_instructions(langs, english, edit=job.edit)
         tokens_in = estimate_tokens(instructions) + estimate_tokens(task) if job.todo else 0
         if job.todo:
             total_cached += cached_prefix_tokens(instructions + task, sent)

@@ -245,7 +245,7 @@ def test_the_language_rules_are_data_in_the_prompt_files() -> None:
         assert text.startswith("---\n# Code checks")
         prompts = _glossary((lang,))
         assert prompts.glossary.rules[lang].prose or (lang == "zh" and prompts.glossary.rules[lang])
-        instructions = prompts.instructions(lang)
+        instructions = prompts.instructions([lang])
         assert "checks:" not in instructions  # the model gets the prose rules only
         assert prompts.per_language[lang].strip() in instructions
 
@@ -401,7 +401,7 @@ async def test_faults_with_no_real_example_fail_check_after_a_clean_run(
 
 
 def test_the_review_prompt_names_what_code_cannot_see() -> None:
-    review = _glossary(("ja",)).review_instructions("ja", "Text with @@CODE_1@@.\n")
+    review = _glossary(("ja",)).review_instructions(["ja"], "Text with @@CODE_1@@.\n")
     assert "two list items" in review
     assert "swapped" in review
     assert "said twice" in review

@@ -145,7 +145,7 @@ def test_pin_heading_ids_keeps_english_attributes() -> None:
 def test_prompt_has_every_required_part() -> None:
     prompts = PromptSet.load(REPO / "i18n", sorted(LANGUAGES))
     for lang, must in {"ja": "です/ます", "ko": "합니다체", "zh": "Simplified Chinese"}.items():
-        text = prompts.instructions(lang)
+        text = prompts.instructions([lang])
         assert "You translate turnstore's docs" in text
         assert "Return only Markdown" in text
         assert "placeholder" in text
@@ -160,7 +160,10 @@ def test_prompt_has_every_required_part() -> None:
         for term, translation in prompts.glossary.terms[lang].items():
             assert f"- {term} -> {translation}" in text
         assert "{{" not in text
-    task = prompts.task_message("ja", "index.md", {2: "## Two\n"}, {1: "# 現在\n"})
+        assert "${" not in text
+    task = prompts.task_message(
+        ["ja"], "index.md", {2: "## Two\n"}, {"ja": ({1: "# 現在\n"}, None)}
+    )
     assert "<current_translation>\n<!-- section 1 -->\n# 現在\n</current_translation>" in task
     assert f"{section_marker(2)}\n## Two\n</source>" in task
     assert "`index.md`" in task

@@ -216,17 +216,17 @@ async def test_a_section_whose_every_block_changed_is_sent_whole_with_its_neighb
 
 def test_a_whole_page_gets_every_rule_and_the_full_workflow() -> None:
     prompts = PromptSet.load(REPO / "i18n", LANGS)
-    full = prompts.instructions("ja")
+    full = prompts.instructions(["ja"])
     for rule in (_PLACEHOLDER_RULE, _ADMONITION_RULE, _MERMAID_RULE, _WHOLE_WORKFLOW):
         assert rule in full
     assert _EDIT_WORKFLOW not in full
     text = "## Flow\n\n@@BLOCK_1@@\n<!-- i18n:mermaid 1\n1: Start\n-->\n"
-    page = prompts.instructions("ja", text)
+    page = prompts.instructions(["ja"], text)
     assert _MERMAID_RULE in page
     assert _PLACEHOLDER_RULE in page
     assert _ADMONITION_RULE not in page
     assert _WHOLE_WORKFLOW in page
-    edit = prompts.instructions("ja", text, edit=True)
+    edit = prompts.instructions(["ja"], text, edit=True)
     assert _EDIT_WORKFLOW in edit
     assert _WHOLE_WORKFLOW not in edit
     assert len(edit) < len(page) < len(full)
@@ -260,3 +260,10 @@ async def test_a_translation_whose_blocks_do_not_line_up_gets_the_whole_section(
     assert sources["ko"].startswith("<!-- i18n:section 3 -->\nInstall the redis extra")
     assert "## Redis" not in sources["ko"]
     assert re.search(r"(?m)^## Redis \S+ \{#redis\}\n\nInstall\S+ ", _read(ja))
+
+
+def test_a_name_wrapped_over_two_lines_is_listed_as_kept() -> None:
+    prompts = PromptSet.load(REPO / "i18n", LANGS)
+    text = "It answers the Responses API and the Conversations\nAPI, both.\n"
+    instructions = prompts.instructions(["ja"], text, edit=True)
+    assert "- Conversations API\n" in instructions.split("# Do not translate", 1)[1]
