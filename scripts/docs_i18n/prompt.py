@@ -52,6 +52,9 @@ def section_marker(n: int) -> str:
     return f"<!-- i18n:section {n} -->"
 
 
+_CONTENT_RULES = ("placeholders", "admonitions", "mermaid", "glossary")
+"""The conditions of the rules about what a request carries (`# Rules for this content`)."""
+
 _ADMONITION_RE = re.compile(r"^[ \t]*(?:!!!|\?\?\?\+?|===\+?)[ \t]", re.M)
 
 
