@@ -213,7 +213,12 @@ def adopt(options: Options, named: list[str] | None = None) -> tuple[int, list[s
     `named` (its heading id or number): naming it says "the translation says what the new
     English says". A refused section keeps its old record, so the page stays stale and the next
     run retranslates exactly those sections. A translation with no manifest entry has no recorded
-    English to compare with: it is adopted whole once it passes the checks.
+    English to compare with: it is adopted whole once it passes the checks. A translation whose
+    text and English are unchanged but whose glossary entries changed (`--check` calls it stale)
+    is checked against the current glossary and, when it passes, recorded with the new
+    glossary digests: the maintainer changed the glossary and fixed or confirmed the
+    translation by hand. A record made before the manifest kept glossary digests gets them the
+    same way, so that the next glossary change marks exactly the sections it touches stale.
 
     Args:
         options: The run's options (pages and languages).
@@ -243,12 +248,15 @@ def adopt(options: Options, named: list[str] | None = None) -> tuple[int, list[s
                 continue
             translated = read_text(target)
             entry = manifest.get(rel, lang)
+            digests = glossary_digests(page, lang, glossary)
+            retermed = [] if entry is None else glossary_touched(entry, page, digests)
             if (
                 entry is not None
                 and entry.source == page.source_hash
                 and entry.translation == text_hash(translated)
+                and entry.glossary == digests
             ):
-                continue  # recorded as it is: nothing to adopt
+                continue  # recorded as it is, with the current glossary: nothing to adopt
             findings = verify_page(english, translated, lang, glossary)
             if findings:
                 failed = True
@@ -263,7 +271,7 @@ def adopt(options: Options, named: list[str] | None = None) -> tuple[int, list[s
                         source=page.source_hash,
                         sections=list(page.hashes),
                         translation=text_hash(translated),
-                        glossary=glossary_digests(page, lang, glossary),
+                        glossary=digests,
                         translated=translated_hashes(translated),
                     ),
                     texts,
@@ -271,6 +279,8 @@ def adopt(options: Options, named: list[str] | None = None) -> tuple[int, list[s
                 lines.append(f"adopted {where} (no earlier record: the whole page)")
                 continue
             changed = _changed_sections(page, entry)
+            for n in retermed:  # vouched for by passing the checks: naming them is allowed
+                used_names.update(named_set.intersection(section_names(page, n)))
             refused: list[int] = []
             vouched: list[int] = []
             for n in changed:
@@ -302,7 +312,7 @@ def adopt(options: Options, named: list[str] | None = None) -> tuple[int, list[s
                     source=entry.source if refused else page.source_hash,
                     sections=sections,
                     translation=text_hash(translated),
-                    glossary=glossary_digests(page, lang, glossary),
+                    glossary=digests,
                     translated=translated_hashes(translated),
                 ),
                 texts,
@@ -310,6 +320,14 @@ def adopt(options: Options, named: list[str] | None = None) -> tuple[int, list[s
             detail = "English unchanged" if not changed else ""
             if vouched:
                 detail = "named: " + ", ".join(str(n) for n in vouched)
+            if retermed:
+                detail += (
+                    ("; " if detail else "")
+                    + "checked against the changed glossary entries of section(s) "
+                    + ", ".join(map(str, retermed))
+                )
+            elif entry.glossary is None:
+                detail += ("; " if detail else "") + "glossary entries recorded"
             if refused:
                 lines.append(
                     f"adopted {where} except section(s) {', '.join(map(str, refused))} "

@@ -431,3 +431,62 @@ async def test_adopt_refuses_a_hand_written_page_that_breaks_the_glossary(
         assert (site / "i18n" / "manifest.json").read_text(encoding="utf-8") == manifest_before
     manifest = Manifest.load(site / "i18n" / "manifest.json")
     assert manifest.get("index.md", "zh") is not None  # still the record of the machine's page
+
+
+def test_adopt_records_a_glossary_change_the_hand_checked_translation_follows(
+    real_site: Path,
+) -> None:
+    glossary = real_site / "i18n" / "glossary.yml"
+    original = glossary.read_text(encoding="utf-8")
+    manifest = real_site / "i18n" / "manifest.json"
+    options = Options(root=real_site, languages=["ja"], files=["translation.md"])
+    stale = "stale     docs/ja/translation.md: glossary entries its English uses changed"
+
+    # a new known variant of `default`: the page already follows the glossary
+    variant = original.replace("default: [既定]", "default: [既定, ディフォルト]")
+    glossary.write_text(variant, "utf-8")
+    code, problems = check(options)
+    assert code == 1
+    assert any(p.startswith(stale) for p in problems), problems
+    code, lines = adopt(options, ["options"])
+    assert code == 0, lines
+    assert lines[0].startswith("adopted docs/ja/translation.md (English unchanged; checked against")
+    assert check(options) == (0, [])
+    assert adopt(options) == (0, [])  # recorded: nothing left to adopt
+
+    # the rendering changes: the unchanged translation breaks it, so it is refused
+    glossary.write_text(
+        original.replace("default: デフォルト", "default: 既定値").replace(
+            "default: [既定]", "default: [デフォルト]"
+        ),
+        "utf-8",
+    )
+    recorded = manifest.read_text(encoding="utf-8")
+    code, lines = adopt(options)
+    assert code == 1
+    assert "not adopted docs/ja/translation.md:" in lines
+    assert any(
+        re.match(r"    line \d+: .*'デフォルト' is a forbidden rendering of 'default'", x)
+        for x in lines
+    ), lines
+    assert manifest.read_text(encoding="utf-8") == recorded
+    assert any(p.startswith(stale) for p in check(options)[1])
+
+
+def test_adopt_records_the_glossary_digests_an_old_record_lacks(real_site: Path) -> None:
+    options = Options(root=real_site, languages=["ja"], files=["backends.md"])
+    path = real_site / "i18n" / "manifest.json"
+    entry = Manifest.load(path).get("backends.md", "ja")
+    assert entry is not None
+    assert entry.glossary is None
+    assert adopt(options) == (
+        0,
+        ["adopted docs/ja/backends.md (English unchanged; glossary entries recorded)"],
+    )
+    entry = Manifest.load(path).get("backends.md", "ja")
+    assert entry is not None
+    assert entry.glossary is not None
+    glossary = path.parent / "glossary.yml"
+    text = glossary.read_text(encoding="utf-8")
+    glossary.write_text(text.replace("default: [既定]", "default: [既定, ディフォルト]"), "utf-8")
+    assert any("glossary entries its English uses changed" in p for p in check(options)[1])
