@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from .front_matter import split_front_matter
 from .headings import english_heading_ids, find_headings
 from .markdown_mask import MERMAID_LABELS_RE, PLACEHOLDER_RE, Masked, mask, mermaid_skeleton, unmask
-from .prompt import Glossary
+from .prompt import Glossary, phrase_pattern
 from .rules import LanguageRules, Located, Units
 from .sections import split_sections
 
@@ -516,7 +516,7 @@ def untranslated_runs(masked: str, keep: list[str]) -> list[str]:
     """
     text = prose(masked)
     for word in sorted(keep, key=len, reverse=True):
-        text = re.sub(r"(?<![\w-])" + re.escape(word) + r"(?![\w-])", " \u2022 ", text)
+        text = re.sub(r"(?<![\w-])" + phrase_pattern(word) + r"(?![\w-])", " \u2022 ", text)
     return [" ".join(m.group(0).split()) for m in _LATIN_RUN.finditer(text)]
 
 
@@ -571,7 +571,7 @@ def _length(text: str) -> int:
 
 def _find_all(text: str, word: str) -> list[int]:
     """Where `word` occurs in `text`: whole words for Latin words (case kept), anywhere else."""
-    pattern = r"\s+".join(map(re.escape, word.split()))
+    pattern = phrase_pattern(word)
     if re.fullmatch(r"[A-Za-z][\w .-]*", word):
         pattern = r"(?<![A-Za-z0-9_-])" + pattern + r"(?![A-Za-z0-9_-])"
     return [m.start() for m in re.finditer(pattern, text)]
@@ -722,7 +722,7 @@ def meaning_findings(english: str, draft: str, lang: str, glossary: Glossary) ->
     allowed = {
         number
         for word, values in rules.number_words.items()
-        if re.search(rf"\b{re.escape(word)}", english_prose, re.I)
+        if re.search(rf"\b{phrase_pattern(word)}", english_prose, re.I)
         for number in values
     }
     for number in sorted(got):

@@ -131,6 +131,30 @@ def test_a_second_rendering_of_a_term_fails_check_naming_page_line_and_variant(
     assert _named(found, lang, page, line, expected), found
 
 
+def test_a_term_whose_words_wrap_onto_two_lines_is_checked(real_site: Path) -> None:
+    english = (real_site / "docs" / "backends.md").read_text(encoding="utf-8")
+    assert "as its pooled\nconnections do" in english  # the only use of the term in its section
+    prompts = _glossary(("ko",))
+    glossary = prompts.glossary
+    assert glossary.uses("its pooled\n  connections do", "pooled connection")
+    assert "pooled connection" in glossary.used_terms("ko", "its pooled\nconnections")
+    assert glossary.digest("ko", "pooled\nconnections") == glossary.digest(
+        "ko", "pooled connections"
+    )
+    assert "- pooled connection -> " in prompts.instructions("ko", "its pooled\nconnections")
+    assert "- OpenAI Agents SDK" in prompts.glossary_lists("ko", "the OpenAI\nAgents SDK")[0]
+
+    path = real_site / "docs" / "ko" / "backends.md"
+    text = path.read_text(encoding="utf-8")
+    line = next(n for n, x in enumerate(text.split("\n"), 1) if "풀에 있는 연결과" in x)
+    path.write_text(text.replace("풀에 있는 연결과", "풀링된 연결과", 1), encoding="utf-8")
+    expected = (
+        "'풀링된 연결' is a forbidden rendering of 'pooled connection': "
+        "the glossary says '풀에 있는 연결'"
+    )
+    assert _named(_problems(real_site, "ko", "backends.md"), "ko", "backends.md", line, expected)
+
+
 def test_check_terms_lists_every_rendering_of_a_term_per_language(real_site: Path) -> None:
     term, right, wrong = SECOND_RENDERING["ja"]
     expected = f"{wrong!r} is a forbidden rendering of {term!r}"
