@@ -36,6 +36,7 @@ __all__ = [
     "structure",
     "swapped_sections",
     "term_uses",
+    "unrendered_blocks",
     "untranslated_runs",
     "verify_page",
 ]
@@ -952,6 +953,42 @@ def term_uses(
                 for w in listed
             }
             out[term] = TermUse(0, {w: lines for w, lines in found.items() if lines})
+    return out
+
+
+def unrendered_blocks(
+    english: str, draft: str, lang: str, glossary: Glossary
+) -> dict[str, list[int]]:
+    """The paragraphs whose English uses a term that the rest of the section renders, but whose
+    translation has none of its renderings: maybe a second, unlisted rendering.
+
+    Not a finding (`--check --terms` lists them for a maintainer to read): a paragraph may
+    rightly say a term another way (`the loop runs`, a verb's natural paraphrase) or not at
+    all (the term inside a file name or a diagram's code). Compared paragraph by paragraph when
+    the English and the translation have as many, else not at all.
+
+    Args:
+        english: The masked English section.
+        draft: The masked translated section.
+        lang: The target language code.
+        glossary: The glossary.
+
+    Returns:
+        Term -> the lines (0-based, in the section) of the paragraphs that do not render it.
+    """
+    en_blocks, tr_blocks = _blocks(english), _blocks(draft)
+    if len(en_blocks) != len(tr_blocks):
+        return {}
+    section = term_uses(prose(english), prose(draft), lang, glossary)
+    out: dict[str, list[int]] = {}
+    for (_, en), (line, tr) in zip(en_blocks, tr_blocks, strict=True):
+        en_prose, tr_prose = prose(en), prose(tr)
+        for term in glossary.terms.get(lang, {}):
+            use = section.get(term)
+            if use is None or not use.rendered or not glossary.uses(en_prose, term):
+                continue
+            if not any(_find_all(tr_prose, form) for form in glossary.renderings(lang, term)):
+                out.setdefault(term, []).append(line)
     return out
 
 

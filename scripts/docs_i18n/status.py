@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 
-from .checks import align_page, prose, term_uses, verify_page
+from .checks import align_page, prose, term_uses, unrendered_blocks, verify_page
 from .manifest import Manifest, ManifestEntry, text_hash
 from .markdown_mask import unmask
 from .pages import EnglishPage, translated_pages, translation_path
@@ -125,13 +125,17 @@ def terms_report(options: Options) -> list[str]:
     For every term of the glossary, in the sections whose English uses it (the very check
     `--check` runs, `checks.term_uses`): how often its rendering occurs, and where each known
     variant (`forbid`) occurs, so a second rendering is seen before a reader sees it. A term
-    with a variant anywhere on the site is marked `DRIFT`.
+    with a variant anywhere on the site is marked `DRIFT`. Then, per language, the paragraphs
+    whose English uses a term that their section renders elsewhere but which have none of its
+    renderings (`checks.unrendered_blocks`): maybe an unlisted rendering, for a maintainer to
+    read (a note: it does not fail the check).
     """
     glossary = _glossary_prompts(options).glossary
     lines: list[str] = []
     pages = select_pages(options)
     for lang in options.languages:
         rendered: dict[str, int] = {}
+        unrendered: list[str] = []
         on_pages: dict[str, set[str]] = {}
         variants: dict[str, dict[str, list[str]]] = {}
         for rel in pages:
@@ -143,6 +147,8 @@ def terms_report(options: Options) -> list[str]:
                 lines.append(f"{lang}: docs/{lang}/{rel} skipped: its sections do not line up")
                 continue
             for n, (en, tr) in enumerate(zip(aligned.english, aligned.translated, strict=True)):
+                for term, where in unrendered_blocks(en, tr, lang, glossary).items():
+                    unrendered += [f"{rel}:{aligned.at(n, line)[5:]} {term}" for line in where]
                 for term, use in term_uses(prose(en), prose(tr), lang, glossary).items():
                     rendered[term] = rendered.get(term, 0) + use.rendered
                     on_pages.setdefault(term, set()).add(rel)
@@ -164,6 +170,12 @@ def terms_report(options: Options) -> list[str]:
                 parts.append(f"{wrong} x{len(places)} ({shown})")
             mark = "DRIFT " if term in variants else "      "
             lines.append(f"  {mark}{term}: " + "; ".join(parts))
+        if unrendered:
+            lines.append(
+                f"  paragraphs without the rendering their section uses elsewhere "
+                f"({len(unrendered)}; read them: another wording may be a second rendering):"
+            )
+            lines += [f"    {place}" for place in unrendered]
     return lines
 
 

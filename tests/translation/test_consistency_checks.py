@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from translation_support import REPO, SCRIPT, RunSite
 
-from docs_i18n.checks import check_meaning, verify_page
+from docs_i18n.checks import check_meaning, unrendered_blocks, verify_page
 from docs_i18n.manifest import Manifest
 from docs_i18n.planning import Options
 from docs_i18n.prompt import PromptSet
-from docs_i18n.status import adopt, check
+from docs_i18n.status import adopt, check, terms_report
 from echo_translator import EchoTranslator
 
 LANGS = ("ja", "ko", "zh")
@@ -176,6 +176,31 @@ def test_check_terms_lists_every_rendering_of_a_term_per_language(real_site: Pat
     assert f"{page}:{line}" in row.split(f"{wrong} x")[1]
     assert "\nko:\n" in report
     assert "\nzh:\n" in report
+
+
+def test_a_paragraph_without_the_rendering_its_section_uses_is_listed_not_failed(
+    real_site: Path,
+) -> None:
+    glossary = _glossary(("ja",)).glossary
+    english = "A session keeps the history.\n\nClose the session when done.\n"
+    draft = "セッションは履歴を保持します。\n\n終わったら接続を閉じてください。\n"
+    assert unrendered_blocks(english, draft, "ja", glossary) == {"session": [2]}
+    assert not [f for f in check_meaning(english, draft, "ja", glossary) if "session" in f]
+
+    path = real_site / "docs" / "ja" / "sessions.md"
+    text = path.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    options = Options(root=real_site, languages=["ja"], files=["sessions.md"])
+    for i in _prose_lines(text):
+        if "セッション" not in lines[i] or "セッション" not in "\n".join(lines[:i]):
+            continue
+        changed = [*lines[:i], lines[i].replace("セッション", "接続"), *lines[i + 1 :]]
+        path.write_text("\n".join(changed), encoding="utf-8")
+        if f"sessions.md:{i + 1} session" in [x.strip() for x in terms_report(options)]:
+            break
+    else:
+        raise AssertionError("no paragraph whose unlisted rendering --check --terms lists")
+    assert not [p for p in check(options)[1] if "'session'" in p]
 
 
 def test_every_glossary_term_is_checked_not_only_a_required_few() -> None:
