@@ -981,11 +981,18 @@ def unrendered_blocks(
         return {}
     section = term_uses(prose(english), prose(draft), lang, glossary)
     out: dict[str, list[int]] = {}
+    terms = glossary.terms.get(lang, {})
     for (_, en), (line, tr) in zip(en_blocks, tr_blocks, strict=True):
         en_prose, tr_prose = prose(en), prose(tr)
-        for term in glossary.terms.get(lang, {}):
+        for term in terms:
             use = section.get(term)
-            if use is None or not use.rendered or not glossary.uses(en_prose, term):
+            if use is None or not use.rendered:
+                continue
+            said = en_prose  # `history` inside `conversation history` is that term's
+            for longer in terms:
+                if term.lower() in longer.lower() and longer != term:
+                    said = re.sub(phrase_pattern(longer), " ", said, flags=re.I)
+            if not glossary.uses(said, term):
                 continue
             if not any(_find_all(tr_prose, form) for form in glossary.renderings(lang, term)):
                 out.setdefault(term, []).append(line)

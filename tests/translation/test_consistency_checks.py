@@ -185,6 +185,9 @@ def test_a_paragraph_without_the_rendering_its_section_uses_is_listed_not_failed
     english = "A session keeps the history.\n\nClose the session when done.\n"
     draft = "セッションは履歴を保持します。\n\n終わったら接続を閉じてください。\n"
     assert unrendered_blocks(english, draft, "ja", glossary) == {"session": [2]}
+    english = "The history is kept.\n\nThe conversation history is kept.\n"
+    draft = "会话的历史记录会保留。\n\n对话历史会保留。\n"
+    assert unrendered_blocks(english, draft, "zh", _glossary(("zh",)).glossary) == {}
     assert not [f for f in check_meaning(english, draft, "ja", glossary) if "session" in f]
 
     path = real_site / "docs" / "ja" / "sessions.md"
