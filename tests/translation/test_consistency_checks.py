@@ -5,6 +5,7 @@ the line and what is wrong; `--adopt` refuses what `--check` refuses."""
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import shutil
 import subprocess
@@ -528,6 +529,10 @@ def test_adopt_records_a_glossary_change_the_hand_checked_translation_follows(
 def test_adopt_records_the_glossary_digests_an_old_record_lacks(real_site: Path) -> None:
     options = Options(root=real_site, languages=["ja"], files=["backends.md"])
     path = real_site / "i18n" / "manifest.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["pages"]["backends.md"]["ja"].pop("glossary", None)  # a record from before digests
+    path.write_text(json.dumps(data, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    assert check(options) == (0, [])
     entry = Manifest.load(path).get("backends.md", "ja")
     assert entry is not None
     assert entry.glossary is None
