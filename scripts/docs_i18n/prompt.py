@@ -111,9 +111,15 @@ class Glossary:
         """Read and validate a glossary file.
 
         Raises:
-            ValueError: The file does not have the documented shape.
+            ValueError: The file is not YAML (a merge conflict left in it, say) or does not
+                have the documented shape.
         """
-        data: Any = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        try:
+            data: Any = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            where = getattr(exc, "problem_mark", None)
+            line = f" (line {where.line + 1})" if where is not None else ""
+            raise ValueError(f"{path} is not valid YAML{line}: {exc}") from exc
         if not isinstance(data, dict):
             raise ValueError(f"{path}: expected a mapping with do_not_translate and terms")
         words = data.get("do_not_translate") or []
