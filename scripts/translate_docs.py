@@ -120,7 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
         help=(
             "record hand-edited translations after the checks, only for sections whose English "
             "is unchanged since the manifest recorded them; a section whose English changed is "
-            "refused with the English diff unless named with --section; exit 1 on any refusal"
+            "refused with the English diff unless named with --section; a translation whose "
+            "glossary entries changed is checked against the new glossary and recorded; "
+            "exit 1 on any refusal"
         ),
     )
     mode.add_argument(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from .front_matter import split_front_matter
 from .headings import english_heading_ids, find_headings
 from .markdown_mask import MERMAID_LABELS_RE, PLACEHOLDER_RE, Masked, mask, mermaid_skeleton, unmask
-from .prompt import Glossary
+from .prompt import Glossary, phrase_pattern
 from .rules import LanguageRules, Located, Units
 from .sections import split_sections
 
@@ -36,6 +36,7 @@ __all__ = [
     "structure",
     "swapped_sections",
     "term_uses",
+    "unrendered_blocks",
     "untranslated_runs",
     "verify_page",
 ]
@@ -516,7 +517,7 @@ def untranslated_runs(masked: str, keep: list[str]) -> list[str]:
     """
     text = prose(masked)
     for word in sorted(keep, key=len, reverse=True):
-        text = re.sub(r"(?<![\w-])" + re.escape(word) + r"(?![\w-])", " \u2022 ", text)
+        text = re.sub(r"(?<![\w-])" + phrase_pattern(word) + r"(?![\w-])", " \u2022 ", text)
     return [" ".join(m.group(0).split()) for m in _LATIN_RUN.finditer(text)]
 
 
@@ -571,7 +572,7 @@ def _length(text: str) -> int:
 
 def _find_all(text: str, word: str) -> list[int]:
     """Where `word` occurs in `text`: whole words for Latin words (case kept), anywhere else."""
-    pattern = r"\s+".join(map(re.escape, word.split()))
+    pattern = phrase_pattern(word)
     if re.fullmatch(r"[A-Za-z][\w .-]*", word):
         pattern = r"(?<![A-Za-z0-9_-])" + pattern + r"(?![A-Za-z0-9_-])"
     return [m.start() for m in re.finditer(pattern, text)]
@@ -722,7 +723,7 @@ def meaning_findings(english: str, draft: str, lang: str, glossary: Glossary) ->
     allowed = {
         number
         for word, values in rules.number_words.items()
-        if re.search(rf"\b{re.escape(word)}", english_prose, re.I)
+        if re.search(rf"\b{phrase_pattern(word)}", english_prose, re.I)
         for number in values
     }
     for number in sorted(got):
@@ -952,6 +953,49 @@ def term_uses(
                 for w in listed
             }
             out[term] = TermUse(0, {w: lines for w, lines in found.items() if lines})
+    return out
+
+
+def unrendered_blocks(
+    english: str, draft: str, lang: str, glossary: Glossary
+) -> dict[str, list[int]]:
+    """The paragraphs whose English uses a term that the rest of the section renders, but whose
+    translation has none of its renderings: maybe a second, unlisted rendering.
+
+    Not a finding (`--check --terms` lists them for a maintainer to read): a paragraph may
+    rightly say a term another way (`the loop runs`, a verb's natural paraphrase) or not at
+    all (the term inside a file name or a diagram's code). Compared paragraph by paragraph when
+    the English and the translation have as many, else not at all.
+
+    Args:
+        english: The masked English section.
+        draft: The masked translated section.
+        lang: The target language code.
+        glossary: The glossary.
+
+    Returns:
+        Term -> the lines (0-based, in the section) of the paragraphs that do not render it.
+    """
+    en_blocks, tr_blocks = _blocks(english), _blocks(draft)
+    if len(en_blocks) != len(tr_blocks):
+        return {}
+    section = term_uses(prose(english), prose(draft), lang, glossary)
+    out: dict[str, list[int]] = {}
+    terms = glossary.terms.get(lang, {})
+    for (_, en), (line, tr) in zip(en_blocks, tr_blocks, strict=True):
+        en_prose, tr_prose = prose(en), prose(tr)
+        for term in terms:
+            use = section.get(term)
+            if use is None or not use.rendered:
+                continue
+            said = en_prose  # `history` inside `conversation history` is that term's
+            for longer in terms:
+                if term.lower() in longer.lower() and longer != term:
+                    said = re.sub(phrase_pattern(longer), " ", said, flags=re.I)
+            if not glossary.uses(said, term):
+                continue
+            if not any(_find_all(tr_prose, form) for form in glossary.renderings(lang, term)):
+                out.setdefault(term, []).append(line)
     return out
 
 

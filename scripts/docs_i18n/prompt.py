@@ -34,6 +34,7 @@ __all__ = [
     "mentions",
     "parse_batch_reply",
     "parse_reply",
+    "phrase_pattern",
     "section_marker",
 ]
 
@@ -58,9 +59,24 @@ _CONTENT_RULES = ("placeholders", "admonitions", "mermaid", "glossary")
 _ADMONITION_RE = re.compile(r"^[ \t]*(?:!!!|\?\?\?\+?|===\+?)[ \t]", re.M)
 
 
+def phrase_pattern(phrase: str) -> str:
+    """The regular expression of `phrase` with any run of whitespace between its words.
+
+    The one rule for finding a glossary term or a do-not-translate name of several words in
+    prose, where a line may wrap between them (`pooled\\nconnections`): prompts, checks,
+    glossary digests and `--check --terms` all match through it.
+
+    Example:
+        >>> bool(re.search(phrase_pattern("tool call"), "a tool\\n  call"))
+        True
+    """
+    return r"\s+".join(map(re.escape, phrase.split()))
+
+
 def mentions(text: str, term: str) -> bool:
-    """Whether English `text` uses `term` (case-insensitive, whole words, plural `s` allowed)."""
-    pattern = r"(?<![\w-])" + re.escape(term) + r"(?:s|es)?(?![\w-])"
+    """Whether English `text` uses `term` (case-insensitive, whole words, plural `s` allowed,
+    any whitespace, a line break included, between the words of a term of several words)."""
+    pattern = r"(?<![\w-])" + phrase_pattern(term) + r"(?:s|es)?(?![\w-])"
     return re.search(pattern, text, re.I) is not None
 
 
@@ -98,9 +114,15 @@ class Glossary:
         """Read and validate a glossary file.
 
         Raises:
-            ValueError: The file does not have the documented shape.
+            ValueError: The file is not YAML (a merge conflict left in it, say) or does not
+                have the documented shape.
         """
-        data: Any = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        try:
+            data: Any = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            where = getattr(exc, "problem_mark", None)
+            line = f" (line {where.line + 1})" if where is not None else ""
+            raise ValueError(f"{path} is not valid YAML{line}: {exc}") from exc
         if not isinstance(data, dict):
             raise ValueError(f"{path}: expected a mapping with do_not_translate and terms")
         words = data.get("do_not_translate") or []
@@ -170,7 +192,7 @@ class Glossary:
             english = phrase.sub(" ", english)
         for word in sorted(self.do_not_translate, key=len, reverse=True):
             if term.lower() in word.lower():
-                pattern = r"\s+".join(map(re.escape, word.split()))
+                pattern = phrase_pattern(word)
                 english = re.sub(r"(?<![\w-])" + pattern + r"(?![\w-])", " ", english)
         return mentions(english, term)
 
@@ -180,9 +202,8 @@ class Glossary:
         return ([main] if main else []) + self.accept.get(lang, {}).get(term, [])
 
     def used_words(self, text: str) -> list[str]:
-        """The do-not-translate words that occur in `text`, a name wrapped over two lines too."""
-        flat = " ".join(text.split()).lower()
-        return [w for w in self.do_not_translate if " ".join(w.split()).lower() in flat]
+        """The do-not-translate words that occur in `text` (a name wrapped over two lines too)."""
+        return [w for w in self.do_not_translate if re.search(phrase_pattern(w), text, re.I)]
 
     def digest(self, lang: str, english: str) -> str:
         """The hash of the entries of `lang` whose English term `english` uses.

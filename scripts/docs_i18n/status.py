@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 
-from .checks import align_page, prose, term_uses, verify_page
+from .checks import align_page, prose, term_uses, unrendered_blocks, verify_page
 from .manifest import Manifest, ManifestEntry, text_hash
 from .markdown_mask import unmask
 from .pages import EnglishPage, translated_pages, translation_path
@@ -125,13 +125,17 @@ def terms_report(options: Options) -> list[str]:
     For every term of the glossary, in the sections whose English uses it (the very check
     `--check` runs, `checks.term_uses`): how often its rendering occurs, and where each known
     variant (`forbid`) occurs, so a second rendering is seen before a reader sees it. A term
-    with a variant anywhere on the site is marked `DRIFT`.
+    with a variant anywhere on the site is marked `DRIFT`. Then, per language, the paragraphs
+    whose English uses a term that their section renders elsewhere but which have none of its
+    renderings (`checks.unrendered_blocks`): maybe an unlisted rendering, for a maintainer to
+    read (a note: it does not fail the check).
     """
     glossary = _glossary_prompts(options).glossary
     lines: list[str] = []
     pages = select_pages(options)
     for lang in options.languages:
         rendered: dict[str, int] = {}
+        unrendered: list[str] = []
         on_pages: dict[str, set[str]] = {}
         variants: dict[str, dict[str, list[str]]] = {}
         for rel in pages:
@@ -143,6 +147,8 @@ def terms_report(options: Options) -> list[str]:
                 lines.append(f"{lang}: docs/{lang}/{rel} skipped: its sections do not line up")
                 continue
             for n, (en, tr) in enumerate(zip(aligned.english, aligned.translated, strict=True)):
+                for term, where in unrendered_blocks(en, tr, lang, glossary).items():
+                    unrendered += [f"{rel}:{aligned.at(n, line)[5:]} {term}" for line in where]
                 for term, use in term_uses(prose(en), prose(tr), lang, glossary).items():
                     rendered[term] = rendered.get(term, 0) + use.rendered
                     on_pages.setdefault(term, set()).add(rel)
@@ -164,6 +170,12 @@ def terms_report(options: Options) -> list[str]:
                 parts.append(f"{wrong} x{len(places)} ({shown})")
             mark = "DRIFT " if term in variants else "      "
             lines.append(f"  {mark}{term}: " + "; ".join(parts))
+        if unrendered:
+            lines.append(
+                f"  paragraphs without the rendering their section uses elsewhere "
+                f"({len(unrendered)}; read them: another wording may be a second rendering):"
+            )
+            lines += [f"    {place}" for place in unrendered]
     return lines
 
 
@@ -213,7 +225,12 @@ def adopt(options: Options, named: list[str] | None = None) -> tuple[int, list[s
     `named` (its heading id or number): naming it says "the translation says what the new
     English says". A refused section keeps its old record, so the page stays stale and the next
     run retranslates exactly those sections. A translation with no manifest entry has no recorded
-    English to compare with: it is adopted whole once it passes the checks.
+    English to compare with: it is adopted whole once it passes the checks. A translation whose
+    text and English are unchanged but whose glossary entries changed (`--check` calls it stale)
+    is checked against the current glossary and, when it passes, recorded with the new
+    glossary digests: the maintainer changed the glossary and fixed or confirmed the
+    translation by hand. A record made before the manifest kept glossary digests gets them the
+    same way, so that the next glossary change marks exactly the sections it touches stale.
 
     Args:
         options: The run's options (pages and languages).
@@ -243,12 +260,15 @@ def adopt(options: Options, named: list[str] | None = None) -> tuple[int, list[s
                 continue
             translated = read_text(target)
             entry = manifest.get(rel, lang)
+            digests = glossary_digests(page, lang, glossary)
+            retermed = [] if entry is None else glossary_touched(entry, page, digests)
             if (
                 entry is not None
                 and entry.source == page.source_hash
                 and entry.translation == text_hash(translated)
+                and entry.glossary == digests
             ):
-                continue  # recorded as it is: nothing to adopt
+                continue  # recorded as it is, with the current glossary: nothing to adopt
             findings = verify_page(english, translated, lang, glossary)
             if findings:
                 failed = True
@@ -263,7 +283,7 @@ def adopt(options: Options, named: list[str] | None = None) -> tuple[int, list[s
                         source=page.source_hash,
                         sections=list(page.hashes),
                         translation=text_hash(translated),
-                        glossary=glossary_digests(page, lang, glossary),
+                        glossary=digests,
                         translated=translated_hashes(translated),
                     ),
                     texts,
@@ -271,6 +291,8 @@ def adopt(options: Options, named: list[str] | None = None) -> tuple[int, list[s
                 lines.append(f"adopted {where} (no earlier record: the whole page)")
                 continue
             changed = _changed_sections(page, entry)
+            for n in retermed:  # vouched for by passing the checks: naming them is allowed
+                used_names.update(named_set.intersection(section_names(page, n)))
             refused: list[int] = []
             vouched: list[int] = []
             for n in changed:
@@ -302,7 +324,7 @@ def adopt(options: Options, named: list[str] | None = None) -> tuple[int, list[s
                     source=entry.source if refused else page.source_hash,
                     sections=sections,
                     translation=text_hash(translated),
-                    glossary=glossary_digests(page, lang, glossary),
+                    glossary=digests,
                     translated=translated_hashes(translated),
                 ),
                 texts,
@@ -310,6 +332,14 @@ def adopt(options: Options, named: list[str] | None = None) -> tuple[int, list[s
             detail = "English unchanged" if not changed else ""
             if vouched:
                 detail = "named: " + ", ".join(str(n) for n in vouched)
+            if retermed:
+                detail += (
+                    ("; " if detail else "")
+                    + "checked against the changed glossary entries of section(s) "
+                    + ", ".join(map(str, retermed))
+                )
+            elif entry.glossary is None:
+                detail += ("; " if detail else "") + "glossary entries recorded"
             if refused:
                 lines.append(
                     f"adopted {where} except section(s) {', '.join(map(str, refused))} "

@@ -85,6 +85,19 @@ def test_missing_key_is_one_line_and_exit_2(site: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+def test_a_glossary_left_with_a_merge_conflict_is_one_line_naming_it(
+    site: Path, run_main: _InProcess
+) -> None:
+    glossary = site / "i18n" / "glossary.yml"
+    text = glossary.read_text(encoding="utf-8")
+    glossary.write_text(text + "<<<<<<< HEAD\n# one\n=======\n# two\n>>>>>>> branch\n")
+    for mode in ("--check", "--dry-run", "--adopt"):
+        result = run_main(mode)
+        assert result.returncode == 2, (mode, result.stdout)
+        assert f"{glossary} is not valid YAML (line" in result.stderr
+        assert "Traceback" not in result.stderr
+
+
 def test_check_and_dry_run_need_no_key(site: Path, run_main: _InProcess) -> None:
     checked = run_main("--check")
     assert checked.returncode == 1

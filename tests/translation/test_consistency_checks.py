@@ -5,6 +5,7 @@ the line and what is wrong; `--adopt` refuses what `--check` refuses."""
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import shutil
 import subprocess
@@ -15,11 +16,11 @@ from pathlib import Path
 import pytest
 from translation_support import REPO, SCRIPT, RunSite
 
-from docs_i18n.checks import check_meaning, verify_page
+from docs_i18n.checks import check_meaning, unrendered_blocks, verify_page
 from docs_i18n.manifest import Manifest
 from docs_i18n.planning import Options
 from docs_i18n.prompt import PromptSet
-from docs_i18n.status import adopt, check
+from docs_i18n.status import adopt, check, terms_report
 from echo_translator import EchoTranslator
 
 LANGS = ("ja", "ko", "zh")
@@ -131,6 +132,30 @@ def test_a_second_rendering_of_a_term_fails_check_naming_page_line_and_variant(
     assert _named(found, lang, page, line, expected), found
 
 
+def test_a_term_whose_words_wrap_onto_two_lines_is_checked(real_site: Path) -> None:
+    english = (real_site / "docs" / "backends.md").read_text(encoding="utf-8")
+    assert "as its pooled\nconnections do" in english  # the only use of the term in its section
+    prompts = _glossary(("ko",))
+    glossary = prompts.glossary
+    assert glossary.uses("its pooled\n  connections do", "pooled connection")
+    assert "pooled connection" in glossary.used_terms("ko", "its pooled\nconnections")
+    assert glossary.digest("ko", "pooled\nconnections") == glossary.digest(
+        "ko", "pooled connections"
+    )
+    assert "- pooled connection -> " in prompts.instructions("ko", "its pooled\nconnections")
+    assert "- OpenAI Agents SDK" in prompts.glossary_lists("ko", "the OpenAI\nAgents SDK")[0]
+
+    path = real_site / "docs" / "ko" / "backends.md"
+    text = path.read_text(encoding="utf-8")
+    line = next(n for n, x in enumerate(text.split("\n"), 1) if "풀에 있는 연결과" in x)
+    path.write_text(text.replace("풀에 있는 연결과", "풀링된 연결과", 1), encoding="utf-8")
+    expected = (
+        "'풀링된 연결' is a forbidden rendering of 'pooled connection': "
+        "the glossary says '풀에 있는 연결'"
+    )
+    assert _named(_problems(real_site, "ko", "backends.md"), "ko", "backends.md", line, expected)
+
+
 def test_check_terms_lists_every_rendering_of_a_term_per_language(real_site: Path) -> None:
     term, right, wrong = SECOND_RENDERING["ja"]
     expected = f"{wrong!r} is a forbidden rendering of {term!r}"
@@ -152,6 +177,34 @@ def test_check_terms_lists_every_rendering_of_a_term_per_language(real_site: Pat
     assert f"{page}:{line}" in row.split(f"{wrong} x")[1]
     assert "\nko:\n" in report
     assert "\nzh:\n" in report
+
+
+def test_a_paragraph_without_the_rendering_its_section_uses_is_listed_not_failed(
+    real_site: Path,
+) -> None:
+    glossary = _glossary(("ja",)).glossary
+    english = "A session keeps the history.\n\nClose the session when done.\n"
+    draft = "セッションは履歴を保持します。\n\n終わったら接続を閉じてください。\n"
+    assert unrendered_blocks(english, draft, "ja", glossary) == {"session": [2]}
+    english = "The history is kept.\n\nThe conversation history is kept.\n"
+    draft = "会话的历史记录会保留。\n\n对话历史会保留。\n"
+    assert unrendered_blocks(english, draft, "zh", _glossary(("zh",)).glossary) == {}
+    assert not [f for f in check_meaning(english, draft, "ja", glossary) if "session" in f]
+
+    path = real_site / "docs" / "ja" / "sessions.md"
+    text = path.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    options = Options(root=real_site, languages=["ja"], files=["sessions.md"])
+    for i in _prose_lines(text):
+        if "セッション" not in lines[i] or "セッション" not in "\n".join(lines[:i]):
+            continue
+        changed = [*lines[:i], lines[i].replace("セッション", "接続"), *lines[i + 1 :]]
+        path.write_text("\n".join(changed), encoding="utf-8")
+        if f"sessions.md:{i + 1} session" in [x.strip() for x in terms_report(options)]:
+            break
+    else:
+        raise AssertionError("no paragraph whose unlisted rendering --check --terms lists")
+    assert not [p for p in check(options)[1] if "'session'" in p]
 
 
 def test_every_glossary_term_is_checked_not_only_a_required_few() -> None:
@@ -431,3 +484,66 @@ async def test_adopt_refuses_a_hand_written_page_that_breaks_the_glossary(
         assert (site / "i18n" / "manifest.json").read_text(encoding="utf-8") == manifest_before
     manifest = Manifest.load(site / "i18n" / "manifest.json")
     assert manifest.get("index.md", "zh") is not None  # still the record of the machine's page
+
+
+def test_adopt_records_a_glossary_change_the_hand_checked_translation_follows(
+    real_site: Path,
+) -> None:
+    glossary = real_site / "i18n" / "glossary.yml"
+    original = glossary.read_text(encoding="utf-8")
+    manifest = real_site / "i18n" / "manifest.json"
+    options = Options(root=real_site, languages=["ja"], files=["translation.md"])
+    stale = "stale     docs/ja/translation.md: glossary entries its English uses changed"
+
+    # a new known variant of `default`: the page already follows the glossary
+    variant = original.replace("default: [既定]", "default: [既定, ディフォルト]")
+    glossary.write_text(variant, "utf-8")
+    code, problems = check(options)
+    assert code == 1
+    assert any(p.startswith(stale) for p in problems), problems
+    code, lines = adopt(options, ["options"])
+    assert code == 0, lines
+    assert lines[0].startswith("adopted docs/ja/translation.md (English unchanged; checked against")
+    assert check(options) == (0, [])
+    assert adopt(options) == (0, [])  # recorded: nothing left to adopt
+
+    # the rendering changes: the unchanged translation breaks it, so it is refused
+    glossary.write_text(
+        original.replace("default: デフォルト", "default: 既定値").replace(
+            "default: [既定]", "default: [デフォルト]"
+        ),
+        "utf-8",
+    )
+    recorded = manifest.read_text(encoding="utf-8")
+    code, lines = adopt(options)
+    assert code == 1
+    assert "not adopted docs/ja/translation.md:" in lines
+    assert any(
+        re.match(r"    line \d+: .*'デフォルト' is a forbidden rendering of 'default'", x)
+        for x in lines
+    ), lines
+    assert manifest.read_text(encoding="utf-8") == recorded
+    assert any(p.startswith(stale) for p in check(options)[1])
+
+
+def test_adopt_records_the_glossary_digests_an_old_record_lacks(real_site: Path) -> None:
+    options = Options(root=real_site, languages=["ja"], files=["backends.md"])
+    path = real_site / "i18n" / "manifest.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["pages"]["backends.md"]["ja"].pop("glossary", None)  # a record from before digests
+    path.write_text(json.dumps(data, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    assert check(options) == (0, [])
+    entry = Manifest.load(path).get("backends.md", "ja")
+    assert entry is not None
+    assert entry.glossary is None
+    assert adopt(options) == (
+        0,
+        ["adopted docs/ja/backends.md (English unchanged; glossary entries recorded)"],
+    )
+    entry = Manifest.load(path).get("backends.md", "ja")
+    assert entry is not None
+    assert entry.glossary is not None
+    glossary = path.parent / "glossary.yml"
+    text = glossary.read_text(encoding="utf-8")
+    glossary.write_text(text.replace("default: [既定]", "default: [既定, ディフォルト]"), "utf-8")
+    assert any("glossary entries its English uses changed" in p for p in check(options)[1])
