@@ -142,8 +142,9 @@ def test_a_term_whose_words_wrap_onto_two_lines_is_checked(real_site: Path) -> N
     assert glossary.digest("ko", "pooled\nconnections") == glossary.digest(
         "ko", "pooled connections"
     )
-    assert "- pooled connection -> " in prompts.instructions("ko", "its pooled\nconnections")
-    assert "- OpenAI Agents SDK" in prompts.glossary_lists("ko", "the OpenAI\nAgents SDK")[0]
+    edit = prompts.instructions(["ko"], "its pooled\nconnections", edit=True)
+    assert "- pooled connection -> " in edit
+    assert "- OpenAI Agents SDK" in prompts.glossary_lists(["ko"], "the OpenAI\nAgents SDK")[0]
 
     path = real_site / "docs" / "ko" / "backends.md"
     text = path.read_text(encoding="utf-8")
