@@ -53,6 +53,9 @@ def section_marker(n: int) -> str:
     return f"<!-- i18n:section {n} -->"
 
 
+_CONTENT_RULES = ("placeholders", "admonitions", "mermaid", "glossary")
+"""The conditions of the rules about what a request carries (`# Rules for this content`)."""
+
 _ADMONITION_RE = re.compile(r"^[ \t]*(?:!!!|\?\?\?\+?|===\+?)[ \t]", re.M)
 
 
@@ -340,7 +343,9 @@ class PromptSet:
         """The do-not-translate and term lists for the prompt, limited to those `text` uses.
 
         With `text=None` every entry is listed. With several languages each term line names
-        its language (`- ja: session -> ...`).
+        its language (`- ja: session -> ...`). Both lists are sorted (by language, then
+        English term, case aside), so that two requests using the same entries share them
+        byte for byte, as OpenAI's prompt cache needs.
         """
         glossary = self.glossary
         words = glossary.do_not_translate if text is None else glossary.used_words(text)
@@ -351,21 +356,27 @@ class PromptSet:
                 table = glossary.used_terms(lang, text)
             forbidden = glossary.forbid.get(lang, {})
             tag = f"{lang}: " if len(langs) > 1 else ""
-            for en, tr in table.items():
+            for en in sorted(table, key=lambda term: (term.casefold(), term)):
                 never = forbidden.get(en)
                 lines.append(
-                    f"- {tag}{en} -> {tr}" + (f" (never {', '.join(never)})" if never else "")
+                    f"- {tag}{en} -> {table[en]}"
+                    + (f" (never {', '.join(never)})" if never else "")
                 )
+        ordered = sorted(words, key=lambda word: (word.casefold(), word))
         return (
-            "\n".join(f"- {w}" for w in words) or "(none)",
+            "\n".join(f"- {w}" for w in ordered) or "(none)",
             "\n".join(lines) or "(none)",
         )
 
     def conditions(self, langs: list[str], text: str | None, *, edit: bool) -> dict[str, bool]:
         """Which parts of the instructions (`Template`) a request needs.
 
-        A rule about content the request does not carry (placeholders, admonition markers,
-        diagram labels, glossary entries) is left out; with `text=None` every rule is kept.
+        A request for whole pages (`edit=False`) gets every rule and the whole glossary: its
+        instructions are then the same for every page of a language, long enough (over 1,024
+        tokens) for OpenAI to serve them from its prompt cache after the first request. A
+        section edit, a request too small for the cache, gets only the rules about content it
+        carries (placeholders, admonition markers, diagram labels, glossary entries); with
+        `text=None` every rule is kept.
 
         Args:
             langs: The target language codes.
@@ -375,11 +386,7 @@ class PromptSet:
         """
         words, terms = self.glossary_lists(langs, text)
         every = text is None
-        return {
-            "whole": not edit,
-            "edit": edit,
-            "single": len(langs) == 1,
-            "batch": len(langs) > 1,
+        needs = {
             "placeholders": every or "@@" in (text or ""),
             "admonitions": every or _ADMONITION_RE.search(text or "") is not None,
             "mermaid": every or "<!-- i18n:mermaid" in (text or ""),
@@ -387,6 +394,15 @@ class PromptSet:
             "words": every or words != "(none)",
             "terms": every or terms != "(none)",
         }
+        return {
+            "whole": not edit,
+            "edit": edit,
+            "single": len(langs) == 1,
+            "batch": len(langs) > 1,
+            "content": any(
+                needs[k] for k in ("placeholders", "admonitions", "mermaid", "glossary")
+            ),
+        } | needs
 
     def instructions(self, langs: list[str], text: str | None = None, *, edit: bool = False) -> str:
         """Return the instructions (role, rules, language rules, glossary, workflow).
@@ -398,6 +414,8 @@ class PromptSet:
                 the rules its content needs are included. `None` includes everything.
             edit: Whether the request carries only some sections of the page (`conditions`).
         """
+        if not edit:
+            text = None  # whole pages: the same instructions for every page (`conditions`)
         words, terms = self.glossary_lists(langs, text)
         rules = self.per_language[langs[0]].strip()
         if len(langs) > 1:

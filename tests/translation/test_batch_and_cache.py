@@ -8,19 +8,21 @@ import asyncio
 import io
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
 import pytest
-from translation_support import FAST_RETRY
+from translation_support import FAST_RETRY, FIXTURES, REPO, RunSite
 
 import translate_docs
 from docs_i18n.batch import PENDING, collect, submit
 from docs_i18n.planning import Options
+from docs_i18n.prompt import PromptSet
 from docs_i18n.report import Reporter, Totals
 from docs_i18n.runner import translate
-from docs_i18n.status import check
-from docs_i18n.tokens import cached_prefix_tokens, estimate_cost
+from docs_i18n.status import check, dry_run
+from docs_i18n.tokens import CACHE_MIN_TOKENS, cached_prefix_tokens, estimate_cost, estimate_tokens
 from docs_i18n.translator import ModelReply, RetryPolicy, call_model
 from echo_translator import EchoTranslator
 from turnstore.testing import FakeOpenAIServer, text_response
@@ -248,3 +250,48 @@ def test_the_cache_estimate_counts_shared_prefixes_from_1024_tokens_in_128_steps
     assert cached_prefix_tokens("short" + "b", ["short" + "a"]) == 0
     assert estimate_cost("o3", 1000, 0, cached_tokens=1000) == pytest.approx(0.0005)
     assert estimate_cost("o3", 1000, 1000, batch=True) == pytest.approx(0.005)
+
+
+async def test_whole_page_requests_of_a_language_share_their_instructions_for_the_cache(
+    site: Path, echo: EchoTranslator, run_site: RunSite, fake_openai: FakeOpenAIServer
+) -> None:
+    assert (await run_site(languages=["ja", "ko"])).code == 0
+    drafts = _drafts(fake_openai)
+    by_lang: dict[str, set[str]] = {}
+    for request in drafts:
+        lang = "ja" if "into Japanese" in request.body["instructions"] else "ko"
+        by_lang.setdefault(lang, set()).add(request.body["instructions"])
+    pages = len(drafts) // 2
+    assert pages > 1
+    for lang, texts in by_lang.items():
+        (instructions,) = texts  # byte for byte the same for every page of the language
+        # long enough for the cache (the estimate errs high, as the docs say)
+        assert estimate_tokens(instructions) >= CACHE_MIN_TOKENS, lang
+        # the fixed part first: the glossary, which differs by content in edits, comes last
+        assert instructions.index("# Workflow") < instructions.index("# Terms")
+    first, second = drafts[0].body, drafts[1].body
+    assert first["input"][0]["content"] != second["input"][0]["content"]
+    fresh = site.parent / "fresh"  # a site where everything is new
+    shutil.copytree(FIXTURES / "docs", fresh / "docs")
+    shutil.copytree(site / "i18n" / "prompts", fresh / "i18n" / "prompts")
+    shutil.copy(site / "i18n" / "glossary.yml", fresh / "i18n" / "glossary.yml")
+    lines = dry_run(_options(fresh))
+    assert re.search(r"\(~([1-9]\d*) from the prompt cache\)", lines[-2]), lines[-2]
+
+
+def test_section_edits_share_the_fixed_part_and_end_with_their_own_entries() -> None:
+    prompts = PromptSet.load(REPO / "i18n", ["ja"])
+    one = prompts.instructions(["ja"], "A session keeps @@CODE_1@@.", edit=True)
+    two = prompts.instructions(["ja"], "The runner streams a reply.", edit=True)
+    shared = next(i for i, (a, b) in enumerate(zip(one, two, strict=False)) if a != b)
+    workflow = one.index("# Workflow")
+    assert one[:workflow] == two[:workflow]  # role, rules, language rules: shared
+    assert shared > one.index("\n\n", workflow)  # and the workflow
+    assert _sorted_entries(one)
+    assert _sorted_entries(two)
+
+
+def _sorted_entries(instructions: str) -> bool:
+    terms = instructions.split("# Terms\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    keys = [line[2:].split(" -> ")[0] for line in terms]
+    return keys == sorted(keys, key=lambda k: (k.casefold(), k))
