@@ -416,19 +416,26 @@ class PromptSet:
         """
         if not edit:
             text = None  # whole pages: the same instructions for every page (`conditions`)
-        words, terms = self.glossary_lists(langs, text)
         rules = self.per_language[langs[0]].strip()
         if len(langs) > 1:
             rules = "\n\n".join(
                 f"## {LANGUAGES[lang]} ({lang})\n\n{self.per_language[lang].strip()}"
                 for lang in langs
             )
-        return self.common.fill(
+        return self._fill(self.common, langs, text, edit=edit, language_rules=rules)
+
+    def _fill(
+        self, template: Template, langs: list[str], text: str | None, *, edit: bool, **values: str
+    ) -> str:
+        """Fill `template` for a request carrying `text`: its conditions, the glossary entries
+        it uses and the language names, with `values`."""
+        words, terms = self.glossary_lists(langs, text)
+        return template.fill(
             self.conditions(langs, text, edit=edit),
             language=language_names(langs),
-            language_rules=rules,
             do_not_translate=words,
             term_list=terms,
+            **values,
         )
 
     def task_message(
@@ -490,13 +497,7 @@ class PromptSet:
         Only the glossary entries and the rules that the English `text` needs are included
         (`conditions`).
         """
-        words, terms = self.glossary_lists(langs, text)
-        return self.review.fill(
-            self.conditions(langs, text, edit=edit),
-            language=language_names(langs),
-            do_not_translate=words,
-            term_list=terms,
-        )
+        return self._fill(self.review, langs, text, edit=edit)
 
     def review_message(
         self,

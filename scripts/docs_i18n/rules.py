@@ -60,6 +60,15 @@ def _rule(value: Any, where: str) -> Rule:
     return Rule(_compile(value["pattern"], f"{where}.pattern"), value["message"])
 
 
+def _mapping(data: Any, where: str, shape: str) -> dict[Any, Any] | None:
+    """`data` as a mapping, `None` when it is absent; `shape` says what it must be."""
+    if data is None:
+        return None
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: {shape}")
+    return data
+
+
 def _patterns(value: Any, where: str) -> dict[str, re.Pattern[str]]:
     if not isinstance(value, dict):
         raise ValueError(f"{where}: expected a mapping of names to regular expressions")
@@ -86,10 +95,9 @@ class LanguageRules:
         Raises:
             ValueError: The mapping does not have the documented shape.
         """
+        data = _mapping(data, where, "`checks` must be a mapping")
         if data is None:
             return cls()
-        if not isinstance(data, dict):
-            raise ValueError(f"{where}: `checks` must be a mapping")
         known = {
             "prose",
             "table_registers",
@@ -152,10 +160,9 @@ class Units:
         Raises:
             ValueError: The mapping does not have the documented shape.
         """
+        data = _mapping(data, where, "units must map a unit to its forms per language")
         if data is None:
             return cls()
-        if not isinstance(data, dict):
-            raise ValueError(f"{where}: units must map a unit to its forms per language")
         forms: dict[str, dict[str, re.Pattern[str]]] = {}
         for unit, table in data.items():
             if not isinstance(table, dict) or "en" not in table:
