@@ -15,7 +15,8 @@ The jobs of one page that send the same English (a section edit in several langu
 steps 1 and 2: one request translates it into all their languages (`batch_format`: one field per
 language and section) and one request reviews all the drafts (each finding names its language).
 Each language's draft is then checked, its findings verified against its own draft, and
-repaired in its own conversation. A shared request that fails falls back to one per language.
+repaired in its own conversation. A shared request that fails falls back to one per language;
+a language missing from its reply asks alone, the others keep their part.
 """
 
 from __future__ import annotations
@@ -475,6 +476,9 @@ async def _run_group(
         if reply.cut_off:
             raise ValueError(f"the reply was cut off ({reply.cut_off})")
         firsts = parse_batch_reply(reply.text, langs, head.todo)
+        alone = [lang for lang in langs if lang not in firsts]
+        if alone:
+            reporter.note(f"{key}: the reply has no text for {', '.join(alone)}; asking it alone")
     except (_JobFailed, ValueError) as exc:
         reporter.note(f"{key}: the request for all languages failed ({exc}); asking each alone")
 
