@@ -112,15 +112,15 @@ def _whitespace(text: str) -> str:
 
 
 def _reorder(text: str) -> str | None:
-    """The middle section cut and pasted above the section before it (`None`: too few)."""
+    """The last section cut and pasted above the section before it (`None`: too few). Each of
+    the two then ends differently (blank lines) than before."""
     bounds = _bounds(text)
-    n = _middle(text)
+    n = len(bounds) - 2
     if n < 2:
         return None
-    above = text[bounds[n - 1] : bounds[n]].rstrip("\n") + "\n"
-    moved = text[bounds[n] : bounds[n + 1]].rstrip("\n") + "\n"
-    rest = text[bounds[n + 1] :]
-    return text[: bounds[n - 1]] + moved + "\n" + above + ("\n" + rest if rest else "")
+    above = text[bounds[n - 1] : bounds[n]]
+    moved = text[bounds[n] :]
+    return text[: bounds[n - 1]] + moved.rstrip("\n") + "\n\n" + above.rstrip("\n") + "\n"
 
 
 def _rename(text: str) -> str | None:
