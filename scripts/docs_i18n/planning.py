@@ -16,8 +16,9 @@ from pathlib import Path
 
 from .checks import align_code
 from .front_matter import split_front_matter
+from .headings import pin_heading_ids
 from .manifest import Manifest, ManifestEntry, text_hash
-from .markdown_mask import mask, unmask
+from .markdown_mask import PLACEHOLDER_RE, Masked, block_placeholder, mask, unmask
 from .pages import EnglishPage, english_pages, translated_pages, translation_path
 from .prompt import Glossary
 from .sections import section_hash, split_sections
@@ -104,7 +105,8 @@ class Patch:
     Attributes:
         first: The index of the first changed block of the new English section.
         last: One past the index of the last changed block.
-        english: The masked English of the changed blocks, as it stands in the section.
+        english: The masked English of the changed blocks, as it stands in the section; empty
+            when blocks were only deleted (`first == last`: nothing to translate).
         before: The translated blocks before them (masked with the page's placeholder names).
         after: The translated blocks after them.
     """
@@ -314,16 +316,41 @@ def hand_edited(entry: ManifestEntry, text: str) -> list[int] | None:
 def find_moves(docs: Path, manifest: Manifest, languages: list[str]) -> list[tuple[str, str, str]]:
     """Translations whose English page was moved (`git mv`): `(lang, old page, new page)`.
 
-    An English page that is gone is matched by content hash with a page that exists, has no
-    translation and no manifest entry in that language: its translation and manifest entry move
-    there instead of being removed and redone.
+    An English page that is gone is matched with a page that exists, has no translation and no
+    manifest entry in that language: by content hash, or else by its sections (at least half
+    of the gone page's recorded sections are in it, the most of any candidate), so a page moved
+    and edited in one commit is matched too. Its translation and manifest entry move there
+    instead of being removed and redone; the run then translates only what changed.
     """
     pages = english_pages(docs)
     by_hash: dict[str, list[str]] = {}
     for rel in pages:
         digest = text_hash(read_text(docs / rel))
         by_hash.setdefault(digest, []).append(rel)
+    hashes: dict[str, set[str]] = {}
+
+    def _sections(rel: str) -> set[str]:
+        if rel not in hashes:
+            try:
+                hashes[rel] = set(EnglishPage.parse(rel, read_text(docs / rel)).hashes)
+            except ValueError:
+                hashes[rel] = set()
+        return hashes[rel]
+
     moves: list[tuple[str, str, str]] = []
+    taken: set[tuple[str, str]] = set()
+
+    def _free(lang: str, old: str, new: str) -> bool:
+        target = translation_path(docs, lang, new)
+        return (
+            manifest.get(new, lang) is None
+            and (lang, new) not in taken
+            and (  # or a move a killed run had begun
+                not target.exists()
+                or read_text(target) == read_text(translation_path(docs, lang, old))
+            )
+        )
+
     for old in sorted(manifest.pages):
         if (docs / old).exists():
             continue
@@ -331,15 +358,17 @@ def find_moves(docs: Path, manifest: Manifest, languages: list[str]) -> list[tup
             entry = manifest.get(old, lang)
             if entry is None or not translation_path(docs, lang, old).exists():
                 continue
-            for new in by_hash.get(entry.source, []):
-                target = translation_path(docs, lang, new)
-                free = manifest.get(new, lang) is None
-                if free and (  # or a move a killed run had begun
-                    not target.exists()
-                    or read_text(target) == read_text(translation_path(docs, lang, old))
-                ):
-                    moves.append((lang, old, new))
-                    break
+            free = [new for new in pages if _free(lang, old, new)]
+            found = next((new for new in by_hash.get(entry.source, []) if new in free), None)
+            if found is None:
+                recorded = set(entry.sections)
+                scores = [(len(recorded & _sections(new)), new) for new in free]
+                best = max(scores, key=lambda score: score[0], default=(0, ""))
+                if best[0] and 2 * best[0] >= len(recorded):
+                    found = best[1]
+            if found is not None:
+                moves.append((lang, old, found))
+                taken.add((lang, found))
     return moves
 
 
@@ -349,8 +378,90 @@ def _full_job(page: EnglishPage, lang: str) -> Job:
     return Job(page=page, lang=lang, todo=todo, reuse=reuse, context=None)
 
 
-def _same_but_whitespace(old_english: str | None, new_english: str) -> bool:
-    return old_english is not None and old_english.split() == new_english.split()
+def _loose_key(section: str | None, *, masked: bool = False) -> str | None:
+    """What a section says once whitespace and code are set aside, or `None` (blank, unreadable).
+
+    Two sections with the same key differ only in spaces and line breaks inside paragraphs,
+    blank lines, trailing spaces, or the content of code blocks and inline code: a translation
+    of one is a translation of the other once the code is replaced. The blocks (paragraphs,
+    lists, code placeholders) and their indentation still count.
+    """
+    if section is None or not section.strip():
+        return None
+    if not masked:
+        try:
+            section = mask(section).text
+        except ValueError:
+            return None
+    section = PLACEHOLDER_RE.sub(lambda m: m[0].split("_")[0] + "@@", section)
+    section = re.sub(r"<!-- i18n:mermaid \d+", "<!-- i18n:mermaid", section)
+    keys = []
+    for a, b in blocks(section):
+        line = section[a:b]
+        keys.append(line[: len(line) - len(line.lstrip())] + " ".join(line.split()))
+    return "\n\n".join(keys)
+
+
+def _repin(masked: str, page: EnglishPage, n: int) -> str:
+    """A translated section with section `n`'s English heading ids, when its own differ (a
+    section moved past another of the same title, whose ids take a suffix by order)."""
+    pinned = pin_heading_ids(masked, page.headings[n], page.heading_ids[n])
+    ids = re.compile(r"\{[^}\n]*#([^\s}]+)")
+    return masked if ids.findall(pinned) == ids.findall(masked) else pinned
+
+
+def _fit_blank_lines(section: str, english: str) -> str:
+    """Give a translated section the English section's leading and trailing blank lines."""
+    lead = english[: len(english) - len(english.lstrip("\n"))]
+    tail = english[len(english.rstrip("\n")) :]
+    return f"{lead}{section.strip(chr(10))}{tail}"
+
+
+def _carry(
+    old_english: str, translated: str, code: dict[str, str], page: EnglishPage, n: int
+) -> str | None:
+    """The translation of an old English section, for section `n` whose key is the same.
+
+    The translation's code is matched with the old English section's code, which stands by
+    position for the code of section `n`; headings get section `n`'s English ids. `None` when
+    the translation holds code that the old English did not.
+    """
+    try:
+        old = mask(old_english)
+    except ValueError:
+        return None
+    names = set(PLACEHOLDER_RE.findall(translated))
+    masked = Masked(text=translated, code={k: v for k, v in code.items() if k in names})
+    renamed, leftovers, _ = align_code(old, masked)
+    before = PLACEHOLDER_RE.findall(old.text)
+    after = PLACEHOLDER_RE.findall(page.sections[n])
+    if leftovers or [b.split("_")[0] for b in before] != [a.split("_")[0] for a in after]:
+        return None
+    to_new = dict(zip(before, after, strict=True))
+    text = PLACEHOLDER_RE.sub(lambda m: to_new.get(m[0], m[0]), renamed)
+
+    def _relabel(match: re.Match[str]) -> str:
+        name = to_new.get(block_placeholder(int(match[1])), "")
+        return f"<!-- i18n:mermaid {name.strip('@').removeprefix('BLOCK_') or match[1]}"
+
+    text = re.sub(r"<!-- i18n:mermaid (\d+)", _relabel, text)
+    text = pin_heading_ids(text, page.headings[n], page.heading_ids[n])
+    english = unmask(page.sections[n], page.masked.code)
+    return _fit_blank_lines(unmask(text, page.masked.code), english)
+
+
+def _assemble(english: str, patch: Patch) -> str:
+    """Section `english` with each of its blocks that `patch` keeps replaced by its translation
+    (a patch that deleted paragraphs only: nothing is left to translate)."""
+    spans = blocks(english)
+    owners = [*range(patch.first), *range(patch.last, len(spans))]
+    out: list[str] = []
+    cursor = 0
+    for piece, j in zip([*patch.before, *patch.after], owners, strict=True):
+        start, end = spans[j]
+        out += [english[cursor:start], piece]
+        cursor = end
+    return "".join(out) + english[cursor:]
 
 
 def _incremental_job(
@@ -385,43 +496,66 @@ def _incremental_job(
     todo: list[int] = []
     reuse: dict[int, str] = {}
     source_of: dict[int, int] = {}
-    respaced: list[int] = []
     for n, digest in enumerate(page.hashes):
-        if (
-            same_shape
-            and n not in touched
-            and digest not in available
-            and _same_but_whitespace(
-                english.get(entry.sections[n]), unmask(page.sections[n], page.masked.code)
-            )
-        ):
-            respaced.append(n)  # only the English whitespace changed: keep the translation
-            continue
         if available.get(digest):
             old = available[digest].pop(0)
             source_of[n] = old
-            reuse[n] = unmask(tr_sections[old], tr_masked.code)
-        elif _blank(page.sections[n]):
-            reuse[n] = unmask(page.sections[n], page.masked.code)
+            reuse[n] = unmask(_repin(tr_sections[old], page, n), tr_masked.code)
+    # A section whose English changed only in whitespace or code, here or at another place
+    # (a section moved, or cut and pasted), keeps its translation with the new English code.
+    loose: dict[str, list[int]] = {}
+    for olds in available.values():
+        for old in olds:
+            key = _loose_key(english.get(entry.sections[old]))
+            if key is not None:
+                loose.setdefault(key, []).append(old)
+    for n in range(len(page.sections)):
+        if n in source_of:
+            continue
+        olds = loose.get(_loose_key(page.sections[n], masked=True) or "", [])
+        for old in sorted(olds, key=lambda o: o != n):  # the same place first
+            text = _carry(english[entry.sections[old]], tr_sections[old], tr_masked.code, page, n)
+            if text is not None:
+                olds.remove(old)
+                source_of[n] = old
+                reuse[n] = text
+                break
         else:
-            todo.append(n)
+            if _blank(page.sections[n]):
+                reuse[n] = unmask(page.sections[n], page.masked.code)
+            else:
+                todo.append(n)
     context: dict[int, str] | None = None
     patches: dict[int, Patch] = {}
     keep: dict[int, str] = {}
     recorded = {
         n: entry.translated[old]
-        for n, old in [*source_of.items(), *((n, n) for n in respaced)]
+        for n, old in source_of.items()
         if old in edited and entry.translated is not None
     }
-    if todo or respaced:
+    old_sections: list[str] = []
+    if todo:
         aligned, leftovers, _ = align_code(page.masked, tr_masked)
         aligned = re.sub(r"@@X\w+@@", lambda m: leftovers.get(m.group(0), m.group(0)), aligned)
         old_sections = split_sections(aligned)
-        if len(old_sections) != len(page.sections):
-            todo = sorted([*todo, *respaced])
-        else:
-            for n in respaced:  # the English code, the kept translated prose
-                reuse[n] = unmask(old_sections[n], page.masked.code)
+    if todo:
+        if len(entry.sections) == len(page.sections) and len(old_sections) == len(page.sections):
+            for n in todo:
+                old_english = english.get(entry.sections[n])
+                if n in source_of.values() or old_english is None:
+                    continue  # its old text is reused elsewhere, or not recorded
+                patch = _patch(page, n, old_english, old_sections[n])
+                if patch is not None and patch.first == patch.last:
+                    # paragraphs deleted only: the other paragraphs keep their translation
+                    reuse[n] = unmask(_assemble(page.sections[n], patch), page.masked.code)
+                    source_of[n] = n
+                    if n in edited and entry.translated is not None:
+                        recorded[n] = entry.translated[n]
+                elif patch is not None:
+                    patches[n] = patch
+        todo = [n for n in todo if n not in reuse]
+        if same_shape and len(old_sections) == len(page.sections):
+            keep = {n: old_sections[n] for n in todo if n in edited or n in touched}
     if todo:
         wanted = {m for n in todo for m in (n - 1, n + 1)} - set(todo)
         context = {
@@ -429,16 +563,6 @@ def _incremental_job(
             for m in sorted(wanted)
             if m in source_of
         } or None
-        if len(entry.sections) == len(page.sections) and len(old_sections) == len(page.sections):
-            for n in todo:
-                old_english = english.get(entry.sections[n])
-                if n in source_of.values() or old_english is None:
-                    continue  # its old text is reused elsewhere, or not recorded
-                patch = _patch(page, n, old_english, old_sections[n])
-                if patch is not None:
-                    patches[n] = patch
-        if same_shape and len(old_sections) == len(page.sections):
-            keep = {n: old_sections[n] for n in todo if n in edited or n in touched}
     return Job(
         page=page,
         lang=lang,
@@ -504,8 +628,8 @@ def _patch(page: EnglishPage, n: int, old_english: str, old_translation: str) ->
         return None
     old_first, old_last = changes[0][1], changes[-1][2]
     first, last = changes[0][3], changes[-1][4]
-    if first == last or last - first == len(new_spans):
-        return None  # only deletions, or nothing to keep: translate the whole section
+    if last - first == len(new_spans):
+        return None  # nothing to keep: translate the whole section
     translated = [old_translation[a:b] for a, b in tr_spans]
     before, after = translated[:old_first], translated[old_last:]
     kept = list(range(first)) + list(range(last, len(new_spans)))
@@ -513,7 +637,7 @@ def _patch(page: EnglishPage, n: int, old_english: str, old_translation: str) ->
         a, b = new_spans[j]
         if _placeholders(text) != _placeholders(new[a:b]):
             return None
-    english = new[new_spans[first][0] : new_spans[last - 1][1]]
+    english = new[new_spans[first][0] : new_spans[last - 1][1]] if last > first else ""
     return Patch(first=first, last=last, english=english, before=before, after=after)
 
 

@@ -558,8 +558,11 @@ def parse_batch_reply(text: str, langs: list[str], sections: list[int]) -> dict[
     """Read a reply for several languages (`batch_format`): language code -> that language's
     sections, each after its marker, as `parse_reply` reads a reply for one language.
 
+    A language with a field missing is left out (it asks again on its own); the others keep
+    their part of the reply.
+
     Raises:
-        ValueError: The reply is not a JSON object with a string for every field.
+        ValueError: The reply is not a JSON object, or no language has a string for every field.
     """
     try:
         data: Any = load_reply_json(text)
@@ -569,13 +572,14 @@ def parse_batch_reply(text: str, langs: list[str], sections: list[int]) -> dict[
         raise ValueError(f"the reply is not a JSON object: {text[:80]!r}")
     names = [f"{lang}.{n}" for lang in langs for n in sections]
     missing = [name for name in names if not isinstance(data.get(name), str)]
-    if missing:
+    complete = [lang for lang in langs if not any(m.startswith(f"{lang}.") for m in missing)]
+    if not complete:
         raise ValueError(f"the reply has no text for {', '.join(missing)}")
     return {
         lang: "".join(
             f"{section_marker(n)}\n{_ensure_newline(data[f'{lang}.{n}'])}" for n in sections
         )
-        for lang in langs
+        for lang in complete
     }
 
 

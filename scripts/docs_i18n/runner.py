@@ -16,8 +16,9 @@ together, one language being a group of one: one request translates the English 
 languages (`batch_format`: one field per language and section) and one request reviews all the
 drafts (each finding names its language). Each language's draft is then checked, its findings
 verified against its own draft, repaired in its own conversation and written as soon as it is
-done. A shared request that fails falls back to one per language. The model calls hold a slot
-of the concurrency limiter only while in flight; the checks and writes run in worker threads.
+done. A shared request that fails falls back to one per language; a language missing from its
+reply asks alone, the others keep their part. The model calls hold a slot of the concurrency
+limiter only while in flight; the checks and writes run in worker threads.
 """
 
 from __future__ import annotations
@@ -515,6 +516,11 @@ async def _translate_together(
         if reply.cut_off:
             raise ValueError(f"the reply was cut off ({reply.cut_off})")
         parts = parse_batch_reply(reply.text, langs, head.todo)
+        alone = [lang for lang in langs if lang not in parts]
+        if alone:
+            run.reporter.note(
+                f"{key}: the reply has no text for {', '.join(alone)}; asking it alone"
+            )
     except (_JobFailed, ValueError) as exc:
         run.reporter.note(f"{key}: the request for all languages failed ({exc}); asking each alone")
         return {}

@@ -277,3 +277,42 @@ def test_a_manifest_of_the_wrong_shape_is_a_clear_error(site: Path) -> None:
     assert result.returncode == 2
     assert str(path) in result.stderr
     assert 'pages["index.md"]["ja"]["sections"] must be a list of hashes' in result.stderr
+
+
+async def test_a_hand_fix_that_split_a_paragraph_survives_and_is_carried_as_the_text_to_keep(
+    site: Path, echo: EchoTranslator, run_site: RunSite, fake_openai: FakeOpenAIServer
+) -> None:
+    assert (await run_site(languages=["ko"])).code == 0
+    target = site / "docs" / "ko" / PAGE
+    english = site / "docs" / PAGE
+    text = _read(target)
+    start = text.index("{#history-limits")
+    paragraph = text.index("\n\n", start) + 2
+    line_end = text.index("\n", paragraph)
+    # the maintainer splits the section's paragraph in two: one more paragraph than the English
+    fixed = text[:line_end] + "\n\n해당" + text[line_end + 1 :]
+    _write(target, fixed)
+
+    echo.calls.clear()
+    assert (await run_site(languages=["ko"])).code == 0
+    assert echo.calls == []
+    assert _read(target) == fixed
+
+    # English edits elsewhere, then only in the code of the fixed section: the split stays
+    _write(english, _read(english).replace("The first example.", "The first example, edited."))
+    _write(english, _read(english).replace("limit=20)", "limit=30)"))
+    assert (await run_site(languages=["ko"])).code == 0
+    assert echo.calls == [("ko", PAGE, [4])]
+    now = _read(target)
+    assert "\n\n해당" in now
+    assert "limit=30)" in now
+
+    # the prose of the fixed section changes: the split text goes as the translation to keep
+    _write(english, _read(english).replace("newest 20 items.", "newest 20 items only."))
+    first = len(fake_openai.requests_to("/v1/responses"))
+    assert (await run_site(languages=["ko"])).code == 0
+    assert echo.calls[-1] == ("ko", PAGE, [6])
+    task = _task_messages(fake_openai, first)[0]
+    kept = task.split("<translation_to_keep>\n")[1].split("</translation_to_keep>")[0]
+    assert "<!-- section 6 -->" in kept
+    assert "\n\n해당" in kept

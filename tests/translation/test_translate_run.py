@@ -403,13 +403,25 @@ async def test_dry_run_counts_one_request_for_a_section_edit_in_three_languages(
     )
 
 
-async def test_changed_code_sends_its_section_with_the_old_code_as_context(
+async def test_changed_code_alone_costs_no_call_and_with_prose_sends_only_the_changed_blocks(
     site: Path, echo: EchoTranslator, run_site: RunSite, fake_openai: FakeOpenAIServer
 ) -> None:
     assert (await run_site(languages=["ja"])).code == 0
     page = site / "docs" / "index.md"
     _write(page, _read(page).replace("pip install turnstore\n", "pip install -U turnstore\n"))
     echo.calls.clear()
+    assert (await run_site(languages=["ja"])).code == 0
+    assert echo.calls == []  # the code is restored from the English, no model needed
+    translated = _read(site / "docs" / "ja" / "index.md")
+    assert "pip install -U turnstore" in translated
+    assert "pip install turnstore\n" not in translated
+
+    _write(
+        page,
+        _read(page)
+        .replace("Install the package:", "Install the package with pip:")
+        .replace("pip install -U turnstore\n", "pip install --upgrade turnstore\n"),
+    )
     seen = len(fake_openai.requests_to("/v1/responses"))
     assert (await run_site(languages=["ja"])).code == 0
     assert echo.calls == [("ja", "index.md", [1])]
@@ -418,12 +430,14 @@ async def test_changed_code_sends_its_section_with_the_old_code_as_context(
     assert "@@X" not in context
     assert "<!-- section 0 -->" in context  # the neighbours
     assert "<!-- section 2 -->" in context
-    # Only the changed code block is sent; the rest of its section keeps its translation and
-    # is shown around the place where it goes.
+    # Only the changed paragraph and code block are sent; the rest of the section keeps its
+    # translation and is shown around the place where they go.
     source = task.split("<source>\n", 1)[1].split("</source>", 1)[0]
-    assert re.fullmatch(r"<!-- i18n:section 1 -->\n@@BLOCK_\d+@@\n", source)
+    assert re.fullmatch(
+        r"<!-- i18n:section 1 -->\nInstall the package with pip:\n\n@@BLOCK_\d+@@\n", source
+    )
     assert PATCH_GAP in context.split("<!-- section 1 -->\n")[1]
-    assert "pip install -U turnstore" in _read(site / "docs" / "ja" / "index.md")
+    assert "pip install --upgrade turnstore" in _read(site / "docs" / "ja" / "index.md")
 
 
 async def test_a_cut_off_reply_is_named_in_the_findings(

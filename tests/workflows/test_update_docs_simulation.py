@@ -306,6 +306,7 @@ def assert_succeeded(results: dict[str, StepResult]) -> None:
         "translate",
         "docs-build",
         "commit",
+        "failed-pages",
     ]
     for result in results.values():
         assert result.returncode == 0, f"step {result.id} failed:\n{result.output}"
@@ -417,7 +418,7 @@ def test_english_edit_pushes_one_commit_of_translations(
     assert "nothing to commit" in again["commit"].output
 
 
-def test_failing_translation_pushes_nothing(world: World) -> None:
+def test_a_failing_page_fails_the_job_after_the_good_pages_are_pushed(world: World) -> None:
     edited = world.edit("docs/guide.md", "An introduction.", "A short introduction.")
     with FakeOpenAIServer() as server:
         server.route("POST", "/v1/responses", japanese_fails)
@@ -425,12 +426,29 @@ def test_failing_translation_pushes_nothing(world: World) -> None:
         assert calls(server) == len(LANGUAGES) + 2  # the Japanese draft and its two repairs
 
     translate = results["translate"]
-    assert translate.returncode != 0
+    assert translate.returncode == 0  # the failure is reported at the end of the job
     assert "FAILED ja/guide.md" in translate.output
-    assert list(results)[-1] == "translate"  # the job stopped: no docs build, no commit
-    # Korean and Chinese were translated in the workspace, yet nothing at all was pushed.
-    assert "A short introduction." in (world.workspace / "docs/ko/guide.md").read_text("utf-8")
-    assert world.head() == edited
+    assert "::error title=Translations failed::" in translate.output
+    assert results["docs-build"].returncode == 0
+    assert results["commit"].returncode == 0
+    failed = results["failed-pages"]
+    assert failed.returncode == 1
+    assert failed.output.startswith("::error title=Translations failed::")
+    # Korean and Chinese are pushed; Japanese is not, and stays stale for the next run.
+    log = world.log()
+    assert log[1] == edited
+    files = world.changed_files(log[0])
+    assert set(files) == {"docs/ko/guide.md", "docs/zh/guide.md", "i18n/manifest.json"}
+    assert "A short introduction." in git(world.origin, "show", f"{log[0]}:docs/ko/guide.md")
+    assert "A short introduction." not in git(world.origin, "show", f"{log[0]}:docs/ja/guide.md")
+
+    # The next run pays only for the page that failed.
+    with FakeOpenAIServer() as server:
+        server.route("POST", "/v1/responses", tagged_translator())
+        again = simulate(world, server)
+        assert calls(server) == 1
+    assert_succeeded(again)
+    assert world.changed_files(world.head()) == ["docs/ja/guide.md", "i18n/manifest.json"]
 
 
 def test_missing_key_fails_clearly(world: World, translator: FakeOpenAIServer) -> None:

@@ -156,6 +156,7 @@ def test_update_docs_steps() -> None:
         "translate",
         "docs-build",
         "commit",
+        "failed-pages",
     ]
     assert steps["checkout"]["with"]["fetch-depth"] == 0
     assert steps["setup-python"]["with"]["cache"] == "pip"
@@ -163,6 +164,8 @@ def test_update_docs_steps() -> None:
     assert "--force" in steps["translate"]["run"]
     assert "mkdocs build --strict" in steps["docs-build"]["run"]
     assert steps["commit"]["run"].startswith(".github/scripts/commit-translations.sh")
+    assert "TRANSLATIONS_FAILED" in steps["translate"]["run"]
+    assert "TRANSLATIONS_FAILED" in steps["failed-pages"]["run"]
     # The key reaches only the steps that need it; no step deploys.
     for step_id, step in steps.items():
         uses_key = "secrets.OPENAI_API_KEY" in str(step.get("env", {}))
