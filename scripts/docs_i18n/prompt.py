@@ -75,8 +75,15 @@ def phrase_pattern(phrase: str) -> str:
 
 def mentions(text: str, term: str) -> bool:
     """Whether English `text` uses `term` (case-insensitive, whole words, plural `s` allowed,
-    any whitespace, a line break included, between the words of a term of several words)."""
-    pattern = r"(?<![\w-])" + phrase_pattern(term) + r"(?:s|es)?(?![\w-])"
+    any whitespace, a line break included, between the words of a term of several words).
+
+    A term ending in a consonant and `y` is also found as `-ies` and `-ied` ("retry" in "the
+    next push retries", "a retried call").
+    """
+    ending = r"(?:s|es)?"
+    if re.search(r"[^aeiou\W]y$", term, re.I):
+        term, ending = term[:-1], r"(?:y|ys|ies|ied)"
+    pattern = r"(?<![\w-])" + phrase_pattern(term) + ending + r"(?![\w-])"
     return re.search(pattern, text, re.I) is not None
 
 

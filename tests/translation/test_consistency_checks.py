@@ -19,7 +19,7 @@ from translation_support import REPO, SCRIPT, RunSite
 from docs_i18n.checks import check_meaning, unrendered_blocks, verify_page
 from docs_i18n.manifest import Manifest
 from docs_i18n.planning import Options
-from docs_i18n.prompt import PromptSet
+from docs_i18n.prompt import PromptSet, mentions
 from docs_i18n.status import adopt, check, terms_report
 from echo_translator import EchoTranslator
 
@@ -548,3 +548,11 @@ def test_adopt_records_the_glossary_digests_an_old_record_lacks(real_site: Path)
     text = glossary.read_text(encoding="utf-8")
     glossary.write_text(text.replace("default: [既定]", "default: [既定, ディフォルト]"), "utf-8")
     assert any("glossary entries its English uses changed" in p for p in check(options)[1])
+
+
+def test_a_term_ending_in_y_is_found_in_its_ies_and_ied_forms() -> None:
+    for text in ("the next push retries it", "a retried call", "one retry", "two retrys"):
+        assert mentions(text, "retry"), text
+    assert mentions("the repositories", "repository")
+    assert not mentions("retrial", "retry")
+    assert mentions("two keys", "key")  # a vowel before the y: the plain plural
