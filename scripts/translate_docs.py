@@ -156,8 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         metavar="ID",
         help=(
-            "with --adopt: vouch for this changed section (its heading id, e.g. quick-start, "
-            "or its number; repeatable)"
+            "with --adopt: vouch for this section, whose English changed or whose paragraphs "
+            "are split differently from the English (its heading id, e.g. quick-start, or its "
+            "number; repeatable)"
         ),
     )
     parser.add_argument(

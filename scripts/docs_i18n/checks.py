@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from .front_matter import split_front_matter
@@ -32,6 +33,7 @@ __all__ = [
     "numbers",
     "page_form_findings",
     "paragraph_count",
+    "paragraph_split_only",
     "prose",
     "structure",
     "swapped_sections",
@@ -379,7 +381,12 @@ def align_page(english: str, translated: str) -> AlignedPage | list[str]:
 
 
 def verify_page(
-    english: str, translated: str, lang: str | None = None, glossary: Glossary | None = None
+    english: str,
+    translated: str,
+    lang: str | None = None,
+    glossary: Glossary | None = None,
+    *,
+    resplit: Collection[int] = (),
 ) -> list[str]:
     """Check a whole translated page against its English page.
 
@@ -394,6 +401,9 @@ def verify_page(
         translated: The translated page, front matter included.
         lang: The translation's language code (for the meaning checks).
         glossary: The glossary (for the meaning checks).
+        resplit: Sections whose paragraph split a maintainer vouched for (`--adopt
+            --section`): a different number of paragraphs is accepted there when it is the
+            only difference in their blocks (`paragraph_split_only`).
 
     Returns:
         Findings; empty when the translation is sound.
@@ -418,7 +428,7 @@ def verify_page(
             if lang is not None and glossary is not None:
                 findings += [
                     f"{_at(number, f.line)}: section {number}: {f.message}"
-                    for f in meaning_findings(en, tr, lang, glossary)
+                    for f in meaning_findings(en, tr, lang, glossary, resplit=number in resplit)
                 ]
         if lang is not None and glossary is not None:
             rules = glossary.rules.get(lang) or LanguageRules()
@@ -508,6 +518,36 @@ def numbers(masked: str) -> Counter[str]:
 def paragraph_count(masked: str) -> int:
     """Count the blocks of a masked text: runs of non-blank lines between blank lines."""
     return len([block for block in re.split(r"\n[ \t]*\n", masked) if block.strip()])
+
+
+_NOT_PARAGRAPH = re.compile(
+    r"(?:#{1,6}[ \t]|[-*+][ \t]|\d+[.)][ \t]|\||>|!!!|\?\?\?|===|@@X?BLOCK_|<|\[\^|"
+    r"\[[^\]]+\]:|(?:[-*_][ \t]*){3,}$)"
+)
+
+
+def _block_kinds(masked: str) -> list[str]:
+    """Each block's kind: `p` and its indent for a paragraph of prose, else `other`; a run of
+    paragraphs at one indent counts as one."""
+    kinds: list[str] = []
+    for _, block in _blocks(masked):
+        first = block.lstrip("\n").split("\n", 1)[0]
+        text = first.lstrip(" \t")
+        indent = len(first[: len(first) - len(text)].expandtabs(4))
+        kind = "other" if _NOT_PARAGRAPH.match(text) else f"p{indent}"
+        if kind == "other" or not kinds or kinds[-1] != kind:
+            kinds.append(kind)
+    return kinds
+
+
+def paragraph_split_only(english: str, draft: str) -> bool:
+    """Whether a masked draft section differs from its masked English section in its paragraph
+    split only: it has another number of blocks, but the same blocks once each run of prose
+    paragraphs (at one indent) counts as one: headings, lists, tables, code, admonitions and
+    the like stand where the English has them."""
+    return paragraph_count(english) != paragraph_count(draft) and _block_kinds(
+        english
+    ) == _block_kinds(draft)
 
 
 def untranslated_runs(masked: str, keep: list[str]) -> list[str]:
@@ -697,7 +737,9 @@ def check_meaning(english: str, draft: str, lang: str, glossary: Glossary) -> li
     return [f.message for f in meaning_findings(english, draft, lang, glossary)]
 
 
-def meaning_findings(english: str, draft: str, lang: str, glossary: Glossary) -> list[Located]:
+def meaning_findings(
+    english: str, draft: str, lang: str, glossary: Glossary, *, resplit: bool = False
+) -> list[Located]:
     """What `check_meaning` finds, each with the line (within the section) it is on.
 
     Checked: numbers (missing, added, reordered within a paragraph, signs), the unit after a
@@ -706,6 +748,10 @@ def meaning_findings(english: str, draft: str, lang: str, glossary: Glossary) ->
     whose English the section uses (its rendering is there, no known variant of it is), the
     language's prose register, one register per table, the order of code in table cells and
     list items, and each paragraph's length against its English.
+
+    With `resplit` (a paragraph split a maintainer vouched for), a different number of
+    paragraphs is no finding when it is the only difference in the blocks
+    (`paragraph_split_only`); the paragraph checks then compare the section as one paragraph.
     """
     findings: list[Located] = []
     english_prose, draft_prose = prose(english), prose(draft)
@@ -737,7 +783,9 @@ def meaning_findings(english: str, draft: str, lang: str, glossary: Glossary) ->
                 )
             )
     en_blocks, tr_blocks = _blocks(english), _blocks(draft)
-    if len(en_blocks) != len(tr_blocks):
+    if resplit and paragraph_split_only(english, draft):
+        findings += _block_findings([(0, english)], [(0, draft)], rules, glossary.units, lang)
+    elif len(en_blocks) != len(tr_blocks):
         findings.append(
             Located(
                 f"the English has {len(en_blocks)} paragraph(s) or block(s) separated by blank "

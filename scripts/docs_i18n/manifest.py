@@ -33,7 +33,10 @@ Optional per-section records: `glossary` hashes, per section, the glossary entri
 and forbidden variants) of the terms the section's English uses, as they were when it was
 translated, so that a glossary change retranslates exactly the sections it touches;
 `translated` hashes each section of the translation as recorded, so that a section edited by
-hand is known (it is kept, and sent as the text to keep when its English changes).
+hand is known (it is kept, and sent as the text to keep when its English changes); `split` maps
+the hash of a translated section whose paragraph split differs from its English's, and which a
+maintainer vouched for (`--adopt --section`), to the hash of the English section it was vouched
+for: the checks accept that exact text against that exact English.
 
 Two runs may share one checkout (`--lang ja` and `--lang ko` at once). `save` therefore takes an
 exclusive lock (`fcntl.flock` on `manifest.json.lock` beside the file), reads the file again and
@@ -77,6 +80,8 @@ class ManifestEntry:
         glossary: Per section, the hash of the glossary entries its English used when it was
             translated (`glossary_digest`), or `None` when not recorded.
         translated: Per section, the hash of its translated text as recorded, or `None`.
+        split: Translated section hash -> the English section hash its paragraph split was
+            vouched for (`--adopt --section`), or `None` when there is none.
     """
 
     source: str
@@ -85,6 +90,31 @@ class ManifestEntry:
     pending: ManifestEntry | None = None
     glossary: list[str] | None = None
     translated: list[str] | None = None
+    split: dict[str, str] | None = None
+
+    def vouched_splits(self, translated: list[str] | None, english: list[str]) -> set[int]:
+        """The sections whose text (`translated`, per section) has a paragraph split vouched
+        for against their English (`english`, per section) or the English recorded for them."""
+        if not self.split or translated is None or len(translated) != len(english):
+            return set()
+        recorded = self.sections if len(self.sections) == len(english) else english
+        return {
+            n
+            for n, digest in enumerate(translated)
+            if self.split.get(digest) in (english[n], recorded[n])
+        }
+
+    def carry_splits(self, before: ManifestEntry | None) -> None:
+        """Keep the vouched paragraph splits of `before` that this entry's sections still have
+        (the same translated text for the same English)."""
+        if before is None or not before.split or self.translated is None:
+            return
+        kept = {
+            digest: before.split[digest]
+            for n, digest in enumerate(self.translated)
+            if n < len(self.sections) and before.split.get(digest) == self.sections[n]
+        }
+        self.split = kept or None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"source": self.source, "sections": self.sections}
@@ -94,6 +124,8 @@ class ManifestEntry:
             data["glossary"] = self.glossary
         if self.translated is not None:
             data["translated"] = self.translated
+        if self.split:
+            data["split"] = dict(sorted(self.split.items()))
         if self.pending is not None:
             data["pending"] = self.pending.to_json()
         return data
@@ -124,6 +156,13 @@ class ManifestEntry:
                     f"not {json.dumps(value)[:60]}"
                 )
             lists[key] = list(value)
+        split = data.get("split")
+        if split is not None and not (
+            isinstance(split, dict) and all(isinstance(h, str) for h in [*split, *split.values()])
+        ):
+            raise ValueError(
+                f'{where}["split"] must map translated section hashes to English section hashes'
+            )
         pending = data.get("pending")
         return cls(
             source=data["source"],
@@ -132,6 +171,7 @@ class ManifestEntry:
             pending=cls.from_json(pending, f'{where}["pending"]') if pending is not None else None,
             glossary=lists["glossary"],
             translated=lists["translated"],
+            split=dict(split) if split else None,
         )
 
 

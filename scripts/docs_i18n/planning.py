@@ -488,6 +488,8 @@ def _incremental_job(
             for n, digest in enumerate(entry.translated)
             if section_hash(tr_sections[n], tr_masked.code) != digest
         }
+    # a paragraph split vouched for (`--adopt --section`) is a hand fix too: it is kept
+    resplit = entry.vouched_splits(entry.translated, entry.sections) - edited
     same_shape = len(entry.sections) == len(page.sections)
     available: dict[str, list[int]] = {}
     for n, digest in enumerate(entry.sections):
@@ -555,7 +557,7 @@ def _incremental_job(
                     patches[n] = patch
         todo = [n for n in todo if n not in reuse]
         if same_shape and len(old_sections) == len(page.sections):
-            keep = {n: old_sections[n] for n in todo if n in edited or n in touched}
+            keep = {n: old_sections[n] for n in todo if n in edited | touched | resplit}
     if todo:
         wanted = {m for n in todo for m in (n - 1, n + 1)} - set(todo)
         context = {

@@ -173,6 +173,7 @@ class _Writer:
         if entry.translated is not None and len(entry.translated) == len(page.sections):
             for n, digest in job.recorded.items():  # hand edits not adopted stay known
                 entry.translated[n] = digest
+        entry.carry_splits(self.manifest.get(page.path, job.lang))  # vouched splits kept
         texts = {
             digest: unmask(section, page.masked.code)
             for digest, section in zip(page.hashes, page.sections, strict=True)

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import difflib
 
-from .checks import align_page, prose, term_uses, unrendered_blocks, verify_page
+from .checks import (
+    align_page,
+    paragraph_split_only,
+    prose,
+    term_uses,
+    unrendered_blocks,
+    verify_page,
+)
 from .manifest import Manifest, ManifestEntry, text_hash
 from .markdown_mask import unmask
 from .pages import EnglishPage, translated_pages, translation_path
@@ -20,7 +27,7 @@ from .planning import (
     select_pages,
     translated_hashes,
 )
-from .prompt import PromptSet
+from .prompt import Glossary, PromptSet
 from .tokens import cached_prefix_tokens, estimate_cost, estimate_output_tokens, estimate_tokens
 
 __all__ = ["adopt", "check", "dry_run", "section_names", "terms_report"]
@@ -101,7 +108,12 @@ def check(options: Options) -> tuple[int, list[str]]:
                         f"edited    {where}: edited by hand{which}, not adopted: run --adopt "
                         f"--lang {lang} --file docs/{rel}"
                     )
-            findings = verify_page(english, translated, lang, glossary)
+            resplit = (
+                set()
+                if entry is None
+                else entry.vouched_splits(translated_hashes(translated), page.hashes)
+            )
+            findings = verify_page(english, translated, lang, glossary, resplit=resplit)
             problems += [f"invalid   {where}: {f}" for f in findings]
     if options.files is None:
         for lang in options.languages:
@@ -269,11 +281,19 @@ def adopt(options: Options, named: list[str] | None = None) -> tuple[int, list[s
                 and entry.glossary == digests
             ):
                 continue  # recorded as it is, with the current glossary: nothing to adopt
-            findings = verify_page(english, translated, lang, glossary)
+            splits = _paragraph_splits(english, translated)
+            now = translated_hashes(translated)
+            recorded = set() if entry is None else entry.vouched_splits(now, page.hashes)
+            named_splits = {n for n in splits if named_set.intersection(section_names(page, n))}
+            for n in named_splits:
+                used_names.update(named_set.intersection(section_names(page, n)))
+            resplit = (recorded | named_splits) & splits
+            findings = verify_page(english, translated, lang, glossary, resplit=resplit)
             if findings:
                 failed = True
                 lines.append(f"not adopted {where}:")
                 lines += [f"    {f}" for f in findings]
+                lines += _split_hints(page, english, translated, lang, glossary, splits - resplit)
                 continue
             if entry is None:
                 manifest.set(
@@ -284,7 +304,8 @@ def adopt(options: Options, named: list[str] | None = None) -> tuple[int, list[s
                         sections=list(page.hashes),
                         translation=text_hash(translated),
                         glossary=digests,
-                        translated=translated_hashes(translated),
+                        translated=now,
+                        split=_vouched(now, page.hashes, resplit),
                     ),
                     texts,
                 )
@@ -325,13 +346,19 @@ def adopt(options: Options, named: list[str] | None = None) -> tuple[int, list[s
                     sections=sections,
                     translation=text_hash(translated),
                     glossary=digests,
-                    translated=translated_hashes(translated),
+                    translated=now,
+                    split=_vouched(now, sections, resplit),
                 ),
                 texts,
             )
             detail = "English unchanged" if not changed else ""
             if vouched:
                 detail = "named: " + ", ".join(str(n) for n in vouched)
+            if named_splits:
+                detail += ("; " if detail else "") + (
+                    "paragraph split vouched for in section(s) "
+                    + ", ".join(map(str, sorted(named_splits)))
+                )
             if retermed:
                 detail += (
                     ("; " if detail else "")
@@ -351,11 +378,59 @@ def adopt(options: Options, named: list[str] | None = None) -> tuple[int, list[s
     if unknown:
         failed = True
         lines.append(
-            f"--section {', '.join(unknown)}: no selected translation has a changed section "
-            "by that name"
+            f"--section {', '.join(unknown)}: no selected translation has a changed section, "
+            "or a section split into other paragraphs, by that name"
         )
     manifest.save(options.manifest_path)
     return (1 if failed else 0), lines
+
+
+def _vouched(
+    now: list[str] | None, english_of: list[str], resplit: set[int]
+) -> dict[str, str] | None:
+    """The manifest's record of the vouched splits: translated hash -> English hash."""
+    if now is None or len(now) != len(english_of):
+        return None
+    return {now[n]: english_of[n] for n in sorted(resplit)} or None
+
+
+def _paragraph_splits(english: str, translated: str) -> set[int]:
+    """The sections of a translation that differ from their English in their paragraph split
+    only (`checks.paragraph_split_only`)."""
+    aligned = align_page(english, translated)
+    if isinstance(aligned, list) or len(aligned.english) != len(aligned.translated):
+        return set()
+    return {
+        n
+        for n, (en, tr) in enumerate(zip(aligned.english, aligned.translated, strict=True))
+        if paragraph_split_only(en, tr)
+    }
+
+
+def _split_hints(
+    page: EnglishPage,
+    english: str,
+    translated: str,
+    lang: str,
+    glossary: Glossary,
+    splits: set[int],
+) -> list[str]:
+    """How to vouch for each section whose paragraph split differs from its English's."""
+    if not splits:
+        return []
+    clean = not verify_page(english, translated, lang, glossary, resplit=splits)
+    lines = []
+    for n in sorted(splits):
+        names = section_names(page, n)
+        label = f"section {n}" + (f" (#{names[1]})" if len(names) > 1 else "")
+        lines.append(
+            f"    {label}: its paragraph count differs from the English only because its "
+            "paragraphs are split differently (headings, code, lists, tables and admonitions "
+            "stand where the English has them). If that split is right, vouch for it: "
+            f"--section {names[-1] if len(names) > 1 else n}"
+            + ("" if clean else " (and fix the other findings)")
+        )
+    return lines
 
 
 def dry_run(options: Options, *, verbose: bool = False) -> list[str]:

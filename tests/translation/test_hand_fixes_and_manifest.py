@@ -316,3 +316,110 @@ async def test_a_hand_fix_that_split_a_paragraph_survives_and_is_carried_as_the_
     kept = task.split("<translation_to_keep>\n")[1].split("</translation_to_keep>")[0]
     assert "<!-- section 6 -->" in kept
     assert "\n\n해당" in kept
+
+
+async def _split_by_hand(run_site: RunSite, site: Path) -> tuple[Path, str]:
+    """Translate the page into Korean, then split the paragraph of `#history-limits` in two,
+    as a native speaker fixing the text would; returns the translation and its split text."""
+    assert (await run_site(languages=["ko"])).code == 0
+    target = site / "docs" / "ko" / PAGE
+    text = _read(target)
+    start = text.index("{#history-limits")
+    paragraph = text.index("\n\n", start) + 2
+    line_end = text.index("\n", paragraph)
+    fixed = text[:line_end] + "\n\n해당" + text[line_end + 1 :]
+    _write(target, fixed)
+    return target, fixed
+
+
+def _adopt_split(site: Path) -> None:
+    adopted = _cli(
+        site, "--adopt", "--lang", "ko", "--file", f"docs/{PAGE}", "--section", "history-limits"
+    )
+    assert adopted.returncode == 0, adopted.stdout + adopted.stderr
+    assert "paragraph split vouched for in section(s) 6" in adopted.stdout
+
+
+async def test_adopt_refuses_a_paragraph_split_unless_the_section_is_named(
+    site: Path, echo: EchoTranslator, run_site: RunSite
+) -> None:
+    target, fixed = await _split_by_hand(run_site, site)
+    refused = _cli(site, "--adopt", "--lang", "ko", "--file", f"docs/{PAGE}")
+    assert refused.returncode == 1
+    assert "section 6: the English has 3 paragraph(s) or block(s)" in refused.stdout
+    assert "the translation 4" in refused.stdout
+    assert (
+        "section 6 (#history-limits): its paragraph count differs from the English only "
+        "because its paragraphs are split differently"
+    ) in refused.stdout
+    assert "vouch for it: --section history-limits\n" in refused.stdout
+    assert '"split"' not in _read(site / "i18n" / "manifest.json")
+
+    # another structural difference (the second half made a list item) stays refused even
+    # when the section is named
+    joined = fixed.replace("\n\n해당", "\n\n- 해당", 1)
+    assert joined != fixed
+    _write(target, joined)
+    named = _cli(
+        site, "--adopt", "--lang", "ko", "--file", f"docs/{PAGE}", "--section", "history-limits"
+    )
+    assert named.returncode == 1
+    assert "not adopted" in named.stdout
+    assert "paragraph(s) or block(s)" in named.stdout
+    assert "list items differ" in named.stdout
+    assert "vouch for it" not in named.stdout
+
+
+async def test_a_vouched_paragraph_split_passes_check(
+    site: Path, echo: EchoTranslator, run_site: RunSite
+) -> None:
+    await _split_by_hand(run_site, site)
+    before = _cli(site, "--check", "--lang", "ko")
+    assert before.returncode == 1
+    assert "invalid" in before.stdout
+    _adopt_split(site)
+    checked = _cli(site, "--check", "--lang", "ko")
+    assert checked.returncode == 0, checked.stdout
+    assert "invalid" not in checked.stdout
+    assert "edited" not in checked.stdout
+
+
+async def test_a_later_edit_of_a_vouched_split_brings_the_paragraph_check_back(
+    site: Path, echo: EchoTranslator, run_site: RunSite
+) -> None:
+    target, fixed = await _split_by_hand(run_site, site)
+    _adopt_split(site)
+    _write(target, fixed.replace("\n\n해당", "\n\n해당 설정", 1))
+    again = _cli(site, "--check", "--lang", "ko")
+    assert again.returncode == 1
+    assert "section 6: the English has 3 paragraph(s) or block(s)" in again.stdout
+    assert "edited by hand (section(s) 6)" in again.stdout
+
+
+async def test_a_vouched_split_survives_a_rerun_after_an_english_edit_elsewhere(
+    site: Path, echo: EchoTranslator, run_site: RunSite, fake_openai: FakeOpenAIServer
+) -> None:
+    target, fixed = await _split_by_hand(run_site, site)
+    _adopt_split(site)
+    english = site / "docs" / PAGE
+    _write(english, _read(english).replace("The first example.", "The first example, edited."))
+    echo.calls.clear()
+    assert (await run_site(languages=["ko"])).code == 0
+    assert echo.calls == [("ko", PAGE, [4])]
+    now = _read(target)
+    section = now[now.index("{#history-limits") :]
+    assert section == fixed[fixed.index("{#history-limits") :]  # byte for byte
+    checked = _cli(site, "--check", "--lang", "ko")
+    assert checked.returncode == 0, checked.stdout
+
+    # its own English changes: the vouched split text goes as the translation to keep
+    _write(english, _read(english).replace("newest 20 items.", "newest 20 items only."))
+    first = len(fake_openai.requests_to("/v1/responses"))
+    assert (await run_site(languages=["ko"])).code == 0
+    assert echo.calls[-1] == ("ko", PAGE, [6])
+    task = _task_messages(fake_openai, first)[0]
+    kept = task.split("<translation_to_keep>\n")[1].split("</translation_to_keep>")[0]
+    assert "<!-- section 6 -->" in kept
+    assert "\n\n해당" in kept
+    checked = _cli(site, "--check", "--lang", "ko")
+    assert checked.returncode == 0, checked.stdout

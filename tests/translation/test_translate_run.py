@@ -494,7 +494,10 @@ async def test_adopt_refuses_an_unknown_section_name(
     assert (await run_site(languages=["ja"])).code == 0
     code, lines = adopt(Options(root=site, languages=["ja"]), ["nope"])
     assert code == 1
-    assert lines == ["--section nope: no selected translation has a changed section by that name"]
+    assert lines == [
+        "--section nope: no selected translation has a changed section, or a section split "
+        "into other paragraphs, by that name"
+    ]
 
 
 async def test_a_run_translates_mermaid_labels_and_keeps_the_diagram_code(
