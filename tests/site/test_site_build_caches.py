@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 from collections.abc import Iterator
 from types import ModuleType
@@ -138,3 +139,46 @@ class _Page:
         self.toc: list[Any] = []
         self.url = "page/"
         self.title = "Title"
+
+
+class _I18n:
+    """What heap_freeze reads of mkdocs-static-i18n."""
+
+    def __init__(self, languages: list[str]) -> None:
+        self.building = False
+        self.default_language = "en"
+        self.current_language = "en"
+        self.build_languages = languages
+
+
+class _Config:
+    def __init__(self, i18n: _I18n) -> None:
+        self.plugins = {"i18n": i18n}
+
+
+@pytest.mark.parametrize(
+    ("languages", "frozen"), [(["en", "ja", "ko", "zh"], True), (["en"], False)]
+)
+def test_the_english_heap_is_frozen_while_translations_build(
+    languages: list[str], frozen: bool
+) -> None:
+    heap_freeze = load_hook("heap_freeze")
+    i18n = _I18n(languages)
+    config = _Config(i18n)
+    assert gc.get_freeze_count() == 0
+    try:
+        # The English build's post_build, in MkDocs' order: this hook (-90), then
+        # mkdocs-static-i18n (-100) builds each translation, then this hook again (-250).
+        heap_freeze.freeze_english_heap(config)
+        assert (gc.get_freeze_count() > 0) is frozen
+        i18n.building = True
+        for language in languages[1:]:
+            i18n.current_language = language
+            heap_freeze.freeze_english_heap(config)
+            heap_freeze.unfreeze(config)
+            assert (gc.get_freeze_count() > 0) is frozen, f"unfrozen after the {language} build"
+        i18n.building = False
+        heap_freeze.unfreeze(config)
+        assert gc.get_freeze_count() == 0
+    finally:
+        gc.unfreeze()
