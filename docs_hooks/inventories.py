@@ -5,7 +5,11 @@ documentation when an object inventory (Sphinx's `objects.inv`) lists it. The us
 downloads Python's inventory at every build; the site builds offline, so the inventory of the
 Python 3.11 documentation ships with the hooks (`inventories/python3.11.inv`, from Debian's
 `python3.11-doc` package) and this hook hands it to mkdocstrings' Python handler as a `file:` URL,
-with links pointing at the published documentation (`https://docs.python.org/3/`).
+with links pointing at the published documentation (`https://docs.python.org/3/`). Only the
+English build, which renders the API, loads it: the translated builds render no docstring, and
+mkdocstrings read and parsed the whole inventory again in each of them (a tenth of a translated
+build). mkdocs-autorefs keeps the links it was given (its version is pinned) for every build,
+so a translated page's reference to a standard-library object still resolves.
 
 It also keeps the site's own inventory (`objects.inv`, which other projects' Sphinx intersphinx
 or mkdocstrings read to link to our API) whole: mkdocstrings writes it in every language build,
@@ -40,9 +44,15 @@ def python_inventory() -> dict[str, str]:
     return {"url": INVENTORY.resolve().as_uri(), "base_url": BASE_URL}
 
 
+def _is_default_build(config: MkDocsConfig) -> bool:
+    i18n = _i18n(config)
+    # The first build runs before mkdocs-static-i18n (on_config -100) has set its language.
+    return i18n is None or i18n.current_language in (None, i18n.default_language)
+
+
 @event_priority(100)  # before mkdocstrings (0) starts loading the inventories it is given
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
-    """Add the local Python inventory to the Python handler's inventories."""
+    """Give the Python handler the local Python inventory, in the English build only."""
     plugin = config.plugins.get("mkdocstrings")
     if plugin is None:
         return config
@@ -50,7 +60,10 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     python = handlers.setdefault("python", {})
     inventories = python.setdefault("inventories", [])
     entry = python_inventory()
-    if not any(isinstance(i, dict) and i.get("url") == entry["url"] for i in inventories):
+    inventories[:] = [
+        i for i in inventories if not (isinstance(i, dict) and i.get("url") == entry["url"])
+    ]
+    if _is_default_build(config):
         inventories.append(entry)
     return config
 

@@ -10,6 +10,11 @@ Each build also lists every file of the theme (Material's thousands of icons inc
 matches each name against MkDocs' patterns for static files, a tenth of a translated build
 whose result never changes: the list is kept per theme folders and patterns, and a folder
 changed since (a file added to overrides/ under `mkdocs serve`) lists it again.
+
+The translated builds then copied each of those files again, to the same place in the site
+(the pages of every language share the site root's assets): a file the English build has just
+copied from the same source to the same destination is not copied again. Any other file (a
+translation's own image, a file a plugin generates) is copied as before.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from jinja2 import BytecodeCache
 from jinja2.bccache import Bucket
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.plugins import event_priority
+from mkdocs.structure.files import File, Files, InclusionLevel
 
 
 class MemoryBytecodeCache(BytecodeCache):
@@ -49,6 +55,8 @@ CACHE = MemoryBytecodeCache()
 
 # (theme folders, static templates, folder mtimes) -> the theme's static files, as listed
 _theme_files: dict[tuple[Any, ...], list[str]] = {}
+# destination -> source of each file the English build copied
+_copied: dict[str, str] = {}
 
 
 def _custom_dir_times(config: MkDocsConfig) -> tuple[int, ...]:
@@ -96,3 +104,46 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     get_env._lists_once = True  # type: ignore[attr-defined]
     theme.get_env = get_env  # type: ignore[method-assign]
     return config
+
+
+def _is_default_build(config: MkDocsConfig) -> bool:
+    i18n = config.plugins.get("i18n")
+    return i18n is None or getattr(i18n, "current_language", None) in (
+        None,
+        getattr(i18n, "default_language", None),
+    )
+
+
+def _copied_already(file: File) -> bool:
+    """True if the English build copied this same source file to the same destination."""
+    return (
+        file.generated_by is None
+        and file.abs_src_path is not None
+        and _copied.get(file.abs_dest_path) == file.abs_src_path
+        and os.path.isfile(file.abs_dest_path)
+    )
+
+
+@event_priority(-300)  # after mkdocs-static-i18n (-100) has made this language's files
+def on_files(files: Files, config: MkDocsConfig) -> Files:
+    """Copy each static file once for all languages (see the module's docstring)."""
+    default = _is_default_build(config)
+    if default:
+        _copied.clear()
+
+    def copy_static_files(
+        dirty: bool = False,
+        *,
+        inclusion: Callable[[InclusionLevel], bool] = InclusionLevel.is_included,
+    ) -> None:
+        for file in files:
+            if file.is_documentation_page() or not inclusion(file.inclusion):
+                continue
+            if not default and _copied_already(file):
+                continue
+            file.copy_file(dirty)
+            if default and file.generated_by is None and file.abs_src_path is not None:
+                _copied[file.abs_dest_path] = file.abs_src_path
+
+    files.copy_static_files = copy_static_files  # type: ignore[method-assign]
+    return files

@@ -34,6 +34,7 @@ from typing import Any
 
 import yaml
 from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
 from mkdocs.structure.pages import Page
 from mkdocs.utils import write_file
@@ -118,15 +119,24 @@ def on_pre_build(config: MkDocsConfig) -> None:
     Material segments every run of Han characters with jieba when it is installed, whatever the
     page's language: Japanese pages were cut apart (then joined again by
     docs_hooks/i18n_search.py, since it breaks Japanese search), which took a fifth of the
-    Japanese build.
+    Japanese build, and the Han words quoted in English or Korean pages were cut too.
+
+    The segmenting method belongs to the search index that Material's plugin makes anew in each
+    build's `on_config` (setting it on the plugin, as this hook once did, changed nothing).
     """
     search = _search_plugin(config)
-    if search is None:
+    if search is None or not search.config.enabled:
         return
+    index = getattr(search, "search_index", None)
+    if not callable(getattr(index, "_segment_chinese", None)):
+        raise PluginError(
+            "search_cjk: Material's search index has no _segment_chinese method any more;"
+            " see which pages it segments with jieba now"
+        )
     if _language(config) == "zh":
-        search.__dict__.pop("_segment_chinese", None)  # Material's own method
+        index.__dict__.pop("_segment_chinese", None)  # Material's own method
     else:
-        search._segment_chinese = _unsegmented
+        index._segment_chinese = _unsegmented
 
 
 def _unsegmented(data: str) -> str:
