@@ -14,7 +14,7 @@ the chunk for the SDK's, which sends the whole protected page). Cost is counted 
 issue asks: characters sent (instructions and input) plus four times the characters the model
 writes back. Every character of a request's `instructions`, `input` (text content in any
 form) and `text.format` (the review's JSON schema) counts. Prints each page's figures, with
-how much of ours is fixed instructions, and the total ratio; the target is <= 0.25 on every
+how much of ours is fixed instructions, and the total ratio; the target is <= 0.15 on every
 page, and a page that misses it prints a FAIL line. `--every-section` also edits each section
 of each page in turn (the preamble included) and prints the mean and the worst ratio against
 the SDK's run of the middle edit (its cost hardly depends on where the sentence is added).
