@@ -253,9 +253,7 @@ class ToolOutputTrimmer:
         summary = self._text_summary(display_name, output_str)
         if summary is None:
             return None, 0
-        trimmed_item = dict(item)
-        trimmed_item["output"] = summary
-        return trimmed_item, len(output_str) - len(summary)
+        return {**item, "output": summary}, len(output_str) - len(summary)
 
     def _trim_structured_function_call_output(
         self,
@@ -319,9 +317,7 @@ class ToolOutputTrimmer:
                 if len(header) + len(body) <= self.max_output_chars
             )
 
-        trimmed_item = dict(item)
-        trimmed_item["output"] = summary
-        return trimmed_item, output_len - len(summary)
+        return {**item, "output": summary}, output_len - len(summary)
 
     def _structured_output_details(
         self,
@@ -395,9 +391,7 @@ class ToolOutputTrimmer:
         if len(trimmed) >= len(original):
             return None, 0
 
-        trimmed_item = dict(item)
-        trimmed_item["tools"] = trimmed_tools
-        return trimmed_item, len(original) - len(trimmed)
+        return {**item, "tools": trimmed_tools}, len(original) - len(trimmed)
 
     def _trim_legacy_tool_search_results(
         self,
@@ -408,9 +402,7 @@ class ToolOutputTrimmer:
         summary = self._text_summary("tool_search", serialized_results)
         if summary is None:
             return None, 0
-        trimmed_item = dict(item)
-        trimmed_item["results"] = [{"text": summary}]
-        return trimmed_item, len(serialized_results) - len(summary)
+        return {**item, "results": [{"text": summary}]}, len(serialized_results) - len(summary)
 
     def _text_summary(self, display_name: str, text: str) -> str | None:
         """The preview that replaces a too long `text`; `None` when it would not be shorter."""
