@@ -22,7 +22,7 @@ import copy
 import dataclasses
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from openai import AsyncOpenAI, OpenAIError
 from openai.types.responses import Response, ResponseFunctionToolCall
@@ -161,18 +161,11 @@ class Runner:
             assert "Ada" in result.final_output
             ```
         """
-        result = RunResult(input=_copy_input(input), last_agent=agent)
-        await _execute(
-            agent,
-            input,
-            session=session,
-            run_config=run_config,
-            max_turns=max_turns,
-            previous_response_id=previous_response_id,
-            conversation_id=conversation_id,
-            state=result,
-            streaming=None,
+        call = _RunCall(
+            agent, input, session, run_config, max_turns, previous_response_id, conversation_id
         )
+        result = RunResult(input=_copy_input(input), last_agent=agent)
+        await _execute(call, state=result, streaming=None)
         return result
 
     @classmethod
@@ -253,22 +246,15 @@ class Runner:
                     print(event.delta, end="")
             ```
         """
-        _check_options(session, previous_response_id, conversation_id, max_turns)
+        call = _RunCall(
+            agent, input, session, run_config, max_turns, previous_response_id, conversation_id
+        )
+        _check_options(call)
         # Validate now, so a bad input fails at the call rather than inside the stream.
         input_items_from(input)
 
         async def start(state: RunResultStreaming) -> RunResult:
-            await _execute(
-                agent,
-                input,
-                session=session,
-                run_config=run_config,
-                max_turns=max_turns,
-                previous_response_id=previous_response_id,
-                conversation_id=conversation_id,
-                state=state,
-                streaming=state,
-            )
+            await _execute(call, state=state, streaming=state)
             state.is_complete = True
             return RunResult(
                 input=state.input,
@@ -286,12 +272,21 @@ def _copy_input(value: str | list[TResponseInputItem]) -> str | list[TResponseIn
     return value if isinstance(value, str) else input_items_from(value)
 
 
-def _check_options(
-    session: Session | None,
-    previous_response_id: str | None,
-    conversation_id: str | None,
-    max_turns: int,
-) -> None:
+class _RunCall(NamedTuple):
+    """The arguments of one call of a `Runner` method."""
+
+    agent: Agent
+    input: str | list[TResponseInputItem]
+    session: Session | None
+    run_config: RunConfig | None
+    max_turns: int
+    previous_response_id: str | None
+    conversation_id: str | None
+
+
+def _check_options(call: _RunCall) -> None:
+    session, max_turns = call.session, call.max_turns
+    previous_response_id, conversation_id = call.previous_response_id, call.conversation_id
     if session is not None and not all(
         callable(getattr(session, method, None))
         for method in ("get_items", "add_items", "pop_item", "clear_session")
@@ -335,18 +330,11 @@ async def _resolve_model(agent: Agent, run_config: RunConfig) -> tuple[Model, As
 
 
 async def _execute(
-    agent: Agent,
-    input: str | list[TResponseInputItem],
-    *,
-    session: Session | None,
-    run_config: RunConfig | None,
-    max_turns: int,
-    previous_response_id: str | None,
-    conversation_id: str | None,
-    state: RunResultBase,
-    streaming: RunResultStreaming | None,
+    call: _RunCall, *, state: RunResultBase, streaming: RunResultStreaming | None
 ) -> None:
-    _check_options(session, previous_response_id, conversation_id, max_turns)
+    """Run one call of `Runner.run` (`streaming` is `None`) or `Runner.run_streamed`."""
+    _check_options(call)
+    agent, input, session, run_config, max_turns, previous_response_id, conversation_id = call
     if not isinstance(agent, Agent):
         raise UserError(f"Runner needs an Agent, not {type(agent).__name__}")
     config = run_config if run_config is not None else RunConfig()
@@ -418,16 +406,10 @@ async def _execute(
             state.raw_responses.append(response)
             state.usage.add_response_usage(response.usage)
 
-            outputs = [output_item_to_input_item(item) for item in response.output]
-            try:
-                # Every item the session would store must be storable (a lone surrogate in
-                # the text is valid JSON but not UTF-8): unusable, before anything is stored.
-                encode_items(outputs)
-            except TypeError as exc:
-                raise ModelBehaviorError(
-                    f"response {response.id}: its output cannot be stored: "
-                    f"{str(exc).replace('item ', 'output item ', 1)}"
-                ) from exc
+            outputs = _storable(
+                [output_item_to_input_item(item) for item in response.output],
+                f"response {response.id}",
+            )
             calls = [item for item in response.output if isinstance(item, ResponseFunctionToolCall)]
             if not calls and not any(item.type == "message" for item in response.output):
                 raise ModelBehaviorError(
@@ -600,7 +582,7 @@ class _StreamedOutputs:
             return
         what = "the streamed response"
         check_output_item(index, raw, what)
-        item = _storable(output_item_to_input_item(raw), what)
+        [item] = _storable([output_item_to_input_item(raw)], what)
         self._held.append((index, item))
         if item.get("type") == "reasoning":
             return
@@ -618,16 +600,17 @@ class _StreamedOutputs:
             self._saved.update(range(len(outputs)))
 
 
-def _storable(item: TResponseInputItem, what: str) -> TResponseInputItem:
+def _storable(items: list[TResponseInputItem], what: str) -> list[TResponseInputItem]:
+    """Return `items`, checked storable: the output of `what` is unusable otherwise."""
     try:
         # Every item the session would store must be storable (a lone surrogate in the text is
         # valid JSON but not UTF-8): unusable, before anything is stored.
-        encode_items([item])
+        encode_items(items)
     except TypeError as exc:
         raise ModelBehaviorError(
             f"{what}: its output cannot be stored: {str(exc).replace('item ', 'output item ', 1)}"
         ) from exc
-    return item
+    return items
 
 
 def _pending_tool_calls(history: list[TResponseInputItem]) -> list[ResponseFunctionToolCall]:

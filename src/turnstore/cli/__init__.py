@@ -58,11 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_storage_options(storage, defaults=False)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    listing = commands.add_parser(
+    def command(name: str, summary: str, description: str) -> argparse.ArgumentParser:
+        return commands.add_parser(name, parents=[storage], help=summary, description=description)
+
+    listing = command(
         "list",
-        parents=[storage],
-        help="list sessions, most recently active first",
-        description="List the stored sessions, the most recently active first, with their "
+        "list sessions, most recently active first",
+        "List the stored sessions, the most recently active first, with their "
         "item counts and last activity, a page at a time.",
     )
     listing.add_argument("--page", type=_positive, default=1, help="page number (from 1)")
@@ -70,11 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--prefix", default="", help="only sessions whose id starts with this")
     listing.add_argument("--json", action="store_true", help="print JSON Lines")
 
-    show = commands.add_parser(
+    show = command(
         "show",
-        parents=[storage],
-        help="print a session's items, one JSON object a line",
-        description="Print the items of one session, oldest first, one JSON object a line.",
+        "print a session's items, one JSON object a line",
+        "Print the items of one session, oldest first, one JSON object a line.",
     )
     show.add_argument("session_id", metavar="ID")
     show.add_argument("--limit", type=_non_negative, help="only the latest N items")
@@ -84,11 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="the AdvancedSQLiteSession branch to show (default: main)",
     )
 
-    export = commands.add_parser(
+    export = command(
         "export",
-        parents=[storage],
-        help="write sessions as JSON Lines",
-        description="Write sessions as JSON Lines, one item a line with its session and time. "
+        "write sessions as JSON Lines",
+        "Write sessions as JSON Lines, one item a line with its session and time. "
         "With -o the file is replaced only once the export is complete. An export that finds "
         "nothing fails and leaves the file as it was, unless --allow-empty.",
     )
@@ -108,12 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
         "each record of another branch carrying its name)",
     )
 
-    imports = commands.add_parser(
+    imports = command(
         "import",
-        parents=[storage],
-        help="write the sessions of a JSON Lines export (refuses sessions that hold items, "
+        "write the sessions of a JSON Lines export (refuses sessions that hold items, "
         "unless --append or --replace)",
-        description="Write the sessions of a JSON Lines export into the storage, one "
+        "Write the sessions of a JSON Lines export into the storage, one "
         "transaction per session, creating the tables if needed. Every line is checked before "
         "the first write. Sessions that already hold items are refused unless --append or "
         "--replace.",
@@ -129,19 +128,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="replace the items of each imported session (in the same transaction)",
     )
 
-    clear = commands.add_parser(
+    clear = command(
         "clear",
-        parents=[storage],
-        help="remove every item of a session",
-        description="Remove one session and every item it holds, in one transaction.",
+        "remove every item of a session",
+        "Remove one session and every item it holds, in one transaction.",
     )
     clear.add_argument("session_id", metavar="ID")
 
-    prune = commands.add_parser(
+    prune = command(
         "prune",
-        parents=[storage],
-        help="delete every session (with all its items) idle for longer than --idle",
-        description="Delete every session, with all its items, whose last write is older "
+        "delete every session (with all its items) idle for longer than --idle",
+        "Delete every session, with all its items, whose last write is older "
         "than --idle. --dry-run lists those sessions and deletes nothing.",
     )
     prune.add_argument(
@@ -155,11 +152,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--dry-run", action="store_true", help="list the sessions it would delete; delete nothing"
     )
 
-    stats = commands.add_parser(
+    stats = command(
         "stats",
-        parents=[storage],
-        help="count sessions and items",
-        description="Count the sessions and items of the storage and show its last activity.",
+        "count sessions and items",
+        "Count the sessions and items of the storage and show its last activity.",
     )
     stats.add_argument("--json", action="store_true", help="print JSON")
     return parser
@@ -263,8 +259,7 @@ def _main(args: argparse.Namespace) -> int:
         try:
             args.records = load_export(args.file)
         except CommandError as exc:
-            print(f"turnstore: error: {exc}", file=sys.stderr)
-            return 1
+            return _error(exc, 1)
     try:
         store = open_session_store(
             args.db,
@@ -275,16 +270,14 @@ def _main(args: argparse.Namespace) -> int:
             command_timeout=args.command_timeout,
         )
     except (ValueError, TypeError, OSError, ImportError) as exc:
-        print(f"turnstore: error: {exc}", file=sys.stderr)
-        return 2
+        return _error(exc, 2)
     try:
         asyncio.run(run(store, args))
         sys.stdout.flush()
     except BrokenPipeError:
         raise  # main() treats a reader that went away as success
     except CommandError as exc:
-        print(f"turnstore: error: {exc}", file=sys.stderr)
-        return 1
+        return _error(exc, 1)
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
@@ -293,6 +286,11 @@ def _main(args: argparse.Namespace) -> int:
         text = str(exc) or type(exc).__name__
         if store.target not in text:
             text = f"{store.target}: {text}"
-        print(f"turnstore: error: {text}", file=sys.stderr)
-        return 1
+        return _error(text, 1)
     return 0
+
+
+def _error(message: object, status: int) -> int:
+    """Print `message` as the command's error; return the exit status."""
+    print(f"turnstore: error: {message}", file=sys.stderr)
+    return status

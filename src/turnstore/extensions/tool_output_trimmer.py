@@ -249,23 +249,11 @@ class ToolOutputTrimmer:
             return self._trim_structured_function_call_output(item, output, tool_names)
 
         output_str = output if isinstance(output, str) else str(output)
-        output_len = len(output_str)
-        if output_len <= self.max_output_chars:
+        display_name = (tool_names[0] if tool_names else "") or "unknown_tool"
+        summary = self._text_summary(display_name, output_str)
+        if summary is None:
             return None, 0
-
-        tool_name = tool_names[0] if tool_names else ""
-        display_name = tool_name or "unknown_tool"
-        preview = output_str[: self.preview_chars]
-        summary = (
-            f"[Trimmed: {display_name} output — {output_len} chars → "
-            f"{self.preview_chars} char preview]\n{preview}..."
-        )
-        if len(summary) >= output_len:
-            return None, 0
-
-        trimmed_item = dict(item)
-        trimmed_item["output"] = summary
-        return trimmed_item, output_len - len(summary)
+        return {**item, "output": summary}, len(output_str) - len(summary)
 
     def _trim_structured_function_call_output(
         self,
@@ -329,9 +317,7 @@ class ToolOutputTrimmer:
                 if len(header) + len(body) <= self.max_output_chars
             )
 
-        trimmed_item = dict(item)
-        trimmed_item["output"] = summary
-        return trimmed_item, output_len - len(summary)
+        return {**item, "output": summary}, output_len - len(summary)
 
     def _structured_output_details(
         self,
@@ -405,9 +391,7 @@ class ToolOutputTrimmer:
         if len(trimmed) >= len(original):
             return None, 0
 
-        trimmed_item = dict(item)
-        trimmed_item["tools"] = trimmed_tools
-        return trimmed_item, len(original) - len(trimmed)
+        return {**item, "tools": trimmed_tools}, len(original) - len(trimmed)
 
     def _trim_legacy_tool_search_results(
         self,
@@ -415,21 +399,20 @@ class ToolOutputTrimmer:
     ) -> tuple[dict[str, Any] | None, int]:
         """Trim legacy partial tool_search_output snapshots that still store free-text results."""
         serialized_results = self._serialize_json_like(item.get("results"))
-        output_len = len(serialized_results)
-        if output_len <= self.max_output_chars:
+        summary = self._text_summary("tool_search", serialized_results)
+        if summary is None:
             return None, 0
+        return {**item, "results": [{"text": summary}]}, len(serialized_results) - len(summary)
 
-        preview = serialized_results[: self.preview_chars]
+    def _text_summary(self, display_name: str, text: str) -> str | None:
+        """The preview that replaces a too long `text`; `None` when it would not be shorter."""
+        if len(text) <= self.max_output_chars:
+            return None
         summary = (
-            f"[Trimmed: tool_search output — {output_len} chars → "
-            f"{self.preview_chars} char preview]\n{preview}..."
+            f"[Trimmed: {display_name} output — {len(text)} chars → "
+            f"{self.preview_chars} char preview]\n{text[: self.preview_chars]}..."
         )
-        if len(summary) >= output_len:
-            return None, 0
-
-        trimmed_item = dict(item)
-        trimmed_item["results"] = [{"text": summary}]
-        return trimmed_item, output_len - len(summary)
+        return summary if len(summary) < len(text) else None
 
     def _trim_tool_search_tool(self, tool: Any) -> Any:
         """Recursively strip bulky descriptions and schema prose from tool search results."""

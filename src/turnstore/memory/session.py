@@ -199,13 +199,7 @@ def is_openai_responses_compaction_aware_session(
         `True` when `session` has a callable `run_compaction`; `False` for `None`, for objects
         without it, and for objects whose attribute lookup raises.
     """
-    if session is None:
-        return False
-    try:
-        method = getattr(session, "run_compaction", None)
-    except Exception:
-        return False
-    return callable(method)
+    return _has_methods(session, "run_compaction")
 
 
 @runtime_checkable
@@ -236,13 +230,7 @@ def is_usage_recording_session(session: Any) -> TypeGuard[UsageRecordingSession]
         `True` when `session` has a callable `record_turn_usage`; `False` otherwise, also when
         its attribute lookup raises.
     """
-    if session is None:
-        return False
-    try:
-        method = getattr(session, "record_turn_usage", None)
-    except Exception:
-        return False
-    return callable(method)
+    return _has_methods(session, "record_turn_usage")
 
 
 @dataclass(frozen=True, slots=True)
@@ -399,11 +387,14 @@ def is_atomic_replacement_session(session: Any) -> TypeGuard[AtomicReplacementSe
         `False` for `None`, for objects without them, and for objects whose attribute lookup
         raises.
     """
+    return _has_methods(session, "snapshot_history", "replace_history")
+
+
+def _has_methods(session: Any, *names: str) -> bool:
+    """Whether `session` is not `None` and has each method; `False` if a lookup raises."""
     if session is None:
         return False
     try:
-        snapshot = getattr(session, "snapshot_history", None)
-        replace = getattr(session, "replace_history", None)
+        return all(callable(getattr(session, name, None)) for name in names)
     except Exception:
         return False
-    return callable(snapshot) and callable(replace)

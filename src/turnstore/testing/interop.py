@@ -79,7 +79,9 @@ def _types(items: list[Any]) -> list[str]:
     return [str(item.get("type") or item.get("role")) for item in items if isinstance(item, dict)]
 
 
-def _sdk_tool(agents: Any) -> Any:
+def _lookup() -> Callable[[str], str]:
+    """The tool both runners' agents have: `lookup(key)`."""
+
     def lookup(key: str) -> str:
         """Look a key up.
 
@@ -88,19 +90,31 @@ def _sdk_tool(agents: Any) -> Any:
         """
         return f"value of {key}"
 
-    return agents.function_tool(lookup)
+    return lookup
 
 
-def _our_tool() -> Any:
-    def lookup(key: str) -> str:
-        """Look a key up.
+def _sdk_agent(agents: Any, key: str, call_id: str, *answers: tuple[str, str]) -> tuple[Any, Any]:
+    """An SDK agent and its scripted model: `lookup(key)`, then each (text, item id) answer."""
+    scripted = agents.testing
+    model = scripted.ScriptedModel(
+        [
+            [scripted.function_call("lookup", {"key": key}, call_id=call_id)],
+            *([scripted.assistant_message(text, item_id=item_id)] for text, item_id in answers),
+        ]
+    )
+    tool = agents.function_tool(_lookup())
+    return agents.Agent(name="SDK agent", model=model, tools=[tool]), model
 
-        Args:
-            key: The key.
-        """
-        return f"value of {key}"
 
-    return function_tool(lookup)
+def _our_agent(key: str, call_id: str, *answers: str) -> tuple[Agent, ScriptedModel]:
+    """Our agent and its scripted model: `lookup(key)`, then each answer."""
+    model = ScriptedModel(
+        [
+            tool_call_response("lookup", {"key": key}, call_id=call_id),
+            *(text_response(text) for text in answers),
+        ]
+    )
+    return Agent(name="Our agent", model=model, tools=[function_tool(_lookup())]), model
 
 
 async def _close(session: Any) -> None:
@@ -123,15 +137,13 @@ async def check_agents_sdk_runner_remembers(factory: SessionFactory) -> list[TRe
         The stored items after both turns.
     """
     agents = _sdk()
-    scripted = agents.testing
-    model = scripted.ScriptedModel(
-        [
-            [scripted.function_call("lookup", {"key": "a"}, call_id="call_sdk_1")],
-            [scripted.assistant_message("The value is a.", item_id="msg_sdk_1")],
-            [scripted.assistant_message("You asked about a.", item_id="msg_sdk_2")],
-        ]
+    agent, model = _sdk_agent(
+        agents,
+        "a",
+        "call_sdk_1",
+        ("The value is a.", "msg_sdk_1"),
+        ("You asked about a.", "msg_sdk_2"),
     )
-    agent = agents.Agent(name="SDK agent", model=model, tools=[_sdk_tool(agents)])
     session = await _make(factory, "interop-sdk-runner")
     try:
         await agents.Runner.run(agent, "Look up a.", session=session)
@@ -161,14 +173,7 @@ async def check_runner_remembers(factory: SessionFactory) -> list[TResponseInput
     Returns:
         The stored items after both turns.
     """
-    model = ScriptedModel(
-        [
-            tool_call_response("lookup", {"key": "b"}, call_id="call_ours_1"),
-            text_response("The value is b."),
-            text_response("You asked about b."),
-        ]
-    )
-    agent = Agent(name="Our agent", model=model, tools=[_our_tool()])
+    agent, model = _our_agent("b", "call_ours_1", "The value is b.", "You asked about b.")
     session = await _make(factory, "interop-our-runner")
     try:
         await Runner.run(agent, "Look up b.", session=session)
@@ -196,22 +201,10 @@ async def check_history_interchange(factory: SessionFactory) -> list[TResponseIn
         The stored items after the three turns.
     """
     agents = _sdk()
-    scripted = agents.testing
-    sdk_model = scripted.ScriptedModel(
-        [
-            [scripted.function_call("lookup", {"key": "c"}, call_id="call_mix_1")],
-            [scripted.assistant_message("SDK says c.", item_id="msg_mix_1")],
-            [scripted.assistant_message("SDK again.", item_id="msg_mix_3")],
-        ]
+    sdk_agent, sdk_model = _sdk_agent(
+        agents, "c", "call_mix_1", ("SDK says c.", "msg_mix_1"), ("SDK again.", "msg_mix_3")
     )
-    sdk_agent = agents.Agent(name="SDK agent", model=sdk_model, tools=[_sdk_tool(agents)])
-    our_model = ScriptedModel(
-        [
-            tool_call_response("lookup", {"key": "d"}, call_id="call_mix_2"),
-            text_response("We say d."),
-        ]
-    )
-    our_agent = Agent(name="Our agent", model=our_model, tools=[_our_tool()])
+    our_agent, our_model = _our_agent("d", "call_mix_2", "We say d.")
     session = await _make(factory, "interop-mixed")
     try:
         await agents.Runner.run(sdk_agent, "First (SDK).", session=session)

@@ -6,10 +6,11 @@ import asyncio
 
 from openai import AsyncOpenAI
 
-from ..closing import Release
+from ...exceptions import SessionClosedError
+from ..closing import AsyncCloseable, Release
 from ..loop_binding import LoopBinding
 
-__all__ = ["OwnedOpenAIClient", "default_openai_client"]
+__all__ = ["OpenAIClientSession", "OwnedOpenAIClient", "default_openai_client"]
 
 
 async def default_openai_client() -> AsyncOpenAI:
@@ -87,3 +88,33 @@ class OwnedOpenAIClient:
         release = self.release()
         if release is not None:
             await release()
+
+
+class OpenAIClientSession(AsyncCloseable):
+    """What the sessions that call the OpenAI API share: their client, its loop, the open check.
+
+    A subclass sets `_client` and names itself in `_kind` (for the closed-session error); its
+    `_close_now` calls `_close_client`.
+    """
+
+    _kind: str
+    session_id: str
+    _client: OwnedOpenAIClient
+    _closed = False
+
+    async def _get_client(self) -> AsyncOpenAI:
+        return await self._client.get()
+
+    def _release_loop(self) -> asyncio.AbstractEventLoop | None:
+        return self._client.loop
+
+    def _close_client(self) -> Release | None:
+        """Mark the session closed; release the client if it was built from the environment."""
+        self._closed = True
+        return self._client.release()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SessionClosedError(
+                f"{self._kind} {self.session_id!r} is closed; create a new session object"
+            )

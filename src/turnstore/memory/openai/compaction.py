@@ -14,9 +14,9 @@ from openai import AsyncOpenAI
 from openai.types.responses import CompactedResponse, ResponseUsage
 
 from ...defaults import default_model_name
-from ...exceptions import SessionClosedError, SessionError, UserError
+from ...exceptions import SessionError, UserError
 from ...items import TResponseInputItem, clean_input_item
-from ..closing import AsyncCloseable, Release
+from ..closing import Release
 from ..session import (
     HistorySnapshot,
     OpenAIResponsesCompactionArgs,
@@ -25,7 +25,7 @@ from ..session import (
     is_atomic_replacement_session,
 )
 from ..settings import resolve_session_limit
-from .client import OwnedOpenAIClient
+from .client import OpenAIClientSession, OwnedOpenAIClient
 from .compaction_args import (
     DEFAULT_COMPACTION_THRESHOLD,
     MODES,
@@ -53,7 +53,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-class OpenAIResponsesCompactionSession(ReplaceAndRestore, WrapperSessionABC, AsyncCloseable):
+class OpenAIResponsesCompactionSession(ReplaceAndRestore, WrapperSessionABC, OpenAIClientSession):
     """A session that compacts its history with the Responses API once it grows long.
 
     It wraps any other session, which keeps doing the storing: reads and writes pass through.
@@ -115,6 +115,8 @@ class OpenAIResponsesCompactionSession(ReplaceAndRestore, WrapperSessionABC, Asy
         ```
     """
 
+    _kind = "OpenAIResponsesCompactionSession"
+
     def __init__(
         self,
         session_id: str,
@@ -166,7 +168,6 @@ class OpenAIResponsesCompactionSession(ReplaceAndRestore, WrapperSessionABC, Asy
         self._response_stored: bool | None = None
         self._compaction_lock = asyncio.Lock()
         self._mutation_lock = asyncio.Lock()
-        self._closed = False
         # The stored history as this object wrote and read it, or None when unknown. Kept up to
         # date by every write through this object, so that deciding whether to compact reads
         # nothing: the history is read only when compaction is due (or still unknown).
@@ -244,15 +245,7 @@ class OpenAIResponsesCompactionSession(ReplaceAndRestore, WrapperSessionABC, Asy
             self._response_id = None
             self._response_stored = None
 
-    # -- compaction ------------------------------------------------------------------------
-
-    async def _get_client(self) -> AsyncOpenAI:
-        return await self._client.get()
-
     # -- lifecycle -------------------------------------------------------------------------
-
-    def _release_loop(self) -> asyncio.AbstractEventLoop | None:
-        return self._client.loop
 
     def _close_now(self) -> Release | None:
         """Close the client this session built from the environment.
@@ -262,15 +255,7 @@ class OpenAIResponsesCompactionSession(ReplaceAndRestore, WrapperSessionABC, Asy
         [`SessionClosedError`][turnstore.SessionClosedError] on any further operation; closing
         twice is harmless. `async with` calls `close()` at the end of the block.
         """
-        self._closed = True
-        return self._client.release()
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise SessionClosedError(
-                f"OpenAIResponsesCompactionSession {self.session_id!r} is closed; "
-                "create a new session object"
-            )
+        return self._close_client()
 
     def _note_response(self, args: OpenAIResponsesCompactionArgs) -> None:
         """Remember what checked `args` say about the latest response (its id, whether stored)."""

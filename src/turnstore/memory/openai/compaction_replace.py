@@ -60,12 +60,8 @@ class ReplaceAndRestore:
         self, previous: list[TResponseInputItem], new: list[TResponseInputItem]
     ) -> None:
         """Replace `previous` with `new` on any session; restore `previous` on any failure."""
-        session = self.underlying_session
         try:
-            await session.clear_session()
-            if new:
-                await session.add_items(new)
-            await self._verify(new)
+            await self._write_history(new)
         except BaseException as exc:
             await await_session_mutation(self._restore(previous, exc))
             if isinstance(exc, Exception) and not isinstance(exc, SessionStorageError):
@@ -75,21 +71,22 @@ class ReplaceAndRestore:
                 ) from exc
             raise
 
-    async def _verify(self, expected: list[TResponseInputItem]) -> None:
-        stored = await self.underlying_session.get_items(WHOLE_HISTORY)
-        if canonical(stored) != canonical(expected):
+    async def _write_history(self, items: list[TResponseInputItem]) -> None:
+        """Make `items` the whole history: clear, add, and read back to verify."""
+        session = self.underlying_session
+        await session.clear_session()
+        if items:
+            await session.add_items(items)
+        stored = await session.get_items(WHOLE_HISTORY)
+        if canonical(stored) != canonical(items):
             raise SessionStorageError(
                 f"session {self.session_id!r} holds {len(stored)} items after writing "
-                f"{len(expected)}: the write did not read back as written"
+                f"{len(items)}: the write did not read back as written"
             )
 
     async def _restore(self, previous: list[TResponseInputItem], cause: BaseException) -> None:
-        session = self.underlying_session
         try:
-            await session.clear_session()
-            if previous:
-                await session.add_items(previous)
-            await self._verify(previous)
+            await self._write_history(previous)
         except Exception as exc:
             logger.error(
                 "restoring the history of %s after a failed compaction failed; its %d previous "

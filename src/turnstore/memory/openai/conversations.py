@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, cast
 
 import openai
 from openai import AsyncOpenAI
 
-from ...exceptions import SessionClosedError, SessionStorageError
+from ...exceptions import SessionStorageError
 from ...items import TResponseInputItem
-from ..closing import AsyncCloseable, Release
+from ..closing import Release
 from ..codec import check_limit, encode_items
 from ..mutation import await_session_mutation
 from ..session import SessionABC
@@ -22,7 +22,7 @@ from ..settings import (
     default_session_settings,
     resolve_session_limit,
 )
-from .client import OwnedOpenAIClient
+from .client import OpenAIClientSession, OwnedOpenAIClient
 
 __all__ = ["OpenAIConversationsSession"]
 
@@ -44,7 +44,7 @@ def _item_to_dict(item: Any) -> TResponseInputItem:
     return cast(TResponseInputItem, item.model_dump(exclude_unset=True, warnings=False))
 
 
-class OpenAIConversationsSession(SessionABC, AsyncCloseable):
+class OpenAIConversationsSession(SessionABC, OpenAIClientSession):
     """A session whose history lives in an OpenAI conversation, on the server.
 
     Nothing is stored locally: every method calls the
@@ -88,6 +88,8 @@ class OpenAIConversationsSession(SessionABC, AsyncCloseable):
         ```
     """
 
+    _kind = "OpenAIConversationsSession"
+
     def __init__(
         self,
         *,
@@ -110,7 +112,6 @@ class OpenAIConversationsSession(SessionABC, AsyncCloseable):
         self._client = OwnedOpenAIClient(client, what="OpenAIConversationsSession")
         self.session_settings: SessionSettings | None = default_session_settings(session_settings)
         self._lock = asyncio.Lock()
-        self._closed = False
 
     # -- identity --------------------------------------------------------------------------
 
@@ -144,13 +145,7 @@ class OpenAIConversationsSession(SessionABC, AsyncCloseable):
             assert self._conversation_id is not None
             return self._conversation_id
 
-    async def _get_client(self) -> AsyncOpenAI:
-        return await self._client.get()
-
     # -- lifecycle -------------------------------------------------------------------------
-
-    def _release_loop(self) -> asyncio.AbstractEventLoop | None:
-        return self._client.loop
 
     def _close_now(self) -> Release | None:
         """Close the client this session built from the environment.
@@ -161,15 +156,7 @@ class OpenAIConversationsSession(SessionABC, AsyncCloseable):
         new one with the same `conversation_id` to go on); closing twice is harmless.
         `async with` calls `close()` at the end of the block.
         """
-        self._closed = True
-        return self._client.release()
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise SessionClosedError(
-                f"OpenAIConversationsSession {self.session_id!r} is closed; "
-                "create a new session object"
-            )
+        return self._close_client()
 
     async def _create_conversation(self, items: list[TResponseInputItem]) -> str:
         client = await self._get_client()
@@ -212,25 +199,22 @@ class OpenAIConversationsSession(SessionABC, AsyncCloseable):
         client = await self._get_client()
         items: list[TResponseInputItem] = []
         try:
-            if limit is None:
-                pages = client.conversations.items.list(
-                    conversation_id, order="asc", limit=_MAX_PAGE_SIZE
-                )
-                async for item in pages:
-                    items.append(_item_to_dict(item))
-                return items
+            # With a limit, newest first: the reading stops after `limit` items.
             pages = client.conversations.items.list(
-                conversation_id, order="desc", limit=min(limit, _MAX_PAGE_SIZE)
+                conversation_id,
+                order="asc" if limit is None else "desc",
+                limit=_MAX_PAGE_SIZE if limit is None else min(limit, _MAX_PAGE_SIZE),
             )
             async for item in pages:
                 items.append(_item_to_dict(item))
-                if len(items) >= limit:
+                if limit is not None and len(items) >= limit:
                     break
         except openai.OpenAIError as exc:
             raise SessionStorageError(
                 f"reading conversation {conversation_id!r} failed: {exc}"
             ) from exc
-        items.reverse()
+        if limit is not None:
+            items.reverse()
         return items
 
     # -- writes ----------------------------------------------------------------------------
@@ -336,15 +320,12 @@ class OpenAIConversationsSession(SessionABC, AsyncCloseable):
                 raise SessionStorageError(
                     f"the newest item of conversation {conversation_id!r} has no id to delete"
                 )
-            client = await self._get_client()
-            try:
-                await await_session_mutation(
-                    client.conversations.items.delete(item_id, conversation_id=conversation_id)
-                )
-            except openai.OpenAIError as exc:
-                raise SessionStorageError(
-                    f"deleting item {item_id!r} of conversation {conversation_id!r} failed: {exc}"
-                ) from exc
+            await self._delete(
+                lambda client: client.conversations.items.delete(
+                    item_id, conversation_id=conversation_id
+                ),
+                f"deleting item {item_id!r} of conversation {conversation_id!r}",
+            )
             return item
 
     async def clear_session(self) -> None:
@@ -361,13 +342,30 @@ class OpenAIConversationsSession(SessionABC, AsyncCloseable):
             conversation_id = self._conversation_id
             if conversation_id is None:
                 return
-            client = await self._get_client()
-            try:
-                await await_session_mutation(client.conversations.delete(conversation_id))
-            except openai.NotFoundError:
+            if not await self._delete(
+                lambda client: client.conversations.delete(conversation_id),
+                f"deleting conversation {conversation_id!r}",
+                gone_ok=True,
+            ):
                 logger.debug("conversation %s was already deleted", conversation_id)
-            except openai.OpenAIError as exc:
-                raise SessionStorageError(
-                    f"deleting conversation {conversation_id!r} failed: {exc}"
-                ) from exc
             self._conversation_id = None
+
+    async def _delete(
+        self, call: Callable[[AsyncOpenAI], Awaitable[object]], what: str, *, gone_ok: bool = False
+    ) -> bool:
+        """Make one delete call, run to its end even when the caller is cancelled.
+
+        Returns:
+            `False` when the server no longer has what `call` deletes and `gone_ok` is true.
+
+        Raises:
+            SessionStorageError: The call failed (`what` says what it was doing).
+        """
+        client = await self._get_client()
+        try:
+            await await_session_mutation(call(client))
+        except openai.OpenAIError as exc:
+            if gone_ok and isinstance(exc, openai.NotFoundError):
+                return False
+            raise SessionStorageError(f"{what} failed: {exc}") from exc
+        return True

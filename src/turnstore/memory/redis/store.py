@@ -10,13 +10,7 @@ from ...exceptions import SessionStorageError
 from .._store_helpers import from_ms, hide_password, to_ms
 from ..closing import Release
 from ..session import Session
-from ..store import (
-    EncodedWrite,
-    SessionInfo,
-    SessionRecord,
-    SessionStats,
-    SessionStore,
-)
+from ..store import EncodedWrite, SessionInfo, SessionRecord, SessionStats, SessionStore
 from .keys import decode_element, encode_element, layout_for, split_stamp
 from .scripts import IMPORT, PRUNE
 

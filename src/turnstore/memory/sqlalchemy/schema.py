@@ -246,27 +246,21 @@ async def lock_session_row(
     """
     sid = session_id
     dialect = conn.dialect.name
-    if create:
-        if dialect == "postgresql":
-            pg = pg_insert(s).values(session_id=sid, created_at=now(), updated_at=now())
-            await conn.execute(
-                pg.on_conflict_do_update(
-                    index_elements=[s.c.session_id], set_={"updated_at": now()}
-                )
-            )
-            return True
+    if create and dialect in ("postgresql", "sqlite", "mysql", "mariadb"):
+        # One upsert: create the row, or bump the `updated_at` of the existing one.
+        row = {"session_id": sid, "created_at": now(), "updated_at": now()}
         if dialect in ("mysql", "mariadb"):
-            my = mysql_insert(s).values(session_id=sid, created_at=now(), updated_at=now())
-            await conn.execute(my.on_duplicate_key_update(updated_at=now()))
-            return True
-        if dialect == "sqlite":
-            lite = sqlite_insert(s).values(session_id=sid, created_at=now(), updated_at=now())
             await conn.execute(
-                lite.on_conflict_do_update(
-                    index_elements=[s.c.session_id], set_={"updated_at": now()}
-                )
+                mysql_insert(s).values(row).on_duplicate_key_update(updated_at=now())
             )
             return True
+        values = (pg_insert if dialect == "postgresql" else sqlite_insert)(s).values(row)
+        await conn.execute(
+            values.on_conflict_do_update(
+                index_elements=[s.c.session_id], set_={"updated_at": now()}
+            )
+        )
+        return True
     if dialect == "sqlite":
         # SQLite has no SELECT ... FOR UPDATE (and its driver begins a transaction only at the
         # first write): a write that changes nothing takes the database's write lock for the

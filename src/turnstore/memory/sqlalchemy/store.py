@@ -14,13 +14,7 @@ from .._store_helpers import parse_sqlite_time, utc
 from ..closing import Release
 from ..codec import validate_table_names
 from ..session import Session
-from ..store import (
-    EncodedWrite,
-    SessionInfo,
-    SessionRecord,
-    SessionStats,
-    SessionStore,
-)
+from ..store import EncodedWrite, SessionInfo, SessionRecord, SessionStats, SessionStore
 from .timeouts import DEFAULT_COMMAND_TIMEOUT, check_command_timeout
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from ....items import TResponseInputItem
 from ...codec import check_limit, decode_snapshot, encode_items
 from ...session import HistorySnapshot
 from ...settings import SessionSettingsLike, resolve_session_limit
-from ..session import Insert, SQLiteSession
+from ..session import SQLiteSession
 from .analytics import BranchAnalytics
 from .branches import Branches, check_branch_id
 from .items import is_user
@@ -187,14 +187,14 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
             SessionClosedError: The session was closed.
             SessionStorageError: SQLite failed; nothing is stored.
         """
+        if self._current_branch_id == MAIN:
+            await super().add_items(items)
+            return
         encoded = encode_items(items)
         self._check_open()
         if not encoded:
             return
         schema, session_id = self._schema, self.session_id
-        if self._current_branch_id == MAIN:
-            await self._write(Insert(schema, session_id, [(session_id, d) for d in encoded]))
-            return
 
         def add(branches: Branches, name: str) -> None:
             conn = branches.conn
