@@ -9,6 +9,7 @@ section edit is not sent rules about content it does not have.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -55,10 +56,62 @@ def section_marker(n: int) -> str:
 _ADMONITION_RE = re.compile(r"^[ \t]*(?:!!!|\?\?\?\+?|===\+?)[ \t]", re.M)
 
 
+# The only characters outside ASCII that a case-insensitive pattern matches with an ASCII
+# character (each with a letter): folded to it, they keep `_may_contain` exact.
+_ASCII_TWINS = (("\u0130", "i"), ("\u0131", "i"), ("\u017f", "s"), ("\u212a", "k"))
+
+
+@functools.lru_cache(maxsize=64)
+def _folded(text: str) -> str:
+    """`text` lower-cased, the characters that match an ASCII letter case-insensitively (`ſ`
+    for `s`...) turned into that letter."""
+    if not text.isascii():
+        for twin, letter in _ASCII_TWINS:
+            text = text.replace(twin, letter)
+    return text.lower()
+
+
+def _may_contain(text: str, term: str) -> bool:
+    """False when no case-insensitive match of `term` can occur in `text`, even after parts of
+    it are replaced by a space: some space-free piece of the term is nowhere in the text. A
+    cheap test that spares the pattern search most terms (a term beyond ASCII is searched)."""
+    if not term.isascii():
+        return True
+    folded = _folded(text)
+    return all(piece in folded for piece in term.lower().split(" "))
+
+
+@functools.cache
+def _mention_pattern(term: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![\w-])" + re.escape(term) + r"(?:s|es)?(?![\w-])", re.I)
+
+
+@functools.cache
+def _name_patterns(term: str, names: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    """The patterns of the do-not-translate `names` that contain `term`, longest first."""
+    return tuple(
+        re.compile(r"(?<![\w-])" + r"\s+".join(map(re.escape, name.split())) + r"(?![\w-])")
+        for name in sorted(names, key=len, reverse=True)
+        if term.lower() in name.lower()
+    )
+
+
 def mentions(text: str, term: str) -> bool:
     """Whether English `text` uses `term` (case-insensitive, whole words, plural `s` allowed)."""
-    pattern = r"(?<![\w-])" + re.escape(term) + r"(?:s|es)?(?![\w-])"
-    return re.search(pattern, text, re.I) is not None
+    if not _may_contain(text, term):
+        return False
+    pattern = _mention_pattern(term)
+    folded = _folded(text) if term.isascii() else ""
+    if len(folded) != len(text):  # not folded, or not character for character
+        return pattern.search(text) is not None
+    # A match starts where the folded text has the folded term: try the pattern only there.
+    needle = term.lower()
+    start = folded.find(needle)
+    while start >= 0:
+        if pattern.match(text, start) is not None:
+            return True
+        start = folded.find(needle, start + 1)
+    return False
 
 
 @dataclass
@@ -163,12 +216,12 @@ class Glossary:
     def uses(self, english: str, term: str) -> bool:
         """Whether English prose uses `term` as the glossary means it: outside the
         do-not-translate names and the phrases of `other_senses`."""
+        if not _may_contain(english, term):  # what the phrases leave is in the English
+            return False
         for phrase in self.other_senses.get(term, []):
             english = phrase.sub(" ", english)
-        for word in sorted(self.do_not_translate, key=len, reverse=True):
-            if term.lower() in word.lower():
-                pattern = r"\s+".join(map(re.escape, word.split()))
-                english = re.sub(r"(?<![\w-])" + pattern + r"(?![\w-])", " ", english)
+        for pattern in _name_patterns(term, tuple(self.do_not_translate)):
+            english = pattern.sub(" ", english)
         return mentions(english, term)
 
     def renderings(self, lang: str, term: str) -> list[str]:
