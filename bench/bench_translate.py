@@ -69,48 +69,57 @@ class _Stats:
     def __init__(self, translator: EchoTranslator | None) -> None:
         self.translator = translator
         self.calls = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
         self.first: float | None = None
         self.last = 0.0
         self._lock = threading.Lock()
 
-    def started(self) -> None:
+    def started(self) -> float:
         with self._lock:
+            now = time.monotonic()
             self.calls += 1
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
             if self.first is None:
-                self.first = time.monotonic()
+                self.first = now
+            return now
 
     def answered(self) -> None:
         with self._lock:
+            self.in_flight -= 1
             self.last = time.monotonic()
 
     def __call__(self, request: RecordedRequest) -> dict[str, Any]:
-        echo = self.translator
-        return {
-            "calls": len(echo.calls) + len(echo.reviews) if echo else self.calls,
-            "max_in_flight": echo.max_in_flight if echo else 0,
-            "first": self.first,
-            "last": self.last,
-        }
+        echo = self.translator  # it counts a request for several languages once per language
+        with self._lock:
+            return {
+                "calls": len(echo.calls) + len(echo.reviews) if echo else self.calls,
+                "max_in_flight": self.max_in_flight,
+                "first": self.first,
+                "last": self.last,
+            }
 
 
 def _serve(kind: str, latency: float) -> None:
     """Serve the fake model in this process until stdin closes (`--serve`).
 
     `translator` is the echo translator (ours: it understands our requests and plays the
-    reviewer); `echo` answers every call with its own input (the SDK's model). Either waits
-    `latency` seconds per call. `GET /bench/stats` returns the `_Stats`.
+    reviewer); `echo` answers every call with its own input (the SDK's model). Either answers
+    `latency` seconds after the request arrived, the fake model's own work done within that
+    time, as a real model's is within its latency. `GET /bench/stats` returns the `_Stats`.
     """
     with FakeOpenAIServer() as server:
-        translator = EchoTranslator(latency=latency) if kind == "translator" else None
+        translator = EchoTranslator(latency=0) if kind == "translator" else None
         stats = _Stats(translator)
 
         def _answer(request: RecordedRequest) -> FakeReply | dict[str, Any] | None:
-            stats.started()
+            arrived = stats.started()
             if translator is not None:
                 reply = translator(request)
             else:
-                time.sleep(latency)
                 reply = text_response(str(request.body.get("input") or ""))
+            time.sleep(max(0.0, arrived + latency - time.monotonic()))
             stats.answered()
             return reply
 
