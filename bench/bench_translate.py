@@ -2,7 +2,9 @@
 and against the OpenAI Agents SDK's translation script.
 
 The fake OpenAI server answers every call after a fixed latency (the echo translator plays the
-model), so the time is dominated by waiting on the model, as in a real run. Each run works on a
+model), so the time is dominated by waiting on the model, as in a real run. The server runs in a
+process of its own (this script with `--serve`), for our runs as for the SDK's: neither side pays
+for the fake model's CPU time, as neither would pay for a real model's. Each run works on a
 fresh temp copy of this repository's docs/ and i18n/ prompts, after one untimed warm-up run.
 Prints both times and the ratio; the target is parallel <= 1/8 of sequential.
 
@@ -22,7 +24,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -30,10 +34,14 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from turnstore.testing import FakeOpenAIServer, RecordedRequest, text_response
+import openai
+
+from turnstore.testing import FakeOpenAIServer, FakeReply, RecordedRequest, text_response
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -53,56 +61,134 @@ def _copy_repo(root: Path) -> None:
     shutil.copy(REPO / "i18n" / "glossary.yml", root / "i18n" / "glossary.yml")
 
 
+class _Stats:
+    """What the model server in its own process saw: its calls, the most in flight at once,
+    and the span from the first request to the last reply (`time.monotonic`, which is the
+    same clock in every process)."""
+
+    def __init__(self, translator: EchoTranslator | None) -> None:
+        self.translator = translator
+        self.calls = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.first: float | None = None
+        self.last = 0.0
+        self._lock = threading.Lock()
+
+    def started(self) -> float:
+        with self._lock:
+            now = time.monotonic()
+            self.calls += 1
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            if self.first is None:
+                self.first = now
+            return now
+
+    def answered(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+            self.last = time.monotonic()
+
+    def __call__(self, request: RecordedRequest) -> dict[str, Any]:
+        echo = self.translator  # it counts a request for several languages once per language
+        with self._lock:
+            return {
+                "calls": len(echo.calls) + len(echo.reviews) if echo else self.calls,
+                "max_in_flight": self.max_in_flight,
+                "first": self.first,
+                "last": self.last,
+            }
+
+
+def _serve(kind: str, latency: float) -> None:
+    """Serve the fake model in this process until stdin closes (`--serve`).
+
+    `translator` is the echo translator (ours: it understands our requests and plays the
+    reviewer); `echo` answers every call with its own input (the SDK's model). Either answers
+    `latency` seconds after the request arrived, the fake model's own work done within that
+    time, as a real model's is within its latency. `GET /bench/stats` returns the `_Stats`.
+    """
+    with FakeOpenAIServer() as server:
+        translator = EchoTranslator(latency=0) if kind == "translator" else None
+        stats = _Stats(translator)
+
+        def _answer(request: RecordedRequest) -> FakeReply | dict[str, Any] | None:
+            arrived = stats.started()
+            if translator is not None:
+                reply = translator(request)
+            else:
+                reply = text_response(str(request.body.get("input") or ""))
+            time.sleep(max(0.0, arrived + latency - time.monotonic()))
+            stats.answered()
+            return reply
+
+        server.route("GET", "/bench/stats", stats)
+        server.route("POST", "/v1/responses", _answer)
+        print(server.base_url, flush=True)
+        sys.stdin.read()
+
+
+@contextlib.contextmanager
+def _model_server(kind: str, latency: float) -> Iterator[tuple[str, Callable[[], Any]]]:
+    """Run the fake model (`_serve`) in a process of its own: neither side of a comparison
+    pays for the fake model's CPU time. Yields its base URL and a function that reads its
+    stats."""
+    env = {**os.environ, "PYTHONPATH": str(REPO / "scripts")}
+    with subprocess.Popen(
+        [sys.executable, __file__, "--serve", kind, "--latency", str(latency)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+        text=True,
+    ) as process:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        base_url = process.stdout.readline().strip()
+        if not base_url:
+            raise SystemExit("the fake model server did not start")
+
+        def _stats() -> Any:
+            with urllib.request.urlopen(base_url.removesuffix("/v1") + "/bench/stats") as reply:
+                return json.loads(reply.read())
+
+        try:
+            yield base_url, _stats
+        finally:
+            process.stdin.close()
+            process.wait(timeout=30)
+
+
 async def _one_run(concurrency: int | None, latency: float) -> tuple[float, int, int]:
-    with tempfile.TemporaryDirectory() as tmp, FakeOpenAIServer() as server:
+    with tempfile.TemporaryDirectory() as tmp, _model_server("translator", latency) as served:
+        base_url, stats = served
         root = Path(tmp)
         _copy_repo(root)
-        echo = EchoTranslator(latency=latency).install(server)
         options = Options(root=root, languages=["ja", "ko", "zh"])
         if concurrency is not None:
             options.concurrency = concurrency
         reporter = Reporter(io.StringIO(), bar=False)
-        async with server.async_client(timeout=60) as client:
+        client = openai.AsyncOpenAI(
+            api_key="sk-bench", base_url=base_url, max_retries=0, timeout=60
+        )
+        async with client:
             start = time.perf_counter()
             code = await translate(options, client, reporter)
             elapsed = time.perf_counter() - start
         if code != 0:
             raise SystemExit(f"run failed: {reporter.summary(options.model)}")
-        return elapsed, len(echo.calls) + len(echo.reviews), echo.max_in_flight
-
-
-class _SlowEcho:
-    """The SDK's model: each call waits `latency` seconds and echoes its input; the span from
-    the first request to the last reply is recorded."""
-
-    def __init__(self, latency: float) -> None:
-        self.latency = latency
-        self.calls = 0
-        self.first: float | None = None
-        self.last = 0.0
-        self._lock = threading.Lock()
-
-    def __call__(self, request: RecordedRequest) -> dict[str, Any]:
-        with self._lock:
-            self.calls += 1
-            if self.first is None:
-                self.first = time.perf_counter()
-        time.sleep(self.latency)
-        reply = text_response(str(request.body.get("input") or ""))
-        with self._lock:
-            self.last = time.perf_counter()
-        return reply
+        seen = stats()
+        return elapsed, seen["calls"], seen["max_in_flight"]
 
 
 def _sdk_run(script: Path, pages: list[str], latency: float) -> tuple[float, int]:
-    with tempfile.TemporaryDirectory() as tmp, FakeOpenAIServer() as server:
+    with tempfile.TemporaryDirectory() as tmp, _model_server("echo", latency) as served:
+        base_url, stats = served
         root = Path(tmp)
         _copy_repo(root)
         (root / "pages.txt").write_text("\n".join(pages) + "\n", encoding="utf-8")
-        echo = _SlowEcho(latency)
-        server.route("POST", "/v1/responses", echo)
         env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-        env.update(OPENAI_API_KEY="sk-bench", OPENAI_BASE_URL=server.base_url, OPENAI_MODEL="o3")
+        env.update(OPENAI_API_KEY="sk-bench", OPENAI_BASE_URL=base_url, OPENAI_MODEL="o3")
         result = subprocess.run(
             [sys.executable, str(script), "--mode", "full", "--file-list", "pages.txt"],
             cwd=root,
@@ -112,16 +198,21 @@ def _sdk_run(script: Path, pages: list[str], latency: float) -> tuple[float, int
             timeout=1200,
             check=False,
         )
-        if result.returncode != 0 or echo.first is None:
+        seen = stats()
+        if result.returncode != 0 or seen["first"] is None:
             raise SystemExit(f"the SDK's script failed: {result.stderr[-2000:]}")
-        return echo.last - echo.first, echo.calls
+        return seen["last"] - seen["first"], seen["calls"]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=2.0, help="seconds per model call")
     parser.add_argument("--sdk-script", type=Path, help="the SDK's translate_docs.py (the peer)")
+    parser.add_argument("--serve", choices=["translator", "echo"], help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve:
+        _serve(args.serve, args.latency)
+        return 0
     pages = sorted(
         p.relative_to(REPO / "docs").as_posix()
         for p in (REPO / "docs").rglob("*.md")

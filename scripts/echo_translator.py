@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import functools
 import json
 import re
 import threading
@@ -111,6 +112,31 @@ class Glossary:
         return glossary
 
 
+# The characters beyond ASCII that a case-insensitive pattern matches with an ASCII letter.
+_ASCII_TWINS = (("\u0130", "i"), ("\u0131", "i"), ("\u017f", "s"), ("\u212a", "k"))
+
+
+def _may_hold(text: str, term: str) -> bool:
+    """False when `term` cannot match `text` case-insensitively (a cheap test before the
+    pattern)."""
+    if not term.isascii():
+        return True
+    if not text.isascii():
+        for twin, letter in _ASCII_TWINS:
+            text = text.replace(twin, letter)
+    return term.lower() in text.lower()
+
+
+@functools.cache
+def _name_pattern(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w-]){re.escape(name)}(?![\w-])")
+
+
+@functools.cache
+def _term_pattern(term: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w-]){re.escape(term)}(?:s|es)?(?![\w-])", re.I)
+
+
 def _translate_prose(text: str, lang: str, glossary: Glossary) -> str:
     names = sorted(glossary.keep, key=len, reverse=True)
     terms = sorted(glossary.terms.items(), key=lambda kv: len(kv[0]), reverse=True)
@@ -121,14 +147,11 @@ def _translate_prose(text: str, lang: str, glossary: Glossary) -> str:
         return f"\x00{len(slots) - 1}\x00"
 
     for name in names:
-        text = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", lambda m: _slot(m[0]), text)
+        if name in text:
+            text = _name_pattern(name).sub(lambda m: _slot(m[0]), text)
     for term, rendering in terms:
-        text = re.sub(
-            rf"(?<![\w-]){re.escape(term)}(?:s|es)?(?![\w-])",
-            lambda _m, r=rendering: _slot(r),
-            text,
-            flags=re.I,
-        )
+        if _may_hold(text, term):
+            text = _term_pattern(term).sub(lambda _m, r=rendering: _slot(r), text)
     words = _WORDS[lang]
     text = re.sub(
         r"[A-Za-z]+(?:'[a-z]+)?",

@@ -8,6 +8,7 @@ front matter keys.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Collection
@@ -496,6 +497,7 @@ _LATIN_RUN = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=256)  # the checks take the prose of one text many times
 def prose(masked: str) -> str:
     """Return the prose of a masked text: code, link targets, URLs, tags and markup removed."""
     for pattern in _NOT_PROSE:
@@ -550,6 +552,11 @@ def paragraph_split_only(english: str, draft: str) -> bool:
     ) == _block_kinds(draft)
 
 
+@functools.cache
+def _keep_pattern(word: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![\w-])" + phrase_pattern(word) + r"(?![\w-])")
+
+
 def untranslated_runs(masked: str, keep: list[str]) -> list[str]:
     """Return the runs of `LATIN_RUN_WORDS` or more Latin-script words in a translation's prose.
 
@@ -557,7 +564,8 @@ def untranslated_runs(masked: str, keep: list[str]) -> list[str]:
     """
     text = prose(masked)
     for word in sorted(keep, key=len, reverse=True):
-        text = re.sub(r"(?<![\w-])" + phrase_pattern(word) + r"(?![\w-])", " \u2022 ", text)
+        if all(piece in text for piece in word.split()):
+            text = _keep_pattern(word).sub(" \u2022 ", text)
     return [" ".join(m.group(0).split()) for m in _LATIN_RUN.finditer(text)]
 
 
@@ -568,6 +576,7 @@ def untranslated_runs(masked: str, keep: list[str]) -> list[str]:
 _SIGNED_NUMBER = re.compile(
     r"(?:(?<![\w@.\-−])[-−](?=\d))?(?<![\w@])(?<![A-Za-z][-‐])\d+(?:[.,]\d+)*"
 )
+_DIGIT = re.compile(r"\d")
 _FOOTNOTE_DEFINITION = re.compile(r"^[ \t]{0,3}\[\^(?P<name>[^\]]+)\]:(?P<text>[^\n]*)$", re.M)
 _MARKER_LINE = re.compile(r"^(?P<indent>[ \t]*)(?:!!!|\?\?\?\+?|===\+?)[ \t]")
 _TABLE_ROW = re.compile(r"^[ \t]*\|")
@@ -577,8 +586,10 @@ def _number_list(masked: str, bare: tuple[Units, str] | None = None) -> list[str
     """The numbers of a masked text's prose, in order; with `bare` (units and language), only
     those that carry no unit."""
     text = prose(masked)
+    found: list[str] = []
+    if _DIGIT.search(text) is None:
+        return found
     skip = bare[0].starts(text, bare[1]) if bare else set()
-    found = []
     for match in _SIGNED_NUMBER.finditer(text):
         if match.start() in skip:
             continue
@@ -610,12 +621,32 @@ def _length(text: str) -> int:
     return len(_LENGTH_UNIT.findall(text))
 
 
-def _find_all(text: str, word: str) -> list[int]:
-    """Where `word` occurs in `text`: whole words for Latin words (case kept), anywhere else."""
+@functools.cache
+def _word_pattern(word: str) -> re.Pattern[str]:
     pattern = phrase_pattern(word)
     if re.fullmatch(r"[A-Za-z][\w .-]*", word):
         pattern = r"(?<![A-Za-z0-9_-])" + pattern + r"(?![A-Za-z0-9_-])"
-    return [m.start() for m in re.finditer(pattern, text)]
+    return re.compile(pattern)
+
+
+def _find_all(text: str, word: str) -> list[int]:
+    """Where `word` occurs in `text`: whole words for Latin words (case kept), anywhere else."""
+    pattern = _word_pattern(word)
+    pieces = word.split()
+    if not pieces:
+        return [m.start() for m in pattern.finditer(text)]
+    if not all(piece in text for piece in pieces):
+        return []  # each piece of a match is in the text as it is: no search needed
+    # A match starts with the first piece: try the pattern only there, one match after the
+    # other as `finditer` finds them.
+    found: list[int] = []
+    start = text.find(pieces[0])
+    while start >= 0:
+        match = pattern.match(text, start)
+        if match is not None:
+            found.append(start)
+        start = text.find(pieces[0], match.end() if match is not None else start + 1)
+    return found
 
 
 def _line(text: str, index: int) -> int:

@@ -9,6 +9,7 @@ section edit is not sent rules about content it does not have.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -73,18 +74,64 @@ def phrase_pattern(phrase: str) -> str:
     return r"\s+".join(map(re.escape, phrase.split()))
 
 
-def mentions(text: str, term: str) -> bool:
-    """Whether English `text` uses `term` (case-insensitive, whole words, plural `s` allowed,
-    any whitespace, a line break included, between the words of a term of several words).
+# The only characters outside ASCII that a case-insensitive pattern matches with an ASCII
+# character (each with a letter): folded to it, they keep `_may_contain` exact.
+_ASCII_TWINS = (("\u0130", "i"), ("\u0131", "i"), ("\u017f", "s"), ("\u212a", "k"))
 
-    A term ending in a consonant and `y` is also found as `-ies` and `-ied` ("retry" in "the
-    next push retries", "a retried call").
-    """
-    ending = r"(?:s|es)?"
+
+@functools.lru_cache(maxsize=64)
+def _folded(text: str) -> str:
+    """`text` lower-cased, the characters that match an ASCII letter case-insensitively (`ſ`
+    for `s`...) turned into that letter."""
+    if not text.isascii():
+        for twin, letter in _ASCII_TWINS:
+            text = text.replace(twin, letter)
+    return text.lower()
+
+
+def _may_contain(text: str, term: str) -> bool:
+    """False when no case-insensitive match of `term` can occur in `text`, even after parts of
+    it are replaced by a space: some space-free piece of the term is nowhere in the text. A
+    cheap test that spares the pattern search most terms (a term beyond ASCII is searched)."""
+    if not term.isascii():
+        return True
+    folded = _folded(text)
+    return all(piece in folded for piece in term.lower().split(" "))
+
+
+def _stem(term: str) -> tuple[str, str]:
+    """The part of `term` every form of it starts with, and the pattern of the endings: a term
+    ending in a consonant and `y` is also found as `-ies` and `-ied` ("retry" in "the next push
+    retries", "a retried call"); any other with a plural `s` or `es`."""
     if re.search(r"[^aeiou\W]y$", term, re.I):
-        term, ending = term[:-1], r"(?:y|ys|ies|ied)"
-    pattern = r"(?<![\w-])" + phrase_pattern(term) + ending + r"(?![\w-])"
-    return re.search(pattern, text, re.I) is not None
+        return term[:-1], r"(?:y|ys|ies|ied)"
+    return term, r"(?:s|es)?"
+
+
+@functools.cache
+def _mention_pattern(term: str) -> re.Pattern[str]:
+    stem, ending = _stem(term)
+    return re.compile(r"(?<![\w-])" + phrase_pattern(stem) + ending + r"(?![\w-])", re.I)
+
+
+@functools.cache
+def _name_patterns(term: str, names: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    """The patterns of the do-not-translate `names` that contain `term`, longest first."""
+    return tuple(
+        re.compile(r"(?<![\w-])" + phrase_pattern(name) + r"(?![\w-])")
+        for name in sorted(names, key=len, reverse=True)
+        if term.lower() in name.lower()
+    )
+
+
+def mentions(text: str, term: str) -> bool:
+    """Whether English `text` uses `term` (case-insensitive, whole words, a plural allowed, any
+    whitespace, a line break included, between the words of a term of several words; see
+    `_stem` for the endings).
+    """
+    if not _may_contain(text, _stem(term)[0]):
+        return False
+    return _mention_pattern(term).search(text) is not None
 
 
 @dataclass
@@ -195,12 +242,12 @@ class Glossary:
     def uses(self, english: str, term: str) -> bool:
         """Whether English prose uses `term` as the glossary means it: outside the
         do-not-translate names and the phrases of `other_senses`."""
+        if not _may_contain(english, term):  # what the phrases leave is in the English
+            return False
         for phrase in self.other_senses.get(term, []):
             english = phrase.sub(" ", english)
-        for word in sorted(self.do_not_translate, key=len, reverse=True):
-            if term.lower() in word.lower():
-                pattern = phrase_pattern(word)
-                english = re.sub(r"(?<![\w-])" + pattern + r"(?![\w-])", " ", english)
+        for pattern in _name_patterns(term, tuple(self.do_not_translate)):
+            english = pattern.sub(" ", english)
         return mentions(english, term)
 
     def renderings(self, lang: str, term: str) -> list[str]:

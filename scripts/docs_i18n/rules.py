@@ -147,6 +147,9 @@ class LanguageRules:
         )
 
 
+_DIGIT = re.compile(r"\d")
+
+
 @dataclass
 class Units:
     """Units after numbers: unit name -> per language (`en` included) the pattern of its forms."""
@@ -178,6 +181,8 @@ class Units:
 
     def starts(self, prose: str, lang: str) -> set[int]:
         """Where the numbers of `prose` that carry a unit start."""
+        if _DIGIT.search(prose) is None:  # no number, no unit after one
+            return set()
         return {
             m.start("n")
             for table in self.forms.values()
@@ -188,6 +193,8 @@ class Units:
     def pairs(self, prose: str, lang: str) -> dict[tuple[str, str], int]:
         """Count the (number, unit) pairs of `prose` in language `lang`."""
         found: dict[tuple[str, str], int] = {}
+        if _DIGIT.search(prose) is None:
+            return found
         for unit, table in self.forms.items():
             pattern = table.get(lang)
             if pattern is None:

@@ -153,13 +153,20 @@ def render(job: Job, drafts: dict[int, str]) -> str:
 
 
 class _Writer:
-    """Writes pages and the manifest from worker threads, one at a time, two-phase."""
+    """Writes pages and the manifest from worker threads, one at a time, two-phase.
+
+    A page's pending entry is saved before the page is written; its commit is saved with the
+    next save (the next page's pending entry) or by `flush` at the end of the run, so a write
+    costs one save of the manifest, not two. A run killed in between leaves the entry pending
+    beside a page that matches it, which the next run commits (`Manifest.resolve`).
+    """
 
     def __init__(self, options: Options, manifest: Manifest, glossary: Glossary) -> None:
         self.options = options
         self.manifest = manifest
         self.glossary = glossary
         self.lock = threading.Lock()
+        self.unsaved = False
 
     def write(self, job: Job, text: str) -> None:
         page = job.page
@@ -183,7 +190,14 @@ class _Writer:
             self.manifest.save(self.options.manifest_path)
             atomic_write_text(translation_path(self.options.docs, job.lang, page.path), text)
             self.manifest.commit(page.path, job.lang)
-            self.manifest.save(self.options.manifest_path)
+            self.unsaved = True
+
+    def flush(self) -> None:
+        """Save the commits not saved yet."""
+        with self.lock:
+            if self.unsaved:
+                self.manifest.save(self.options.manifest_path)
+                self.unsaved = False
 
     def move(self, lang: str, old: str, new: str) -> None:
         """Move a translation and its manifest entry after its English page moved."""
@@ -620,6 +634,7 @@ async def translate(options: Options, client: openai.AsyncOpenAI, reporter: Repo
             raise
         raise unreachable.exceptions[0] from None
     finally:
+        await asyncio.to_thread(writer.flush)
         reporter.close()
         _write_report(options, reporter)
     return 1 if reporter.totals.failed else 0

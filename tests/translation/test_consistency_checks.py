@@ -19,7 +19,7 @@ from translation_support import REPO, SCRIPT, RunSite
 from docs_i18n.checks import check_meaning, unrendered_blocks, verify_page
 from docs_i18n.manifest import Manifest
 from docs_i18n.planning import Options
-from docs_i18n.prompt import PromptSet, mentions
+from docs_i18n.prompt import Glossary, PromptSet, mentions
 from docs_i18n.status import adopt, check, terms_report
 from echo_translator import EchoTranslator
 
@@ -223,6 +223,27 @@ def test_every_glossary_term_is_checked_not_only_a_required_few() -> None:
     assert any("the glossary's rendering '実行' is not in the translation" in f for f in findings)
     # A phrase listed under other_senses is another meaning of the word, not the term.
     assert check_meaning("Take turns.\n", "交代で使います。\n", "ja", prompts.glossary) == []
+
+
+def test_term_and_name_matching_is_exact_where_the_text_is_searched_only_in_part() -> None:
+    """The checks search a text for a term or a name only where a cheap substring test says it
+    may be: these are the cases where a careless shortcut would differ from the pattern."""
+    # Case-insensitive matching equates `ſ` with `s`, the Kelvin sign with `k`, `ı` with `i`.
+    assert mentions("Open the \u017fession.", "session")
+    assert mentions("One \u212aey per row.", "key")
+    assert mentions("A sess\u0131on of its own.", "session")
+    assert not mentions("The sessionless mode.", "session")
+    # A phrase of another sense, removed, can join the words of a two-word term.
+    glossary = Glossary(
+        do_not_translate=[],
+        terms={},
+        other_senses={"session store": [re.compile("list items", re.I)]},
+    )
+    assert glossary.uses("A sessionlist itemsstore.", "session store")
+    # A name counts once per match, matches taken one after the other as the pattern finds
+    # them ("Foo Foo Foo" holds one "Foo Foo", not two overlapping ones).
+    names = Glossary(do_not_translate=["Foo Foo"], terms={})
+    assert check_meaning("Foo Foo Foo.\n", "Foo Foo の語。\n", "ja", names) == []
 
 
 # -- register per language, from the prompt files -------------------------------------------------

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from translation_support import RunSite
 
+from docs_i18n import manifest as manifest_module
+from docs_i18n import runner
 from docs_i18n.checks import verify_page
 from docs_i18n.front_matter import split_front_matter
 from docs_i18n.manifest import Manifest
@@ -71,6 +73,36 @@ async def test_full_run_translates_every_page_into_every_language(
     assert "estimated cost: $" in outcome.output
     assert "review calls: 9, tokens in: " in outcome.output
     assert "findings: 0 blocker(s), 0 minor, 0 discarded" in outcome.output
+
+
+async def test_a_page_write_saves_the_manifest_once_its_entry_pending_before_the_page(
+    site: Path, echo: EchoTranslator, run_site: RunSite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manifest_path = site / "i18n" / "manifest.json"
+    pending_at_write: list[bool] = []
+    saves: list[Path] = []
+    write_page, write_manifest = runner.atomic_write_text, manifest_module.atomic_write_text
+
+    def _page(path: Path, text: str) -> None:
+        lang, rel = path.relative_to(site / "docs").as_posix().split("/", 1)
+        on_disk = json.loads(_read(manifest_path))
+        pending_at_write.append("pending" in on_disk["pages"][rel][lang])
+        write_page(path, text)
+
+    def _manifest(path: Path, text: str) -> None:
+        saves.append(path)
+        write_manifest(path, text)
+
+    monkeypatch.setattr(runner, "atomic_write_text", _page)
+    monkeypatch.setattr(manifest_module, "atomic_write_text", _manifest)
+    outcome = await run_site()
+    assert outcome.code == 0, outcome.output
+    # Phase one is on disk before every page; each commit goes out with the next page's
+    # pending entry, the last one at the end of the run.
+    assert pending_at_write == [True] * 9
+    assert saves == [manifest_path] * (9 + 1)
+    entries = json.loads(_read(manifest_path))["pages"]
+    assert all("pending" not in entry[lang] for entry in entries.values() for lang in LANGS)
 
 
 async def test_second_run_makes_zero_calls_and_changes_nothing(
