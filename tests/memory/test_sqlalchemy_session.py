@@ -444,6 +444,17 @@ async def _terminate_idle(postgres_url: str, app: str) -> int:
         await killer.dispose()
 
 
+async def _until_the_driver_saw_the_close(engine: AsyncEngine) -> None:
+    """Wait (up to 5 s) until every idle pooled asyncpg connection reports itself closed."""
+    for _ in range(250):
+        idle = list(engine.sync_engine.pool._pool._queue._queue)  # type: ignore[attr-defined]
+        drivers = [r.dbapi_connection for r in idle if r.dbapi_connection is not None]
+        if all(d.driver_connection.is_closed() for d in drivers):
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("the driver never saw the server close the pooled connection")
+
+
 @pytest.fixture
 async def named_engine(postgres_url: str) -> AsyncIterator[tuple[AsyncEngine, str]]:
     """An engine whose connections carry an application name of their own."""
@@ -463,6 +474,9 @@ async def test_a_pooled_connection_the_server_closed_is_replaced_for_the_next_ca
     await session.add_items([{"n": 1}])
     # The pool holds one idle connection now; the server ends it (a restart, an operator).
     assert await _terminate_idle(postgres_url, app) == 1
+    # The backend leaves pg_stat_activity a moment before its socket closes: wait until the
+    # driver has read the close (the promise is about connections the driver knows are closed).
+    await _until_the_driver_saw_the_close(engine)
     # A write is never run twice, so it must not be handed the dead connection at all.
     await session.add_items([{"n": 2}])
     assert await session.get_items() == [{"n": 1}, {"n": 2}]
