@@ -236,5 +236,5 @@ def _locked_save(options: Options, state: BatchState | None) -> None:
     with locked(options.manifest_path):
         if state is not None:
             state.save(options)
-        elif BatchState.path(options).exists():
+        else:  # remove_file ignores a file already gone
             remove_file(BatchState.path(options), stop_at=options.root / "i18n")

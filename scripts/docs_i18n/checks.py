@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from .front_matter import split_front_matter
 from .headings import english_heading_ids, find_headings
 from .markdown_mask import MERMAID_LABELS_RE, PLACEHOLDER_RE, Masked, mask, mermaid_skeleton, unmask
-from .prompt import Glossary, phrase_pattern
+from .prompt import Glossary, name_pattern, phrase_pattern
 from .rules import LanguageRules, Located, Units
 from .sections import split_sections
 
@@ -552,11 +552,6 @@ def paragraph_split_only(english: str, draft: str) -> bool:
     ) == _block_kinds(draft)
 
 
-@functools.cache
-def _keep_pattern(word: str) -> re.Pattern[str]:
-    return re.compile(r"(?<![\w-])" + phrase_pattern(word) + r"(?![\w-])")
-
-
 def untranslated_runs(masked: str, keep: list[str]) -> list[str]:
     """Return the runs of `LATIN_RUN_WORDS` or more Latin-script words in a translation's prose.
 
@@ -565,7 +560,7 @@ def untranslated_runs(masked: str, keep: list[str]) -> list[str]:
     text = prose(masked)
     for word in sorted(keep, key=len, reverse=True):
         if all(piece in text for piece in word.split()):
-            text = _keep_pattern(word).sub(" \u2022 ", text)
+            text = name_pattern(word).sub(" \u2022 ", text)
     return [" ".join(m.group(0).split()) for m in _LATIN_RUN.finditer(text)]
 
 

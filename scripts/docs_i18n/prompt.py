@@ -33,6 +33,7 @@ __all__ = [
     "Template",
     "batch_format",
     "mentions",
+    "name_pattern",
     "parse_batch_reply",
     "parse_reply",
     "phrase_pattern",
@@ -115,10 +116,16 @@ def _mention_pattern(term: str) -> re.Pattern[str]:
 
 
 @functools.cache
+def name_pattern(name: str) -> re.Pattern[str]:
+    """The pattern of a do-not-translate `name` in prose: whole words, case kept."""
+    return re.compile(r"(?<![\w-])" + phrase_pattern(name) + r"(?![\w-])")
+
+
+@functools.cache
 def _name_patterns(term: str, names: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
     """The patterns of the do-not-translate `names` that contain `term`, longest first."""
     return tuple(
-        re.compile(r"(?<![\w-])" + phrase_pattern(name) + r"(?![\w-])")
+        name_pattern(name)
         for name in sorted(names, key=len, reverse=True)
         if term.lower() in name.lower()
     )
