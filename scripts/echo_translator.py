@@ -146,11 +146,17 @@ def _translate_prose(text: str, lang: str, glossary: Glossary) -> str:
         slots.append(value)
         return f"\x00{len(slots) - 1}\x00"
 
+    # A term holding a name ("the CLI's store") first, the name kept before its rendering.
+    held = {term: [n for n in names if _name_pattern(n).search(term)] for term, _ in terms}
+    for term, rendering in terms:
+        if held[term] and _may_hold(text, term):
+            kept = " ".join([*held[term], rendering])
+            text = _term_pattern(term).sub(lambda _m, r=kept: _slot(r), text)
     for name in names:
         if name in text:
             text = _name_pattern(name).sub(lambda m: _slot(m[0]), text)
     for term, rendering in terms:
-        if _may_hold(text, term):
+        if not held[term] and _may_hold(text, term):
             text = _term_pattern(term).sub(lambda _m, r=rendering: _slot(r), text)
     words = _WORDS[lang]
     text = re.sub(
@@ -172,17 +178,27 @@ def _translate_text(text: str, lang: str, glossary: Glossary) -> str:
     return "".join(parts)
 
 
+def _unwrap(found: re.Match[str]) -> str:
+    """A phrase found over two lines, on one line, the line break and indent after it."""
+    if "\n" not in found[0]:
+        return found[0]
+    rest = found[0].split("\n", 1)[1]
+    indent = rest[: len(rest) - len(rest.lstrip(" \t"))]
+    return " ".join(found[0].split()) + "\n" + indent
+
+
 def echo_translate(source: str, lang: str, glossary: Glossary | None = None) -> str:
     """Translate the `<source>` block's content the way a well-behaved model would."""
     glossary = glossary or Glossary()
-    for name in glossary.keep:  # a name wrapped over two lines moves onto the first
-        if " " in name:
-            wrapped = r"(?<![\w-])" + r"\s+".join(map(re.escape, name.split())) + r"(?![\w-])"
-            source = re.sub(
-                wrapped,
-                lambda m, n=name: n + ("\n" + m[0].rsplit("\n", 1)[1] if "\n" in m[0] else ""),
-                source,
-            )
+    # A name or a term wrapped over two lines moves onto the first, the line break after it.
+    for phrase, flags, plural in [
+        *((name, 0, "") for name in glossary.keep),
+        *((term, re.I, "(?:s|es)?") for term in glossary.terms),
+    ]:
+        if " " in phrase:
+            words = r"(?:[ \t]*\n[ \t]*|[ \t]+)".join(map(re.escape, phrase.split()))
+            wrapped = rf"(?<![\w-])(?:{words}){plural}(?![\w-])"
+            source = re.sub(wrapped, _unwrap, source, flags=flags)
     out = []
     for line in source.splitlines(keepends=True):
         if line.startswith("<!-- i18n:section"):

@@ -910,13 +910,14 @@ def _link_text_findings(english: str, draft: str, lang: str, glossary: Glossary)
     return findings
 
 
-def _repeated_sentences(block: str) -> set[str]:
-    """The sentences (of 6 words or characters or more) that a block says more than once."""
+def _repeated_sentences(block: str, shortest: int = 6) -> set[str]:
+    """The sentences (of `shortest` words or characters or more) that a block says more than
+    once."""
     seen: set[str] = set()
     twice: set[str] = set()
     for sentence in re.split(r"(?<=[.!?])\s+|(?<=[。！？])", prose(block)):
         key = " ".join(sentence.replace("\u2022", " ").split())
-        if _length(key) < 6:
+        if _length(key) < max(shortest, 1):
             continue
         (twice if key in seen else seen).add(key)
     return twice
@@ -953,8 +954,11 @@ def _block_findings(
                     line,
                 )
             )
-        repeated = _repeated_sentences(tr) - _repeated_sentences(en)
-        if repeated and not _TABLE_ROW.match(en):
+        # A sentence the English says twice is said twice in the translation too, though a
+        # short English one ("the CLI's store.") may be long enough there to be counted.
+        said_twice = _repeated_sentences(en, shortest=1)
+        repeated = _repeated_sentences(tr) - said_twice
+        if len(repeated) > len(said_twice) and not _TABLE_ROW.match(en):
             findings.append(
                 Located(f"a sentence is said twice in one paragraph: {sorted(repeated)[0]!r}", line)
             )

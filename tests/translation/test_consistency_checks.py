@@ -577,3 +577,18 @@ def test_a_term_ending_in_y_is_found_in_its_ies_and_ied_forms() -> None:
     assert mentions("the repositories", "repository")
     assert not mentions("retrial", "retry")
     assert mentions("two keys", "key")  # a vowel before the y: the plain plural
+
+
+def test_a_short_sentence_the_english_says_twice_may_be_said_twice_in_the_translation() -> None:
+    """Three English words, not counted as a sentence, may be six characters in Chinese: the
+    translation says it twice because the English does, and no more than that is allowed."""
+    glossary = _glossary(("zh",)).glossary
+    english = "- @@CODE_1@@: the CLI's store.\n- @@CODE_2@@: the CLI's store.\n"
+    draft = "- @@CODE_1@@：CLI 使用的存储对象。\n- @@CODE_2@@：CLI 使用的存储对象。\n"
+    assert not [f for f in check_meaning(english, draft, "zh", glossary) if "said twice" in f]
+    twice = (
+        "- @@CODE_1@@：CLI 使用的存储对象。\n"
+        "- @@CODE_2@@：CLI 使用的存储对象。"
+        "各个后端共用同一个存储对象。各个后端共用同一个存储对象。\n"
+    )
+    assert [f for f in check_meaning(english, twice, "zh", glossary) if "said twice" in f]

@@ -332,3 +332,15 @@ def test_the_published_sessions_diagram_is_translated() -> None:
         translated = _read(REPO / "docs" / lang / "sessions.md")
         assert f"participant App as {label}" in translated
         assert verify_page(english, translated) == []
+
+
+def test_the_echo_translator_renders_a_wrapped_term_and_keeps_a_name_in_a_term() -> None:
+    """The stand-in model follows the glossary as the checks read it: a term whose words wrap
+    onto two lines is still the term, and a term holding a do-not-translate name keeps it."""
+    glossary = Glossary(
+        keep=["CLI"], terms={"pooled connection": "连接池中的连接", "CLI's store": "存储对象"}
+    )
+    text = echo_translate("as its pooled\n  connections do, the CLI's store.\n", "zh", glossary)
+    assert "连接池中的连接" in text
+    assert "CLI 存储对象" in text
+    assert text.count("\n") == 2
