@@ -76,8 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--concurrency",
         type=_positive_int,
-        default=32,
-        help="requests in flight at most (default: 32; 429 answers are retried)",
+        default=64,
+        help="requests in flight at most (default: 64, every page and language of this site "
+        "drafted at once; 429 answers are retried without holding a slot)",
     )
     parser.add_argument(
         "--review-model",

@@ -19,6 +19,7 @@ Each stage is a small module:
 - `planning`: what a run must do (which pages, languages, sections and paragraphs need the
   model).
 - `runner`: running a plan with bounded concurrency: model, checks, review, repairs, writes.
+- `slots`: the bound on the requests in flight, a job's review and repairs before new drafts.
 - `status`: the commands without a model: `--check`, `--adopt` (by section), `--dry-run`.
 - `report`: progress lines or a progress bar, and the closing summary.
 - `tokens`: token estimates and cost for `--dry-run` and the summary.

@@ -54,7 +54,8 @@ class Options:
         files: English pages to limit the run to (relative to docs/), or `None` for all.
         model: The model name.
         effort: The reasoning effort, or `None`.
-        concurrency: Requests in flight at most.
+        concurrency: Requests in flight at most: 64 drafts every page and language of this
+            site (33 jobs) at once, where 32 left one job a whole model latency behind.
         force: Retranslate every selected page, even if current.
         max_repairs: Repair rounds for a draft that fails the code checks.
         timeout: Seconds before a request times out.
@@ -71,7 +72,7 @@ class Options:
     files: list[str] | None = None
     model: str = "o3"
     effort: str | None = "medium"
-    concurrency: int = 32
+    concurrency: int = 64
     force: bool = False
     max_repairs: int = 2
     timeout: float = 900.0
@@ -213,8 +214,9 @@ def read_text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def plan(options: Options, manifest: Manifest) -> Plan:
-    """Decide what each selected page and language needs.
+def plan(options: Options, manifest: Manifest, glossary: Glossary | None = None) -> Plan:
+    """Decide what each selected page and language needs (with `glossary`, the run's loaded
+    glossary; without, it is read from `i18n/glossary.yml`).
 
     Raises:
         ValueError: A `--file` is not an English page, or a page's front matter is malformed.
@@ -226,7 +228,8 @@ def plan(options: Options, manifest: Manifest) -> Plan:
             pages[rel] = EnglishPage.parse(rel, read_text(options.docs / rel))
         except ValueError as exc:
             raise ValueError(f"docs/{rel}: {exc}") from exc
-    glossary = Glossary.load(options.root / "i18n" / "glossary.yml")
+    if glossary is None:
+        glossary = Glossary.load(options.root / "i18n" / "glossary.yml")
     jobs: list[Job] = []
     current: list[str] = []
     unadopted: list[str] = []

@@ -18,7 +18,10 @@ drafts (each finding names its language). Each language's draft is then checked,
 verified against its own draft, repaired in its own conversation and written as soon as it is
 done. A shared request that fails falls back to one per language; a language missing from its
 reply asks alone, the others keep their part. The model calls hold a slot of the concurrency
-limiter only while in flight; the checks and writes run in worker threads.
+limiter only while in flight; the checks and writes run in worker threads. Nothing waits for
+the other pages: a page's review goes out as soon as its own draft is checked, and when every
+slot is taken, the reviews and repairs waiting go before the first drafts waiting (`Slots`), so
+pages are finished, written and recorded one after the other, not all at the end.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ from .review import (
     review_format,
     verify_findings,
 )
+from .slots import FOLLOW_UP, OPENING, Slots
 from .translator import Deferred, EndpointUnreachable, ModelCallError, ModelReply, call_model
 
 __all__ = ["render", "translate"]
@@ -250,7 +254,7 @@ class _Run:
     options: Options
     prompts: PromptSet
     client: openai.AsyncOpenAI
-    limiter: asyncio.Semaphore
+    limiter: Slots
     writer: _Writer
     reporter: Reporter
 
@@ -262,8 +266,12 @@ class _Run:
         *,
         review: bool,
         text_format: dict[str, Any] | None = None,
+        opening: bool = False,
     ) -> ModelReply:
         """One model call (`call_model`), counted in the run's totals; `key` names it in notes.
+
+        `opening` marks a job's first draft: waiting for a slot, it lets the other jobs'
+        reviews and repairs go first (`Slots`).
 
         Raises:
             _JobFailed: The call failed for good.
@@ -282,7 +290,7 @@ class _Run:
                 instructions=instructions,
                 messages=messages,
                 policy=self.options.retry,
-                limiter=self.limiter,
+                limiter=self.limiter.slot(OPENING if opening else FOLLOW_UP),
                 on_retry=_on_retry,
                 text_format=text_format,
                 book=self.options.replies,
@@ -351,7 +359,11 @@ class _Conversation:
                 text, cut_off = first
             else:
                 reply = await self.run.call(
-                    self.job.key, self.instructions, self.messages, review=False
+                    self.job.key,
+                    self.instructions,
+                    self.messages,
+                    review=False,
+                    opening=len(self.messages) == 1,  # the task alone: the job's first draft
                 )
                 text, cut_off = reply.text, reply.cut_off
             self.messages.append({"role": "assistant", "content": text})
@@ -441,9 +453,14 @@ async def _review(
     shown = {lang: {n: tr for n, (_, tr) in pairs[lang].items()} for lang in langs}
     several = langs if len(langs) > 1 else None
     message = run.prompts.review_message(langs, head.page.path, english, shown)
+    # The glossary entries the English uses are looked up in a worker thread: for a whole page
+    # that takes a while, and the other jobs' requests go out meanwhile.
+    instructions = await asyncio.to_thread(
+        run.prompts.review_instructions, langs, "".join(english.values()), edit=head.edit
+    )
     reply = await run.call(
         key,
-        run.prompts.review_instructions(langs, "".join(english.values()), edit=head.edit),
+        instructions,
         [{"role": "user", "content": message}],
         review=True,
         text_format=review_format(several) if several else REVIEW_FORMAT,
@@ -527,6 +544,7 @@ async def _translate_together(
             ],
             review=False,
             text_format=batch_format(langs, head.todo),
+            opening=True,
         )
         if reply.cut_off:
             raise ValueError(f"the reply was cut off ({reply.cut_off})")
@@ -615,7 +633,7 @@ async def translate(options: Options, client: openai.AsyncOpenAI, reporter: Repo
         for lang, old, new in find_moves(options.docs, manifest, options.languages):
             await asyncio.to_thread(writer.move, lang, old, new)
             reporter.totals.moved.append(f"{lang}/{old} -> {lang}/{new}")
-    the_plan = plan(options, manifest)
+    the_plan = plan(options, manifest, prompts.glossary)
     await asyncio.to_thread(writer.record_glossary, the_plan.current)
     reporter.totals.kept += the_plan.current
     reporter.totals.unadopted += the_plan.unadopted
@@ -623,7 +641,7 @@ async def translate(options: Options, client: openai.AsyncOpenAI, reporter: Repo
         await asyncio.to_thread(writer.remove, lang, rel)
         reporter.totals.removed.append(f"{lang}/{rel}")
     reporter.start(len(the_plan.jobs))
-    run = _Run(options, prompts, client, asyncio.Semaphore(options.concurrency), writer, reporter)
+    run = _Run(options, prompts, client, Slots(options.concurrency), writer, reporter)
     try:
         async with asyncio.TaskGroup() as group:
             for jobs in groups(the_plan.jobs):

@@ -15,6 +15,7 @@ import json
 import random
 import time
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -294,7 +295,7 @@ async def call_model(
     instructions: str,
     messages: list[dict[str, str]],
     policy: RetryPolicy,
-    limiter: asyncio.Semaphore,
+    limiter: AbstractAsyncContextManager[Any],
     on_retry: Callable[[str, float, int], None] | None = None,
     text_format: dict[str, Any] | None = None,
     book: ReplyBook | None = None,
@@ -312,7 +313,7 @@ async def call_model(
         instructions: The system-level instructions.
         messages: The conversation (`role`, `content`).
         policy: The retry policy.
-        limiter: Bounds the requests in flight.
+        limiter: Bounds the requests in flight: held (`async with`) while the request is.
         on_retry: Called with (reason, delay, attempt) before each retry.
         text_format: The `text.format` of the request (a JSON schema for Structured Outputs),
             or `None` for plain text.
