@@ -172,9 +172,24 @@ def _translate_text(text: str, lang: str, glossary: Glossary) -> str:
     return "".join(parts)
 
 
+def _unwrap(match: re.Match[str]) -> str:
+    """A phrase wrapped over lines, on one line, then the line break and the next line's indent."""
+    text = match[0]
+    if "\n" not in text:
+        return text
+    indent = re.match(r"[ \t]*", text.rsplit("\n", 1)[1])
+    return " ".join(text.split()) + "\n" + (indent[0] if indent else "")
+
+
 def echo_translate(source: str, lang: str, glossary: Glossary | None = None) -> str:
     """Translate the `<source>` block's content the way a well-behaved model would."""
     glossary = glossary or Glossary()
+    for term in glossary.terms:  # a term wrapped over two lines moves onto the first
+        if " " in term:
+            wrapped = (
+                r"(?<![\w-])" + r"\s+".join(map(re.escape, term.split())) + r"(?:s|es)?(?![\w-])"
+            )
+            source = re.sub(wrapped, _unwrap, source, flags=re.I)
     for name in glossary.keep:  # a name wrapped over two lines moves onto the first
         if " " in name:
             wrapped = r"(?<![\w-])" + r"\s+".join(map(re.escape, name.split())) + r"(?![\w-])"
