@@ -18,11 +18,21 @@ how much of ours is fixed instructions, and the total ratio; the target is <= 0.
 page, and a page that misses it prints a FAIL line. `--every-section` also edits each section
 of each page in turn (the preamble included) and prints the mean and the worst ratio against
 the SDK's run of the middle edit (its cost hardly depends on where the sentence is added).
+`--cases` measures the edits of `CASES` instead (whitespace and a cut-and-paste: no call; a
+heading renamed, a one-word typo in the longest section: <= 0.15 each). A page whose first
+translation by the echo translator fails the checks prints a SKIP line: it is not measured.
+
+What a small edit sends: the changed paragraphs only, with the kept paragraph on each side of
+them and the neighbouring sections' headings as context; the rules its text needs (the short
+never-translate rule when it has no links, HTML or icons); one request for the three languages
+and one review of them, the review with a shorter list of what to look for. What is left is
+mostly fixed: the instructions, each language's rules, the review's JSON schema, and four
+times the reply, which repeats the whole changed paragraph for a one-word change.
 
     pip download --no-deps --no-binary :all: openai-agents==0.24.0 -d /tmp/sdk
     tar xzf /tmp/sdk/openai_agents-0.24.0.tar.gz -C /tmp/sdk
     PYTHONPATH=scripts .venv/bin/python bench/bench_translate_cost.py \\
-        --sdk-script /tmp/sdk/openai_agents-0.24.0/docs/scripts/translate_docs.py
+        --sdk-script /tmp/sdk/openai_agents-0.24.0/docs/scripts/translate_docs.py [--cases]
 """
 
 from __future__ import annotations

@@ -151,16 +151,16 @@ class Job:
     def patch_context(self) -> dict[int, tuple[str, str]]:
         """Section number -> the kept translation just before and after its changed blocks.
 
-        Like `excerpt`: the section's heading and the `CONTEXT_BLOCKS` blocks nearest the
+        Like `excerpt`: the section's heading and the `PATCH_CONTEXT_BLOCKS` blocks nearest the
         change on each side, with `...` for what is left out.
         """
         context: dict[int, tuple[str, str]] = {}
         for n, patch in self.patches.items():
             before = patch.before
             heading = before[:1] if before and before[0].lstrip().startswith("#") else []
-            near = before[len(heading) :][-CONTEXT_BLOCKS:]
+            near = before[len(heading) :][-PATCH_CONTEXT_BLOCKS:]
             gap = ["..."] if len(before) - len(heading) > len(near) else []
-            after = patch.after[:CONTEXT_BLOCKS]
+            after = patch.after[:PATCH_CONTEXT_BLOCKS]
             more = ["..."] if len(patch.after) > len(after) else []
             context[n] = ("\n\n".join([*heading, *gap, *near]), "\n\n".join([*after, *more]))
         return context
@@ -564,7 +564,12 @@ def _incremental_job(
     if todo:
         wanted = {m for n in todo for m in (n - 1, n + 1)} - set(todo)
         context = {
-            m: excerpt(old_sections[source_of[m]], tail=m < min(todo, key=lambda n: abs(n - m)))
+            m: excerpt(
+                old_sections[source_of[m]],
+                tail=m < min(todo, key=lambda n: abs(n - m)),
+                # next to patched sections only: their own kept blocks are the context
+                heading_only=all(n in patches for n in (m - 1, m + 1) if n in todo),
+            )
             for m in sorted(wanted)
             if m in source_of
         } or None
@@ -650,19 +655,27 @@ CONTEXT_BLOCKS = 2
 """How many blocks (paragraphs, lists, tables) of a neighbouring section are sent as context."""
 
 
-def excerpt(section: str, *, tail: bool) -> str:
+PATCH_CONTEXT_BLOCKS = 1
+"""How many kept blocks on each side of a section's changed paragraphs are sent as context: the
+paragraph next to the change (the neighbouring sections then show only their heading)."""
+
+
+def excerpt(section: str, *, tail: bool, heading_only: bool = False) -> str:
     """The part of a neighbouring section's translation that borders a changed section.
 
     Its heading and the `CONTEXT_BLOCKS` blocks nearest the changed section (the last ones of the
     section before it, the first ones of the section after it), with `...` for what is left out.
-    Enough to keep the wording and terms consistent; the rest would only cost tokens.
+    Enough to keep the wording and terms consistent; the rest would only cost tokens. With
+    `heading_only` (next to a section of which only some paragraphs changed: the kept paragraphs
+    around them are the context), its heading alone shows where the section stands.
     """
     blocks = [b for b in re.split(r"\n[ \t]*\n", section.strip("\n")) if b.strip()]
     heading = blocks[:1] if blocks and blocks[0].lstrip().startswith("#") else []
     body = blocks[len(heading) :]
-    if len(body) <= CONTEXT_BLOCKS:
+    limit = 0 if heading_only and heading else CONTEXT_BLOCKS
+    if len(body) <= limit:
         return section
-    kept = body[-CONTEXT_BLOCKS:] if tail else body[:CONTEXT_BLOCKS]
+    kept = (body[-limit:] if tail else body[:limit]) if limit else []
     parts = [*heading, "...", *kept] if tail else [*heading, *kept, "..."]
     return "\n\n".join(parts) + "\n"
 

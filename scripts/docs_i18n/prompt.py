@@ -60,6 +60,12 @@ _CONTENT_RULES = ("placeholders", "admonitions", "mermaid", "glossary")
 
 _ADMONITION_RE = re.compile(r"^[ \t]*(?:!!!|\?\?\?\+?|===\+?)[ \t]", re.M)
 
+_MARKUP_RE = re.compile(
+    r"\]\(|\]\[|\[\^|^[ \t]*\[[^\]]+\]:|<[A-Za-z/!]|\{[#.]|:[a-z]+-[a-z0-9-]+:", re.M
+)
+"""Links, images, reference labels, footnotes, HTML, heading ids and icon shortcodes: a text
+without any gets the short rule about what is never translated (`never` in common.md)."""
+
 
 def phrase_pattern(phrase: str) -> str:
     """The regular expression of `phrase` with any run of whitespace between its words.
@@ -466,6 +472,7 @@ class PromptSet:
             "glossary": every or (words, terms) != ("(none)", "(none)"),
             "words": every or words != "(none)",
             "terms": every or terms != "(none)",
+            "markup": every or _MARKUP_RE.search(text or "") is not None,
         }
         return {
             "whole": not edit,
@@ -475,6 +482,7 @@ class PromptSet:
             "content": any(
                 needs[k] for k in ("placeholders", "admonitions", "mermaid", "glossary")
             ),
+            "plain": not needs["markup"],
         } | needs
 
     def instructions(self, langs: list[str], text: str | None = None, *, edit: bool = False) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 from translation_support import REPO, RunSite
 
 from docs_i18n.pages import EnglishPage
+from docs_i18n.planning import excerpt
 from docs_i18n.prompt import PATCH_GAP, PromptSet, mentions
 from echo_translator import EchoTranslator
 from turnstore.testing import FakeOpenAIServer
@@ -140,6 +141,10 @@ async def test_a_paragraph_edit_sends_the_paragraph_its_section_and_neighbours_i
         assert re.match(r"## Redis \S+ \{#redis\}\n\n" + re.escape(PATCH_GAP) + "\n\n@@BLOCK", own)
         assert "{#sqlite}" in context
         assert "{#example}" in context
+        # next to a section patched in one paragraph, a neighbour shows only its heading
+        for n in (2, 4):
+            shown = context.split(f"<!-- section {n} -->\n")[1].split("<!-- section")[0]
+            assert re.fullmatch(r"## [^\n]*\n\n\.\.\.\n", shown), shown
         translated = _read(site / "docs" / lang / PAGE)
         assert re.search(r"Install\S+ \S+ redis\S+ extra\S+", translated)
         for far in ("{#how-it-works}", "{#example_1}", "{#history-limits"):
@@ -273,3 +278,61 @@ def test_a_name_wrapped_over_two_lines_is_listed_as_kept() -> None:
     text = "It answers the Responses API and the Conversations\nAPI, both.\n"
     instructions = prompts.instructions(["ja"], text, edit=True)
     assert "- Conversations API\n" in instructions.split("# Do not translate", 1)[1]
+
+
+# -- the small edit's prompt: only what its content needs ------------------------------------------
+
+_FULL_NEVER = "Translate the visible text of\n  links, images (`alt`) and HTML."
+_SHORT_NEVER = "- Never translate code, URLs, names of files, commands, classes, functions"
+
+
+def test_a_plain_paragraph_gets_the_short_never_rule_and_still_its_glossary_terms() -> None:
+    prompts = PromptSet.load(REPO / "i18n", LANGS)
+    plain = "The session keeps every turn in the repository.\n"
+    edit = prompts.instructions(LANGS, plain, edit=True)
+    assert _SHORT_NEVER in edit
+    assert _FULL_NEVER not in edit
+    # the glossary entries its words need are all there, each language tagged
+    assert _listed(edit, "Terms") == _all_terms(prompts, plain)
+    assert any(line.startswith("ja: session -> ") for line in _listed(edit, "Terms"))
+    # a whole page keeps every rule, whatever it carries
+    whole = prompts.instructions(LANGS, plain)
+    assert _FULL_NEVER in whole
+    assert _SHORT_NEVER not in whole
+
+
+def test_a_paragraph_with_markup_gets_the_full_never_rule() -> None:
+    prompts = PromptSet.load(REPO / "i18n", ["ja"])
+    for text in (
+        "See [the guide](guide.md) first.\n",
+        "An image: ![a diagram](img/flow.png).\n",
+        "Read it in [the reference][ref].\n",
+        "A note.[^1]\n",
+        "Press <kbd>Ctrl</kbd> to stop.\n",
+        "The :material-database: icon.\n",
+    ):
+        instructions = prompts.instructions(["ja"], text, edit=True)
+        assert _FULL_NEVER in instructions, text
+        assert _SHORT_NEVER not in instructions, text
+
+
+def test_an_edits_review_is_shorter_and_still_names_what_code_cannot_see() -> None:
+    prompts = PromptSet.load(REPO / "i18n", LANGS)
+    english = "The session keeps @@CODE_1@@ and @@CODE_2@@ in the repository.\n"
+    edit = prompts.review_instructions(LANGS, english, edit=True)
+    whole = prompts.review_instructions(LANGS, english)
+    assert len(edit) < len(whole)
+    for needed in ("two list items", "swapped", "said twice", "omission", "Placeholders such as"):
+        assert needed in edit, needed
+    assert _listed(edit, "Terms") == _all_terms(prompts, english)
+    assert "Quote the English and the translation **literally**" in edit
+
+
+def test_a_neighbour_of_a_patched_section_shows_only_its_heading() -> None:
+    section = "## Redis (訳)\n\nFirst.\n\nSecond.\n\nThird.\n"
+    assert excerpt(section, tail=True, heading_only=True) == "## Redis (訳)\n\n...\n"
+    assert excerpt(section, tail=False) == "## Redis (訳)\n\nFirst.\n\nSecond.\n\n...\n"
+    # without a heading the blocks nearest the change stay: something must show the place
+    assert excerpt("First.\n\nSecond.\n\nThird.\n", tail=True, heading_only=True) == (
+        "...\n\nSecond.\n\nThird.\n"
+    )
