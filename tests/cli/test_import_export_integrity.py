@@ -203,7 +203,7 @@ def run_command(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 async def test_export_import_round_trips_an_empty_session_id(
-    backend: Backend, tmp_path: Path
+    backend: Backend, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`SQLiteSession("")` is a valid session; its export must import into every backend."""
     source = str(tmp_path / "source.db")
@@ -211,16 +211,16 @@ async def test_export_import_round_trips_an_empty_session_id(
         await empty.add_items([_msg("empty id")])
         await odd.add_items([_msg("newline id")])
     dump = tmp_path / "dump.jsonl"
-    exported = run_command("--db", source, "export", "--all", "-o", str(dump))
-    assert exported.returncode == 0, exported.stderr
+    code, _, err = await run_cli(capsys, "--db", source, "export", "--all", "-o", str(dump))
+    assert code == 0, err
     target = ["--db", backend.url, "--key-prefix", backend.key_prefix]
     backend.session("")  # cleaned up after the test
     backend.session("x\ny")
-    imported = run_command(*target, "import", str(dump))
-    assert imported.returncode == 0, imported.stderr
-    shown = run_command(*target, "show", "")
-    assert shown.returncode == 0, shown.stderr
-    assert "empty id" in shown.stdout
+    code, _, err = await run_cli(capsys, *target, "import", str(dump))
+    assert code == 0, err
+    code, out, err = await run_cli(capsys, *target, "show", "")
+    assert code == 0, err
+    assert "empty id" in out
     assert await backend.session("").get_items() == [_msg("empty id")]
 
 

@@ -5,7 +5,8 @@ Usage: load_worker.py BACKEND URL NAMESPACE WORKER MODE COUNT
 
 - BACKEND: postgres, pgbouncer (PostgreSQL through PgBouncer), redis or redis-cluster;
   NAMESPACE: the table-name stem (SQL) or key prefix (Redis).
-- MODE load: COUNT sequential add_items of a two-item batch, spread over four shared sessions.
+- MODE load: COUNT sequential add_items of a two-item batch, spread over four shared sessions,
+  started together: the worker connects, prints "ready", and writes once a line comes on stdin.
 - MODE kill: endless add_items of COUNT-item batches to the session "victim", printing each
   committed batch number, until the parent kills the process.
 """
@@ -41,6 +42,10 @@ def open_session(backend: str, url: str, namespace: str, session_id: str) -> Ses
 async def load(backend: str, url: str, namespace: str, worker: int, count: int) -> None:
     sessions = [open_session(backend, url, namespace, f"shared-{n}") for n in range(4)]
     try:
+        for session in sessions:  # connected before the start, so that every worker races
+            await session.get_items(1)
+        print("ready", flush=True)
+        await asyncio.to_thread(sys.stdin.readline)
         for i in range(count):
             batch = [{"w": worker, "i": i, "k": k} for k in range(2)]
             await sessions[i % 4].add_items(batch)  # type: ignore[arg-type]

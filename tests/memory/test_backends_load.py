@@ -2,8 +2,9 @@
 
 On PostgreSQL, PostgreSQL through PgBouncer (transaction pooling), Redis and a Redis Cluster:
 
-- 8 processes x 500 `add_items` each (two-item batches over four shared sessions): no error,
-  nothing lost or duplicated, every batch contiguous, each writer's order kept in every session.
+- 8 processes x 160 `add_items` each (two-item batches over four shared sessions), started
+  together once all are connected: no error, nothing lost or duplicated, every batch contiguous,
+  each writer's order kept in every session, and the writers' batches interleaved (they raced).
 - A writer killed with SIGKILL while writing large batches: every batch is whole or absent, and
   the session keeps working.
 
@@ -20,6 +21,7 @@ import sys
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +34,7 @@ pytestmark = [pytest.mark.services, pytest.mark.slow]
 
 WORKER = Path(__file__).with_name("load_worker.py")
 PROCESSES = 8
-CALLS = 500
+CALLS = 160  # a multiple of 4: each shared session gets CALLS // 4 batches of each writer
 KILL_BATCH = 200
 
 
@@ -78,6 +80,7 @@ async def spawn(*args: str) -> asyncio.subprocess.Process:
         sys.executable,
         str(WORKER),
         *args,
+        stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env=env,
@@ -93,14 +96,21 @@ async def test_eight_processes_lose_nothing_and_keep_order(
     workers = [
         await spawn(kind, url, namespace, str(w), "load", str(CALLS)) for w in range(PROCESSES)
     ]
-    results = await asyncio.gather(*(w.communicate() for w in workers))
+    for worker in workers:  # every worker connected, then all start at once
+        assert worker.stdout is not None
+        ready = await asyncio.wait_for(worker.stdout.readline(), timeout=120)
+        assert ready == b"ready\n", (ready, (await worker.communicate())[1].decode())
+    results = await asyncio.gather(*(w.communicate(b"go\n") for w in workers))
     for worker, (out, err) in zip(workers, results, strict=True):
         assert worker.returncode == 0, err.decode()
         assert out.decode().strip() == "done"
 
     seen: Counter[tuple[int, int, int]] = Counter()
+    switches = 0  # batches that follow another writer's: the writers raced, not took turns
     for n in range(4):
         items = await read(kind, url, namespace, f"shared-{n}")
+        writers = [item["w"] for item in items[::2]]
+        switches += sum(a != b for a, b in pairwise(writers))
         assert len(items) == PROCESSES * CALLS // 4 * 2
         last_i: dict[int, int] = {}
         for pos in range(0, len(items), 2):
@@ -116,6 +126,8 @@ async def test_eight_processes_lose_nothing_and_keep_order(
     expected = {(w, i, k) for w in range(PROCESSES) for i in range(CALLS) for k in range(2)}
     assert set(seen) == expected
     assert max(seen.values()) == 1  # nothing stored twice
+    # Writers taking turns would switch PROCESSES - 1 times per session at most.
+    assert switches > 4 * (PROCESSES - 1), f"the writers did not overlap ({switches} switches)"
 
 
 async def test_sigkill_mid_write_leaves_no_partial_batch(backend: tuple[str, str, str]) -> None:
