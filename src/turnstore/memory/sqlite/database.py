@@ -265,7 +265,7 @@ class SQLiteDatabase:
             else:
                 conn.execute("PRAGMA query_only = ON")
         except BaseException:
-            conn.close()
+            self._close(conn)
             raise
         return conn
 
@@ -339,7 +339,7 @@ class SQLiteDatabase:
         if conn is not None:
             with contextlib.suppress(ValueError):
                 self._connections.remove(conn)
-            conn.close()
+            close_connection(conn)
 
     def _reader(self) -> None:
         conn: sqlite3.Connection | None = None
@@ -487,6 +487,34 @@ class SQLiteDatabase:
         self.commits += 1
         self.prepared.update(prepared)
         return outcomes
+
+
+_close_lock = threading.Lock()
+"""Held while a connection closes: the process closes its SQLite connections one at a time.
+
+In WAL mode the connection that closes last checkpoints the WAL and deletes the `-wal` and
+`-shm` files, but only if it can lock the database file exclusively. Two connections closing
+at the same moment (the reader threads of a database, which stop together) can each still see
+the other open and both skip it, leaving the files behind once neither is open; closed one
+after the other, the second sees itself last."""
+
+
+def close_connection(conn: sqlite3.Connection) -> None:
+    """Close `conn`, never at the same time as another connection of the process.
+
+    Outside a fork too: the last connection's close takes the file's locks to checkpoint.
+    """
+    with forkgate.transaction(), _close_lock:
+        conn.close()
+
+
+def _after_fork_in_child() -> None:
+    global _close_lock
+    # A thread of the parent may have held it at the fork; that thread does not exist here.
+    _close_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
