@@ -28,6 +28,10 @@ This hook instead:
 5. rewrites `base` in the config of every translated page to that language's root, so the page
    loads its language's index and resolves result links against it.
 
+mkdocs-static-i18n's own merged index is not made: after the last language it compared every
+English entry with every translated one to drop duplicates and wrote `search/search_index.json`
+with all languages, which step 2 then wrote over.
+
 It relies on mkdocs-static-i18n's `building` and `search_entries` attributes (its version is
 pinned in pyproject.toml) and on Material's per-language templates for the search settings.
 """
@@ -165,9 +169,19 @@ def search_synonyms(root: Path, language: str) -> dict[str, list[str]]:
     return synonyms
 
 
+def _merged_index_not_made(config: MkDocsConfig) -> None:
+    """Stands in for mkdocs-static-i18n's merged index, which on_post_build writes over."""
+
+
+def on_config(config: MkDocsConfig) -> MkDocsConfig:
+    """mkdocs-static-i18n makes no merged index (see the module's docstring)."""
+    _i18n(config).reconfigure_search_index = _merged_index_not_made
+    return config
+
+
 @event_priority(-200)  # after mkdocs-static-i18n (-100) has built every language
 def on_post_build(config: MkDocsConfig) -> None:
-    """Write one index per language over the merged one."""
+    """Write one index per language."""
     i18n = _i18n(config)
     if i18n.building:
         return  # a nested language build: the outer build writes every index

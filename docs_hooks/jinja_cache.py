@@ -5,6 +5,10 @@ environment for the theme, which compiled Material's templates again (about a qu
 translated build's time). This hook gives every build's environment one in-memory bytecode cache:
 Jinja compiles each template once and later builds load the compiled code. Jinja checks each
 template's source against its checksum, so an edited template (`mkdocs serve`) is compiled anew.
+The environments made outside a page build share it too: Material's search plugin and
+docs_hooks/i18n_search.py make one to read a language's search settings (after the last
+language, i18n_search compiled `partials/languages/<lang>.html` and the English fallback again
+for every language, which the page builds had already compiled).
 
 Each build also lists every file of the theme (Material's thousands of icons included) and
 matches each name against MkDocs' patterns for static files, a tenth of a translated build
@@ -92,14 +96,19 @@ def on_env(env: Any, config: MkDocsConfig, files: Any) -> Any:
 
 
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
-    """List the theme's files once (see the module's docstring); each language's theme too."""
+    """List the theme's files and share the compiled templates in every environment of the theme.
+
+    See the module's docstring; each language's theme too.
+    """
     theme = config.theme
     if getattr(theme.get_env, "_lists_once", False):
         return config
     make_env = theme.get_env
 
     def get_env() -> Any:
-        return cached_listing(make_env(), config)
+        env = cached_listing(make_env(), config)
+        env.bytecode_cache = CACHE
+        return env
 
     get_env._lists_once = True  # type: ignore[attr-defined]
     theme.get_env = get_env  # type: ignore[method-assign]

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
+import jinja2
 import markdown
 import pytest
 from material.plugins.search.plugin import SearchIndex
@@ -182,3 +183,35 @@ def test_the_english_heap_is_frozen_while_translations_build(
         assert gc.get_freeze_count() == 0
     finally:
         gc.unfreeze()
+
+
+class _Theme:
+    """What jinja_cache reads of MkDocs' theme: a fresh environment from each get_env()."""
+
+    dirs: list[str] = []
+    static_templates: list[str] = []
+    custom_dir = None
+
+    def get_env(self) -> jinja2.Environment:
+        return jinja2.Environment(loader=jinja2.DictLoader({"t.html": "{{ 6 * 7 }}"}))
+
+
+class _ThemeConfig:
+    def __init__(self) -> None:
+        self.theme = _Theme()
+
+
+def test_every_theme_environment_loads_templates_compiled_before(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Material's search plugin and i18n_search make environments of their own.
+    jinja_cache = load_hook("jinja_cache")
+    config = _ThemeConfig()
+    jinja_cache.on_config(config)
+    assert config.theme.get_env().get_template("t.html").render() == "42"
+
+    def no_compiling(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a template compiled again")
+
+    monkeypatch.setattr(jinja2.Environment, "compile", no_compiling)
+    assert config.theme.get_env().get_template("t.html").render() == "42"
