@@ -52,7 +52,7 @@ async def test_each_close_of_a_session_or_store_leaves_only_the_database_file(
     tmp_path: Path,
 ) -> None:
     path = await _filled(tmp_path)
-    for round_ in range(200):
+    for round_ in range(100):
         # Both reader threads (and, for a session, the writer) hold a connection; closing
         # stops them together.
         if round_ % 2:
