@@ -146,6 +146,13 @@ def structure(masked: str) -> Structure:
     )
 
 
+@functools.lru_cache(maxsize=1024)
+def _structure(masked: str) -> Structure:
+    """`structure`, remembered for `check_section` (which only reads it): the English of a
+    section is checked once per language."""
+    return structure(masked)
+
+
 def _ordered_markers(masked: str) -> list[tuple[str, str, str]]:
     found: list[tuple[int, tuple[str, str, str]]] = [
         (m.start(), (m["indent"], m["marker"], " ".join(m["kind"].split())))
@@ -175,7 +182,7 @@ def check_section(english: str, draft: str) -> list[str]:
         >>> check_section("See [docs](a.md).\\n", "[文書](b.md) を参照。\\n")[0]
         "link or image target 'a.md' appears 1 time(s) in the English but 0 in the translation"
     """
-    src, out = structure(english), structure(draft)
+    src, out = _structure(english), _structure(draft)
     findings: list[str] = []
     for name in sorted(set(src.placeholders) | set(out.placeholders)):
         want, got = src.placeholders[name], out.placeholders[name]
@@ -473,22 +480,27 @@ def _lines(where: list[str]) -> str:
 LATIN_RUN_WORDS = 8
 """A run of this many Latin-script words in a translation's prose counts as untranslated."""
 
-_NOT_PROSE = [
-    re.compile(r"^[ \t]{0,3}\[[^\]]+\]:.*$", re.M),  # reference definitions
-    re.compile(r"\]\([^)]*\)"),  # link and image targets
-    re.compile(r"\]\[[^\]]*\]"),  # reference labels
-    re.compile(r"\[[^\]]*\]\[\]"),  # collapsed references show their label
-    re.compile(r"\[\^[^\]]+\]"),  # footnotes
-    re.compile(r"<[^>\n]*>"),  # HTML tags and autolinks
-    re.compile(r"https?://\S+"),
-    re.compile(r"\{[:#.][^}\n]*\}"),  # attribute lists
-    _ICON,
-    PLACEHOLDER_RE,
-    re.compile(r"@@X(?:BLOCK|CODE)_\d+@@"),
-    re.compile(r"^[ \t]*(?:!!!|\?\?\?\+?|===\+?)[ \t]*[\w-]*", re.M),  # marker and type
-    re.compile(r"^[ \t]*(?:<!-- i18n:mermaid \d+|-->|\d+:)(?=[ \t]|$)", re.M),  # label list
-    re.compile(r"^[ \t]*(?:[-*+]|\d+[.)])(?=[ \t])", re.M),  # list bullets and numbers
-    re.compile(r"^ {0,3}#{1,6}(?=[ \t])", re.M),
+# Each pattern with the literals one of which any match of it contains: a text with none of
+# them is not searched (most blocks have no link, tag, icon or marker).
+_NOT_PROSE: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
+    (re.compile(r"^[ \t]{0,3}\[[^\]]+\]:.*$", re.M), ("]:",)),  # reference definitions
+    (re.compile(r"\]\([^)]*\)"), ("](",)),  # link and image targets
+    (re.compile(r"\]\[[^\]]*\]"), ("][",)),  # reference labels
+    (re.compile(r"\[[^\]]*\]\[\]"), ("][]",)),  # collapsed references show their label
+    (re.compile(r"\[\^[^\]]+\]"), ("[^",)),  # footnotes
+    (re.compile(r"<[^>\n]*>"), ("<",)),  # HTML tags and autolinks
+    (re.compile(r"https?://\S+"), ("://",)),
+    (re.compile(r"\{[:#.][^}\n]*\}"), ("{",)),  # attribute lists
+    (_ICON, (":",)),
+    (PLACEHOLDER_RE, ("@@",)),
+    (re.compile(r"@@X(?:BLOCK|CODE)_\d+@@"), ("@@X",)),
+    (  # marker and type
+        re.compile(r"^[ \t]*(?:!!!|\?\?\?\+?|===\+?)[ \t]*[\w-]*", re.M),
+        ("!!!", "???", "==="),
+    ),
+    (re.compile(r"^[ \t]*(?:<!-- i18n:mermaid \d+|-->|\d+:)(?=[ \t]|$)", re.M), (":", "-->")),
+    (re.compile(r"^[ \t]*(?:[-*+]|\d+[.)])(?=[ \t])", re.M), ("",)),  # list bullets, numbers
+    (re.compile(r"^ {0,3}#{1,6}(?=[ \t])", re.M), ("#",)),
 ]
 _NUMBER = re.compile(r"(?<![\w@])\d+(?:[.,]\d+)*")
 _LATIN_WORD = r"[A-Za-z][A-Za-z'’]*(?:-[A-Za-z]+)*"
@@ -497,13 +509,18 @@ _LATIN_RUN = re.compile(
 )
 
 
-@functools.lru_cache(maxsize=256)  # the checks take the prose of one text many times
+@functools.lru_cache(maxsize=4096)  # the checks take the prose of one text many times
 def prose(masked: str) -> str:
     """Return the prose of a masked text: code, link targets, URLs, tags and markup removed."""
-    for pattern in _NOT_PROSE:
-        # a mark no Latin run crosses; the lines stay where they were
-        masked = pattern.sub(lambda m: " \u2022 " + "\n" * m.group(0).count("\n"), masked)
+    for pattern, needs in _NOT_PROSE:
+        if any(literal in masked for literal in needs):
+            # a mark no Latin run crosses; the lines stay where they were
+            masked = pattern.sub(_not_prose_mark, masked)
     return masked
+
+
+def _not_prose_mark(match: re.Match[str]) -> str:
+    return " \u2022 " + "\n" * match.group(0).count("\n")
 
 
 def numbers(masked: str) -> Counter[str]:
@@ -580,31 +597,50 @@ _TABLE_ROW = re.compile(r"^[ \t]*\|")
 def _number_list(masked: str, bare: tuple[Units, str] | None = None) -> list[str]:
     """The numbers of a masked text's prose, in order; with `bare` (units and language), only
     those that carry no unit."""
+    found = _numbers_at(masked)
+    if not found or bare is None:
+        return [value for _, value in found]
+    skip = bare[0].starts(prose(masked), bare[1])
+    return [value for start, value in found if start not in skip]
+
+
+@functools.lru_cache(maxsize=4096)
+def _numbers_at(masked: str) -> tuple[tuple[int, str], ...]:
+    """The numbers of a masked text's prose, each with where it starts in the prose."""
     text = prose(masked)
-    found: list[str] = []
     if _DIGIT.search(text) is None:
-        return found
-    skip = bare[0].starts(text, bare[1]) if bare else set()
+        return ()
+    found: list[tuple[int, str]] = []
     for match in _SIGNED_NUMBER.finditer(text):
-        if match.start() in skip:
-            continue
         value = match.group(0).replace("−", "-")
-        if re.fullmatch(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?", value):
+        if _THOUSANDS.fullmatch(value):
             value = value.replace(",", "")
-        found.append(value.rstrip(".,"))
-    return found
+        found.append((match.start(), value.rstrip(".,")))
+    return tuple(found)
+
+
+_THOUSANDS = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 
 
 def _blocks(masked: str) -> list[tuple[int, str]]:
     """The blocks of a masked text (runs of non-blank lines) with their first line's number."""
+    return list(_block_tuple(masked))
+
+
+@functools.lru_cache(maxsize=1024)
+def _block_tuple(masked: str) -> tuple[tuple[int, str], ...]:
     out: list[tuple[int, str]] = []
     line = 0
-    for part in re.split(r"(\n[ \t]*\n)", masked):
-        if part.strip() and not re.fullmatch(r"\n[ \t]*\n", part):
+    for part in _BLANK_LINE_SPLIT.split(masked):
+        if part.strip() and not _BLANK_LINE.fullmatch(part):
             lead = len(part) - len(part.lstrip("\n"))
             out.append((line + part.count("\n", 0, lead), part))
         line += part.count("\n")
-    return out
+    return tuple(out)
+
+
+_BLANK_LINE_SPLIT = re.compile(r"(\n[ \t]*\n)")
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
 
 
 _LENGTH_UNIT = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’._-]*|[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7a3]")
@@ -910,17 +946,21 @@ def _link_text_findings(english: str, draft: str, lang: str, glossary: Glossary)
     return findings
 
 
-def _repeated_sentences(block: str, shortest: int = 6) -> set[str]:
+@functools.lru_cache(maxsize=2048)
+def _repeated_sentences(block: str, shortest: int = 6) -> frozenset[str]:
     """The sentences (of `shortest` words or characters or more) that a block says more than
     once."""
     seen: set[str] = set()
     twice: set[str] = set()
-    for sentence in re.split(r"(?<=[.!?])\s+|(?<=[。！？])", prose(block)):
+    for sentence in _SENTENCE_END.split(prose(block)):
         key = " ".join(sentence.replace("\u2022", " ").split())
         if _length(key) < max(shortest, 1):
             continue
         (twice if key in seen else seen).add(key)
-    return twice
+    return frozenset(twice)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 
 
 def _block_findings(
@@ -1006,18 +1046,16 @@ def term_uses(
     """
     terms = glossary.terms.get(lang, {})
     used = [term for term in terms if glossary.uses(english_prose, term)]
+    forms = {term: glossary.renderings(lang, term) for term in used}
     out: dict[str, TermUse] = {}
     for term in used:
-        rendered = sum(len(_find_all(draft_prose, f)) for f in glossary.renderings(lang, term))
+        rendered = sum(len(_find_all(draft_prose, f)) for f in forms[term])
         variants: dict[str, list[int]] = {}
         for wrong in glossary.forbid.get(lang, {}).get(term, []):
-            if any(other != term and wrong in glossary.renderings(lang, other) for other in used):
+            if any(other != term and wrong in forms[other] for other in used):
                 continue  # the word is another term's rendering, and that term is used here
             covers = [
-                form
-                for other in used
-                for form in glossary.renderings(lang, other)
-                if wrong in form and wrong != form
+                form for other in used for form in forms[other] if wrong in form and wrong != form
             ]
             text = _hidden(draft_prose, covers)
             lines = sorted({_line(text, i) for i in _find_all(text, wrong)})
@@ -1157,8 +1195,14 @@ def _signature(masked: str, lang: str | None, glossary: Glossary | None) -> set[
     keys = {f"n:{n}" for n in _number_list(masked)} | set(PLACEHOLDER_RE.findall(masked))
     keys |= {f"t:{m['url']}" for m in _LINK_TARGET.finditer(masked)}
     if glossary is not None:
-        keys |= {f"w:{w}" for w in glossary.do_not_translate if _find_all(text, w)}
+        keys |= _names_in(text, tuple(glossary.do_not_translate))
     return keys
+
+
+@functools.lru_cache(maxsize=1024)
+def _names_in(text: str, names: tuple[str, ...]) -> frozenset[str]:
+    """The keys (`w:<name>`) of the do-not-translate `names` that occur in prose `text`."""
+    return frozenset(f"w:{w}" for w in names if _find_all(text, w))
 
 
 def swapped_sections(

@@ -18,6 +18,11 @@ _FRONT_MATTER = re.compile(
 )
 
 
+_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""The safe loader, in C (libyaml) where PyYAML has it: each page and prompt file has a front
+matter, read before the first request goes out."""
+
+
 @dataclass
 class FrontMatter:
     """A page split into its front matter and its body.
@@ -45,7 +50,7 @@ def split_front_matter(text: str) -> FrontMatter:
     raw = match["yaml"]
     try:
         data = (
-            yaml.safe_load(raw + "\n") if raw.strip() else {}
+            yaml.load(raw + "\n", Loader=_YAML_LOADER) if raw.strip() else {}
         )  # a last "|" block keeps its newline
     except yaml.YAMLError as exc:
         raise ValueError(f"front matter is not valid YAML: {exc}") from exc

@@ -22,6 +22,7 @@ their places, so the diagram's code itself never goes through the model.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -188,7 +189,8 @@ def mask(text: str, *, start: int = 1) -> Masked:
         i += 1
     masked.text = "".join(out)
     found = PLACEHOLDER_RE.findall(masked.text)
-    clashes = sorted({name for name in found if name not in masked.code or found.count(name) > 1})
+    seen = Counter(found)
+    clashes = sorted(name for name, n in seen.items() if name not in masked.code or n > 1)
     if clashes:
         raise ValueError(
             f"the text {clashes[0]} appears outside code, but it is the form of a translation "
@@ -211,6 +213,8 @@ def unmask(text: str, code: dict[str, str]) -> str:
         The text with every known placeholder replaced.
     """
 
+    if "<!-- i18n:mermaid" not in text:  # no label list: the code as it is
+        return _unmask_code(text, code)
     relabelled = dict(code)
 
     def _labels(match: re.Match[str]) -> str:
@@ -225,10 +229,20 @@ def unmask(text: str, code: dict[str, str]) -> str:
                 relabelled[name] = block
         return ""
 
-    text = MERMAID_LABELS_RE.sub(_labels, text)
+    return _unmask_code(MERMAID_LABELS_RE.sub(_labels, text), relabelled)
+
+
+_BLOCK_LINE = re.compile(r"(?m)^[ \t]*(?P<name>@@BLOCK_\d+@@)[ \t]*$")
+
+
+def _unmask_code(text: str, code: dict[str, str]) -> str:
+    """Replace each placeholder of `code` in `text` (a block placeholder with its line)."""
+    if "@@" not in text:
+        return text
 
     def _block(match: re.Match[str]) -> str:
-        return relabelled.get(match["name"], match.group(0))
+        return code.get(match["name"], match.group(0))
 
-    text = re.sub(r"(?m)^[ \t]*(?P<name>@@BLOCK_\d+@@)[ \t]*$", _block, text)
-    return PLACEHOLDER_RE.sub(lambda m: relabelled.get(m.group(0), m.group(0)), text)
+    if "@@BLOCK_" in text:
+        text = _BLOCK_LINE.sub(_block, text)
+    return PLACEHOLDER_RE.sub(lambda m: code.get(m.group(0), m.group(0)), text)

@@ -141,6 +141,7 @@ _YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """The safe loader, in C (libyaml) where PyYAML has it: the glossary loads ten times faster."""
 
 
+@functools.lru_cache(maxsize=32768)  # each language's checks ask it of the same English
 def mentions(text: str, term: str) -> bool:
     """Whether English `text` uses `term` (case-insensitive, whole words, a plural allowed, any
     whitespace, a line break included, between the words of a term of several words; see
@@ -149,6 +150,29 @@ def mentions(text: str, term: str) -> bool:
     if not _may_contain(text, _stem(term)[0]):
         return False
     return _mention_pattern(term).search(text) is not None
+
+
+@functools.lru_cache(maxsize=32768)  # each language's checks ask it of the same English
+def _uses(
+    english: str, term: str, senses: tuple[re.Pattern[str], ...], names: tuple[str, ...]
+) -> bool:
+    """`Glossary.uses`: `term` in `english` outside the phrases `senses` and the `names`."""
+    if not _may_contain(english, term):  # what the phrases leave is in the English
+        return False
+    for phrase in senses:
+        english = phrase.sub(" ", english)
+    for pattern in _name_patterns(term, names):
+        english = pattern.sub(" ", english)
+    return mentions(english, term)
+
+
+@functools.lru_cache(maxsize=256)  # the same English page is reviewed in each language
+def _used_words(text: str, words: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(
+        w
+        for w in words
+        if _may_contain(text, w) and re.search(phrase_pattern(w), text, re.I) is not None
+    )
 
 
 @dataclass
@@ -259,13 +283,8 @@ class Glossary:
     def uses(self, english: str, term: str) -> bool:
         """Whether English prose uses `term` as the glossary means it: outside the
         do-not-translate names and the phrases of `other_senses`."""
-        if not _may_contain(english, term):  # what the phrases leave is in the English
-            return False
-        for phrase in self.other_senses.get(term, []):
-            english = phrase.sub(" ", english)
-        for pattern in _name_patterns(term, tuple(self.do_not_translate)):
-            english = pattern.sub(" ", english)
-        return mentions(english, term)
+        senses = tuple(self.other_senses.get(term, ()))
+        return _uses(english, term, senses, tuple(self.do_not_translate))
 
     def renderings(self, lang: str, term: str) -> list[str]:
         """The forms of `term`'s rendering in `lang` that the checks accept."""
@@ -274,7 +293,7 @@ class Glossary:
 
     def used_words(self, text: str) -> list[str]:
         """The do-not-translate words that occur in `text` (a name wrapped over two lines too)."""
-        return [w for w in self.do_not_translate if re.search(phrase_pattern(w), text, re.I)]
+        return list(_used_words(text, tuple(self.do_not_translate)))
 
     def digest(self, lang: str, english: str) -> str:
         """The hash of the entries of `lang` whose English term `english` uses.

@@ -148,6 +148,8 @@ class LanguageRules:
 
 
 _DIGIT = re.compile(r"\d")
+_NUMBER_START = re.compile(r"(?<![\w@.])(?=[-−]?\d)")
+"""Where a number of a unit's pattern (`Units.parse`) may start."""
 
 
 @dataclass
@@ -155,6 +157,9 @@ class Units:
     """Units after numbers: unit name -> per language (`en` included) the pattern of its forms."""
 
     forms: dict[str, dict[str, re.Pattern[str]]] = field(default_factory=dict)
+    _memo: dict[tuple[str, str], list[tuple[str, re.Match[str]]]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @classmethod
     def parse(cls, data: Any, where: str) -> Units:
@@ -181,25 +186,43 @@ class Units:
 
     def starts(self, prose: str, lang: str) -> set[int]:
         """Where the numbers of `prose` that carry a unit start."""
-        if _DIGIT.search(prose) is None:  # no number, no unit after one
-            return set()
-        return {
-            m.start("n")
-            for table in self.forms.values()
-            if lang in table
-            for m in table[lang].finditer(prose)
-        }
+        return {m.start("n") for _, m in self._matches(prose, lang)}
 
     def pairs(self, prose: str, lang: str) -> dict[tuple[str, str], int]:
         """Count the (number, unit) pairs of `prose` in language `lang`."""
         found: dict[tuple[str, str], int] = {}
-        if _DIGIT.search(prose) is None:
+        for unit, m in self._matches(prose, lang):
+            key = (m["n"].replace("−", "-").replace(",", ""), unit)
+            found[key] = found.get(key, 0) + 1
+        return found
+
+    def _matches(self, prose: str, lang: str) -> list[tuple[str, re.Match[str]]]:
+        """Each unit's matches in `prose` (as its pattern's `finditer` finds them), unit by
+        unit; remembered, the English of a section being checked once per language.
+
+        Every match starts where a number may start (`_NUMBER_START`): each unit's pattern is
+        tried only there, instead of being run over the whole text.
+        """
+        key = (prose, lang)
+        found = self._memo.get(key)
+        if found is not None:
             return found
-        for unit, table in self.forms.items():
-            pattern = table.get(lang)
-            if pattern is None:
-                continue
-            for m in pattern.finditer(prose):
-                key = (m["n"].replace("−", "-").replace(",", ""), unit)
-                found[key] = found.get(key, 0) + 1
+        found = []
+        if _DIGIT.search(prose) is not None:  # no number, no unit after one
+            places = [m.start() for m in _NUMBER_START.finditer(prose)]
+            for unit, table in self.forms.items():
+                pattern = table.get(lang)
+                if pattern is None:
+                    continue
+                end = 0
+                for place in places:
+                    if place < end:
+                        continue
+                    m = pattern.match(prose, place)
+                    if m is not None:
+                        found.append((unit, m))
+                        end = m.end()
+        if len(self._memo) > 4096:
+            self._memo.clear()
+        self._memo[key] = found
         return found

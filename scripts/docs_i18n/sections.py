@@ -8,6 +8,7 @@ change also marks its section as changed.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 
 from .markdown_mask import unmask
@@ -30,12 +31,16 @@ def split_sections(masked_body: str) -> list[str]:
     """
     from .headings import find_headings  # headings imports this module
 
-    starts = {h.index for h in find_headings(masked_body) if h.level == 2}
-    sections: list[str] = [""]
-    for i, line in enumerate(re.split(r"(?<=\n)", masked_body)):
-        if i in starts:
-            sections.append("")
-        sections[-1] += line
+    starts = sorted(h.index for h in find_headings(masked_body) if h.level == 2)
+    lines = masked_body.split("\n")
+    if not starts:
+        return [masked_body]
+    # Joined once per section: adding line by line to the last section costs a copy per line.
+    bounds = [0, *starts, len(lines)]
+    sections = [
+        "\n".join(lines[a:b]) + "\n" if b > a else "" for a, b in itertools.pairwise(bounds)
+    ]
+    sections[-1] = sections[-1][:-1]  # the last line has no newline of its own
     return sections
 
 
