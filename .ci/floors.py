@@ -9,8 +9,10 @@ Reads `pyproject.toml`: the requirements of `[project] dependencies` and of ever
 the contributor ones (dev, docs), each of which must declare a floor (`name>=X`). Then, in a new
 venv outside this checkout:
 
-1. installs this project with those extras, every requirement pinned to `==floor`, and the test
-   runner (pytest, pytest-asyncio, pytest-timeout; not pinned: they are not our dependencies);
+1. installs this project with those extras, every requirement pinned to `==floor`, and, when the
+   smoke tests run, the test runner (pytest, pytest-asyncio, pytest-timeout; not pinned: they are
+   not our dependencies); nothing is compiled to bytecode at install (a module is compiled when
+   it is first imported, as pip leaves it to be with `--no-compile`);
 2. imports every public name of `turnstore` (the backends included) from outside the checkout;
 3. runs the README's first example against `python -m turnstore.testing.fake_openai`;
 4. runs the backend smoke tests (the session contract on SQLite, PostgreSQL, PgBouncer, Redis,
@@ -18,7 +20,8 @@ venv outside this checkout:
    installed copy, not `src/`.
 
 Exits 0 when all pass, 1 with the failing step's output otherwise. Service tests follow
-`TURNSTORE_REQUIRE_SERVICES` as the suite does. Needs only Python 3.11+ (the venv has its pip).
+`TURNSTORE_REQUIRE_SERVICES` as the suite does. Needs only Python 3.11+ with pip 22.3+: that pip installs into the
+venv (`pip --python`), which is made without one of its own.
 """
 
 from __future__ import annotations
@@ -162,18 +165,21 @@ def check(root: Path, venv: Path, pins: dict[str, str], extras: list[str], only:
     python = venv / "bin" / "python"
 
     print(f"\n==> floors: {' '.join(sorted(pins.values()))}", flush=True)
-    _run([sys.executable, "-m", "venv", venv], cwd=home, env=env, timeout=120)
+    _run([sys.executable, "-m", "venv", "--without-pip", venv], cwd=home, env=env, timeout=120)
     project = f"{root}[{','.join(extras)}]" if extras else str(root)
     _run(
         [
-            python,
+            sys.executable,
             "-m",
             "pip",
+            "--python",
+            python,
             "install",
             "--quiet",
+            "--no-compile",
             project,
             *pins.values(),
-            *TEST_RUNNER,
+            *(TEST_RUNNER if "smoke" in only else ()),
         ],
         cwd=home,
         env=env,
