@@ -162,7 +162,8 @@ class Job:
         where their translation goes.
 
         Like `excerpt`: the section's heading and the `PATCH_CONTEXT_BLOCKS` blocks nearest the
-        change on each side, with `...` for what is left out. For a patch of some sentences,
+        change on each side (a long one clipped to its lines nearest the change,
+        `PATCH_CONTEXT_CHARS`), with `...` for what is left out. For a patch of some sentences,
         their paragraph with `SENTENCE_GAP` in their place, and no other block.
         """
         context: dict[int, str] = {}
@@ -171,9 +172,12 @@ class Job:
             keep = 0 if sentences else PATCH_CONTEXT_BLOCKS
             before = patch.before
             heading = before[:1] if before and before[0].lstrip().startswith("#") else []
-            near = before[len(heading) :][len(before) - len(heading) - keep :]
+            near = [
+                _clip(b, tail=True)
+                for b in before[len(heading) :][len(before) - len(heading) - keep :]
+            ]
             gap = ["..."] if len(before) - len(heading) > len(near) else []
-            after = patch.after[:keep]
+            after = [_clip(b, tail=False) for b in patch.after[:keep]]
             more = ["..."] if len(patch.after) > len(after) else []
             middle = f"{patch.head}{SENTENCE_GAP}{patch.tail}" if sentences else PATCH_GAP
             parts = [*heading, *gap, *near, middle, *after, *more]
@@ -797,6 +801,30 @@ SELF_REVIEW_CHARS = 400
 """The most English characters a patch may send and still review itself in the translate
 request (`Job.self_review`): about two sentences, where the separate review's instructions and
 JSON schema (some 2,000 characters) would cost several times what it reads."""
+
+
+PATCH_CONTEXT_CHARS = 400
+"""A kept block next to a change that is longer than this (a long list, say) is shown only by
+its lines nearest the change, about this many characters (`Job.patch_context`)."""
+
+
+def _clip(block: str, *, tail: bool) -> str:
+    """`block`, or its lines nearest the change (its last ones when `tail`) up to about
+    `PATCH_CONTEXT_CHARS` characters (at least one line), with `...` for the rest."""
+    if len(block) <= PATCH_CONTEXT_CHARS:
+        return block
+    lines = block.split("\n")
+    ordered = lines[::-1] if tail else lines
+    kept: list[str] = []
+    size = 0
+    for line in ordered:
+        if kept and size + len(line) > PATCH_CONTEXT_CHARS:
+            break
+        kept.append(line)
+        size += len(line) + 1
+    if tail:
+        return "...\n" + "\n".join(kept[::-1])
+    return "\n".join(kept) + "\n..."
 
 
 _REVIEWED_WORDS = re.compile(
