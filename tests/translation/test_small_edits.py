@@ -14,7 +14,8 @@ from typing import Any
 
 from translation_support import RunSite
 
-from docs_i18n.planning import sentence_spans
+from docs_i18n.pages import EnglishPage
+from docs_i18n.planning import Job, Patch, _same_sentences, groups, sentence_spans
 from docs_i18n.prompt import SENTENCE_GAP
 from echo_translator import EchoTranslator
 from turnstore.testing import FakeOpenAIServer
@@ -127,3 +128,28 @@ async def test_a_bad_small_patch_is_caught_repaired_and_then_reviewed(
     for lang in ("ja", "zh"):
         assert "latest" in _read(site / "docs" / lang / PAGE)
     assert "latest" not in _read(site / "docs" / "ko" / PAGE)
+
+
+def test_the_languages_of_a_page_send_the_same_sentences_or_the_paragraph() -> None:
+    """A language whose sentences did not line up sends the paragraph: the others send it
+    too, so one request still serves them all (`groups`)."""
+    page = EnglishPage.parse("p.md", "# Title\n\nOne sentence. Two sentences.\n")
+    wide = Patch(first=1, last=2, english="One sentence. Two sentences.", before=["# T"], after=[])
+    narrow = Patch(
+        first=1, last=2, english="One sentence.", before=["# T"], after=[], tail=" 二。", wide=wide
+    )
+
+    def _jobs(*patches: Patch) -> list[Job]:
+        return [
+            Job(page=page, lang=lang, todo=[0], reuse={}, context=None, patches={0: patch})
+            for lang, patch in zip(LANGS, patches, strict=False)
+        ]
+
+    same = _jobs(narrow, narrow, narrow)
+    _same_sentences(same)
+    assert [job.source(0) for job in same] == ["One sentence."] * 3
+    assert len(groups(same)) == 1
+    mixed = _jobs(narrow, wide, narrow)
+    _same_sentences(mixed)
+    assert [job.source(0) for job in mixed] == ["One sentence. Two sentences."] * 3
+    assert len(groups(mixed)) == 1
