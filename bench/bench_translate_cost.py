@@ -22,12 +22,15 @@ the SDK's run of the middle edit (its cost hardly depends on where the sentence 
 heading renamed, a one-word typo in the longest section: <= 0.15 each). A page whose first
 translation by the echo translator fails the checks prints a SKIP line: it is not measured.
 
-What a small edit sends: the changed paragraphs only, with the kept paragraph on each side of
-them and the neighbouring sections' headings as context; the rules its text needs (the short
-never-translate rule when it has no links, HTML or icons); one request for the three languages
-and one review of them, the review with a shorter list of what to look for. What is left is
-mostly fixed: the instructions, each language's rules, the review's JSON schema, and four
-times the reply, which repeats the whole changed paragraph for a one-word change.
+What a small edit sends: the changed paragraphs only (for a change inside one paragraph whose
+sentences line up with its translation, the changed sentences only, the rest of the paragraph
+as context), with the kept paragraph on each side of them (a long one clipped to its lines
+nearest the change) and the neighbouring sections' headings as context; the rules its text
+needs (the short never-translate rule when it has no links, HTML or icons); one request for the
+three languages. A small patch (`SELF_REVIEW_CHARS`, and no negation or obligation word)
+reviews itself in that request; a larger one gets one review of the three languages, with a
+shorter list of what to look for. What is left is mostly fixed: the instructions, each
+language's rules and the JSON schema of the reply.
 
     pip download --no-deps --no-binary :all: openai-agents==0.24.0 -d /tmp/sdk
     tar xzf /tmp/sdk/openai_agents-0.24.0.tar.gz -C /tmp/sdk

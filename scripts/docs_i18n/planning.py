@@ -20,12 +20,13 @@ from .headings import pin_heading_ids
 from .manifest import Manifest, ManifestEntry, text_hash
 from .markdown_mask import PLACEHOLDER_RE, Masked, block_placeholder, mask, unmask
 from .pages import EnglishPage, english_pages, translated_pages, translation_path
-from .prompt import Glossary
+from .prompt import PATCH_GAP, SENTENCE_GAP, Glossary
 from .sections import section_hash, split_sections
 from .translator import ReplyBook, RetryPolicy
 
 __all__ = [
     "CONTEXT_BLOCKS",
+    "SELF_REVIEW_CHARS",
     "Job",
     "Options",
     "Patch",
@@ -110,6 +111,11 @@ class Patch:
             when blocks were only deleted (`first == last`: nothing to translate).
         before: The translated blocks before them (masked with the page's placeholder names).
         after: The translated blocks after them.
+        head: For a patch of some sentences of one paragraph (`_sentence_patch`), the kept
+            translation of that paragraph before them, with the space after it.
+        tail: Likewise, the kept translation of the paragraph after them.
+        wide: For a patch of some sentences, the patch of their whole paragraph (sent instead
+            when the languages of a page would not send the same English).
     """
 
     first: int
@@ -117,6 +123,9 @@ class Patch:
     english: str
     before: list[str]
     after: list[str]
+    head: str = ""
+    tail: str = ""
+    wide: Patch | None = None
 
 
 @dataclass
@@ -148,21 +157,31 @@ class Job:
     keep: dict[int, str] = field(default_factory=dict)
     recorded: dict[int, str] = field(default_factory=dict)
 
-    def patch_context(self) -> dict[int, tuple[str, str]]:
-        """Section number -> the kept translation just before and after its changed blocks.
+    def patch_context(self) -> dict[int, str]:
+        """Section number -> the kept translation around its changed blocks, with `PATCH_GAP`
+        where their translation goes.
 
         Like `excerpt`: the section's heading and the `PATCH_CONTEXT_BLOCKS` blocks nearest the
-        change on each side, with `...` for what is left out.
+        change on each side (a long one clipped to its lines nearest the change,
+        `PATCH_CONTEXT_CHARS`), with `...` for what is left out. For a patch of some sentences,
+        their paragraph with `SENTENCE_GAP` in their place, and no other block.
         """
-        context: dict[int, tuple[str, str]] = {}
+        context: dict[int, str] = {}
         for n, patch in self.patches.items():
+            sentences = patch.wide is not None
+            keep = 0 if sentences else PATCH_CONTEXT_BLOCKS
             before = patch.before
             heading = before[:1] if before and before[0].lstrip().startswith("#") else []
-            near = before[len(heading) :][-PATCH_CONTEXT_BLOCKS:]
+            near = [
+                _clip(b, tail=True)
+                for b in before[len(heading) :][len(before) - len(heading) - keep :]
+            ]
             gap = ["..."] if len(before) - len(heading) > len(near) else []
-            after = patch.after[:PATCH_CONTEXT_BLOCKS]
+            after = [_clip(b, tail=False) for b in patch.after[:keep]]
             more = ["..."] if len(patch.after) > len(after) else []
-            context[n] = ("\n\n".join([*heading, *gap, *near]), "\n\n".join([*after, *more]))
+            middle = f"{patch.head}{SENTENCE_GAP}{patch.tail}" if sentences else PATCH_GAP
+            parts = [*heading, *gap, *near, middle, *after, *more]
+            context[n] = "\n\n".join(p for p in parts if p.strip()) + "\n"
         return context
 
     def source(self, n: int) -> str:
@@ -174,6 +193,26 @@ class Job:
     def key(self) -> str:
         """`lang/page`, for messages."""
         return f"{self.lang}/{self.page.path}"
+
+    @property
+    def self_review(self) -> bool:
+        """Whether the translate request reviews its own draft, with no review call after it.
+
+        So it is for a small patch: every section sent is a patch (some paragraphs or
+        sentences of a section, the rest kept) and the English sent is at most
+        `SELF_REVIEW_CHARS` characters, where a review call's fixed instructions and schema
+        would cost more than the patch, and says nothing the code checks cannot see changed
+        (`_REVIEWED_WORDS`: a negation, an obligation, a condition). The code checks still
+        run on the draft; a draft that fails them is repaired and then reviewed by a call of
+        its own.
+        """
+        sources = [self.source(n) for n in self.todo]
+        return (
+            bool(self.todo)
+            and all(n in self.patches for n in self.todo)
+            and sum(map(len, sources)) <= SELF_REVIEW_CHARS
+            and not any(map(_REVIEWED_WORDS.search, sources))
+        )
 
     @property
     def edit(self) -> bool:
@@ -254,6 +293,7 @@ def plan(options: Options, manifest: Manifest, glossary: Glossary | None = None)
             else:
                 job = _full_job(page, lang)
             jobs.append(job)
+    _same_sentences(jobs)
     orphans: list[tuple[str, str]] = []
     if options.files is None:
         for lang in options.languages:
@@ -265,6 +305,19 @@ def plan(options: Options, manifest: Manifest, glossary: Glossary | None = None)
                 if gone and (lang, rel) not in orphans and manifest.get(rel, lang) is not None:
                     orphans.append((lang, rel))
     return Plan(jobs=jobs, current=current, unadopted=unadopted, orphans=orphans, pages=pages)
+
+
+def _same_sentences(jobs: list[Job]) -> None:
+    """Widen a patch of some sentences to its paragraph when the languages of its page would
+    not all send the same sentences, so that one request still serves them all (`groups`)."""
+    sources: dict[tuple[str, int], set[str]] = {}
+    for job in jobs:
+        for n, patch in job.patches.items():
+            sources.setdefault((job.page.path, n), set()).add(patch.english)
+    for job in jobs:
+        for n, patch in job.patches.items():
+            if patch.wide is not None and len(sources[(job.page.path, n)]) > 1:
+                job.patches[n] = patch.wide
 
 
 def _blank(section: str) -> bool:
@@ -648,11 +701,139 @@ def _patch(page: EnglishPage, n: int, old_english: str, old_translation: str) ->
         if _placeholders(text) != _placeholders(new[a:b]):
             return None
     english = new[new_spans[first][0] : new_spans[last - 1][1]] if last > first else ""
-    return Patch(first=first, last=last, english=english, before=before, after=after)
+    patch = Patch(first=first, last=last, english=english, before=before, after=after)
+    if len(changes) == 1 and old_last - old_first == 1 and last - first == 1:
+        old_block = Masked(old_masked.text[slice(*old_spans[old_first])], old_masked.code)
+        old_tr = old_translation[slice(*tr_spans[old_first])]
+        return _sentence_patch(patch, old_block, english, old_tr, page.masked.code) or patch
+    return patch
+
+
+_NOT_PROSE = re.compile(r"^(?:[ \t]|[#>|<]|[-*+] |\d+[.)] |!!!|\?\?\?|===|@@BLOCK)", re.M)
+"""A block with a line like this is not a plain paragraph (a list, table, heading, quote,
+admonition, HTML or code block): its sentences are not patched one by one."""
+
+_SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f][\"')\]\u201d\u2019\uff09]*")
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """The spans of the sentences of a paragraph, without the spaces between them.
+
+    A sentence ends at `.`, `!` or `?` (and any closing quote or bracket) followed by a space
+    or a line break, or at the full stop, `！` or `？` of Chinese and Japanese, which need
+    none.
+    """
+    spans: list[tuple[int, int]] = []
+    start = len(text) - len(text.lstrip())
+    for m in _SENTENCE_END.finditer(text):
+        rest = text[m.end() :]
+        if not rest.strip() or m.start() < start:
+            continue
+        if rest[0].isspace() or m[0][0] in "\u3002\uff01\uff1f":
+            spans.append((start, m.end()))
+            start = m.end() + len(rest) - len(rest.lstrip())
+    end = len(text.rstrip())
+    if end > start:
+        spans.append((start, end))
+    return spans
+
+
+def _sentence_patch(
+    patch: Patch, old: Masked, english: str, old_translation: str, code: dict[str, str]
+) -> Patch | None:
+    """`patch` (one paragraph changed) narrowed to the sentences that changed, or `None`.
+
+    Only when alignment is sure: the paragraph is plain prose in both languages, its old
+    English and its translation have the same number of sentences (two or more), the change
+    replaces some of them and keeps others, and every kept translated sentence holds the code
+    placeholders and numbers of the English sentence it stands for.
+    """
+    if _NOT_PROSE.search(english) or _NOT_PROSE.search(old_translation) or "<!--" in english:
+        return None
+    old_spans, new_spans = sentence_spans(old.text), sentence_spans(english)
+    tr_spans = sentence_spans(old_translation)
+    if len(tr_spans) != len(old_spans) or len(old_spans) < 2:
+        return None
+
+    def _key(text: str, code: dict[str, str]) -> str:
+        return " ".join(unmask(text, code).split())
+
+    old_keys = [_key(old.text[a:b], old.code) for a, b in old_spans]
+    new_keys = [_key(english[a:b], code) for a, b in new_spans]
+    changes = [
+        op
+        for op in difflib.SequenceMatcher(None, old_keys, new_keys, autojunk=False).get_opcodes()
+        if op[0] != "equal"
+    ]
+    if not changes:
+        return None
+    i1, i2, j1, j2 = changes[0][1], changes[-1][2], changes[0][3], changes[-1][4]
+    if i2 == i1 or j2 == j1 or j2 - j1 == len(new_spans):
+        return None  # a sentence only added or removed, or nothing kept: the whole paragraph
+    same = len(new_spans) - j2  # sentences kept after the change (before it: i1 == j1)
+    kept = [*zip(range(i1), range(j1), strict=True), *((i2 + k, j2 + k) for k in range(same))]
+    for was, now in kept:
+        tr = old_translation[slice(*tr_spans[was])]
+        en = english[slice(*new_spans[now])]
+        if _placeholders(tr) != _placeholders(en) or _digits(tr) != _digits(en):
+            return None
+    return Patch(
+        first=patch.first,
+        last=patch.last,
+        english=english[new_spans[j1][0] : new_spans[j2 - 1][1]],
+        before=patch.before,
+        after=patch.after,
+        head=old_translation[: tr_spans[i1][0]],
+        tail=old_translation[tr_spans[i2 - 1][1] :],
+        wide=patch,
+    )
+
+
+def _digits(text: str) -> list[str]:
+    return sorted(re.findall(r"\d+", PLACEHOLDER_RE.sub(" ", text)))
 
 
 CONTEXT_BLOCKS = 2
 """How many blocks (paragraphs, lists, tables) of a neighbouring section are sent as context."""
+
+
+SELF_REVIEW_CHARS = 400
+"""The most English characters a patch may send and still review itself in the translate
+request (`Job.self_review`): about two sentences, where the separate review's instructions and
+JSON schema (some 2,000 characters) would cost several times what it reads."""
+
+
+PATCH_CONTEXT_CHARS = 400
+"""A kept block next to a change that is longer than this (a long list, say) is shown only by
+its lines nearest the change, about this many characters (`Job.patch_context`)."""
+
+
+def _clip(block: str, *, tail: bool) -> str:
+    """`block`, or its lines nearest the change (its last ones when `tail`) up to about
+    `PATCH_CONTEXT_CHARS` characters (at least one line), with `...` for the rest."""
+    if len(block) <= PATCH_CONTEXT_CHARS:
+        return block
+    lines = block.split("\n")
+    ordered = lines[::-1] if tail else lines
+    kept: list[str] = []
+    size = 0
+    for line in ordered:
+        if kept and size + len(line) > PATCH_CONTEXT_CHARS:
+            break
+        kept.append(line)
+        size += len(line) + 1
+    if tail:
+        return "...\n" + "\n".join(kept[::-1])
+    return "\n".join(kept) + "\n..."
+
+
+_REVIEWED_WORDS = re.compile(
+    r"\b(?:not|never|no|none|nothing|nor|neither|without|cannot|unless|except|must|may|might|"
+    r"should|shall)\b|n't\b",
+    re.I,
+)
+"""Words whose loss or flip the code checks cannot see (a negation, an obligation, a
+condition): a patch whose English has one is reviewed by a call of its own."""
 
 
 PATCH_CONTEXT_BLOCKS = 1

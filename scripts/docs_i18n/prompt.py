@@ -14,6 +14,7 @@ import hashlib
 import json
 import re
 import string
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,10 @@ SECTION_MARKER_RE = re.compile(r"^<!-- i18n:section (?P<n>\d+) -->[ \t]*$", re.M
 
 PATCH_GAP = "(changed paragraphs)"
 """Where the translation of a patched section's changed blocks goes, in the context."""
+
+SENTENCE_GAP = "(changed sentences)"
+"""Where the translation of a paragraph's changed sentences goes, in the context (a patch of
+some sentences of one paragraph)."""
 
 
 def section_marker(n: int) -> str:
@@ -465,6 +470,7 @@ class PromptSet:
         *,
         edit: bool,
         lists: tuple[str, str] | None = None,
+        self_review: bool = False,
     ) -> dict[str, bool]:
         """Which parts of the instructions (`Template`) a request needs.
 
@@ -481,6 +487,8 @@ class PromptSet:
             edit: Whether only some sections of the page are sent (a section edit, with the
                 neighbours as context) rather than the whole page.
             lists: `glossary_lists(langs, text)` if the caller has them already.
+            self_review: Whether the request reviews its own draft, with no review call after
+                it (a small patch: `Job.self_review`): the workflow then lists what to check.
         """
         words, terms = lists or self.glossary_lists(langs, text)
         every = text is None
@@ -496,6 +504,7 @@ class PromptSet:
         return {
             "whole": not edit,
             "edit": edit,
+            "self_review": edit and self_review,
             "single": len(langs) == 1,
             "batch": len(langs) > 1,
             "content": any(
@@ -504,7 +513,14 @@ class PromptSet:
             "plain": not needs["markup"],
         } | needs
 
-    def instructions(self, langs: list[str], text: str | None = None, *, edit: bool = False) -> str:
+    def instructions(
+        self,
+        langs: list[str],
+        text: str | None = None,
+        *,
+        edit: bool = False,
+        self_review: bool = False,
+    ) -> str:
         """Return the instructions (role, rules, language rules, glossary, workflow).
 
         Args:
@@ -513,6 +529,7 @@ class PromptSet:
             text: The English text the request carries: only the glossary entries it uses and
                 the rules its content needs are included. `None` includes everything.
             edit: Whether the request carries only some sections of the page (`conditions`).
+            self_review: Whether the request reviews its own draft (`conditions`).
         """
         if not edit:
             text = None  # whole pages: the same instructions for every page (`conditions`)
@@ -522,16 +539,25 @@ class PromptSet:
                 f"## {LANGUAGES[lang]} ({lang})\n\n{self.per_language[lang].strip()}"
                 for lang in langs
             )
-        return self._fill(self.common, langs, text, edit=edit, language_rules=rules)
+        return self._fill(
+            self.common, langs, text, edit=edit, self_review=self_review, language_rules=rules
+        )
 
     def _fill(
-        self, template: Template, langs: list[str], text: str | None, *, edit: bool, **values: str
+        self,
+        template: Template,
+        langs: list[str],
+        text: str | None,
+        *,
+        edit: bool,
+        self_review: bool = False,
+        **values: str,
     ) -> str:
         """Fill `template` for a request carrying `text`: its conditions, the glossary entries
         it uses and the language names, with `values`."""
         words, terms = self.glossary_lists(langs, text)
         return template.fill(
-            self.conditions(langs, text, edit=edit, lists=(words, terms)),
+            self.conditions(langs, text, edit=edit, lists=(words, terms), self_review=self_review),
             language=language_names(langs),
             do_not_translate=words,
             term_list=terms,
@@ -543,7 +569,7 @@ class PromptSet:
         langs: list[str],
         page: str,
         sections: dict[int, str],
-        contexts: dict[str, Context],
+        contexts: Mapping[str, Context],
         keep: dict[int, str] | None = None,
     ) -> str:
         """Return the user message asking for `sections` (number -> masked English text).
@@ -565,12 +591,14 @@ class PromptSet:
         )
         shown = {lang: _context_sections(*contexts.get(lang, (None, {}))) for lang in langs}
         patched = any(contexts.get(lang, (None, {}))[1] for lang in langs)
+        sentences = any(SENTENCE_GAP in text for text in shown.values())
         if len(langs) > 1:
             return self.task_batch.fill(
-                {"context": any(shown.values()), "patch": patched},
+                {"context": any(shown.values()), "patch": patched, "sentences": sentences},
                 languages=language_names(langs),
                 page=page,
                 gap=PATCH_GAP,
+                sentence_gap=SENTENCE_GAP,
                 translations="".join(f"<{k}>\n{v}</{k}>\n\n" for k, v in shown.items() if v),
                 sections=body,
             )
@@ -578,7 +606,11 @@ class PromptSet:
         context = ""
         if shown[langs[0]]:
             context = self.context.fill(
-                {"patch": patched}, language=language, translation=shown[langs[0]], gap=PATCH_GAP
+                {"patch": patched, "sentences": sentences},
+                language=language,
+                translation=shown[langs[0]],
+                gap=PATCH_GAP,
+                sentence_gap=SENTENCE_GAP,
             )
         if keep:
             kept = "".join(
@@ -626,9 +658,10 @@ class PromptSet:
         return self.review_repair.fill(findings="\n".join(f"- {f}" for f in findings))
 
 
-Context = tuple[dict[int, str] | None, dict[int, tuple[str, str]] | None]
+Context = tuple[Mapping[int, str] | None, Mapping[int, str] | None]
 """One language's context of a request: the neighbouring sections' current translation, and
-the current translation around each patched section's changed blocks (`PromptSet.task_message`)."""
+the current translation around each patched section's changed blocks, with `PATCH_GAP` or
+`SENTENCE_GAP` where they go (`Job.patch_context`, `PromptSet.task_message`)."""
 
 
 def language_names(langs: list[str]) -> str:
@@ -684,12 +717,9 @@ def parse_batch_reply(text: str, langs: list[str], sections: list[int]) -> dict[
 
 
 def _context_sections(
-    neighbours: dict[int, str] | None, patches: dict[int, tuple[str, str]] | None = None
+    neighbours: Mapping[int, str] | None, patches: Mapping[int, str] | None = None
 ) -> str:
-    shown: dict[int, str] = dict(neighbours or {})
-    for n, (before, after) in (patches or {}).items():
-        parts = [before, PATCH_GAP, after]
-        shown[n] = "\n\n".join(p for p in parts if p.strip()) + "\n"
+    shown: dict[int, str] = dict(neighbours or {}) | dict(patches or {})
     return "".join(f"<!-- section {n} -->\n{_ensure_newline(t)}" for n, t in sorted(shown.items()))
 
 

@@ -5,7 +5,9 @@ Requests run concurrently up to `Options.concurrency`; each page and language is
 1. draft: the changed sections, checked by code (structure and meaning-bearing tokens); a draft
    that fails goes back with the findings, up to `Options.max_repairs` times;
 2. review (unless `--no-review`): a second call reads the English and the draft side by side and
-   returns structured findings; those whose quotes do not occur are discarded;
+   returns structured findings; those whose quotes do not occur are discarded. A small patch
+   (`Job.self_review`) is reviewed in its translate request instead, unless its draft needed a
+   repair;
 3. one repair round for the blocking findings, checked by code and reviewed again;
 4. write, two-phase with the manifest, so that a run killed anywhere can be resumed.
 
@@ -82,14 +84,15 @@ def _full_draft(job: Job, n: int, reply: str) -> str:
 
     For a patched section the reply translates the changed blocks only; the kept translated
     blocks are put around it, each in the place of its English block, with the English
-    section's blank lines between blocks.
+    section's blank lines between blocks. For a patch of some sentences of a paragraph, the
+    reply goes between the kept translation of that paragraph's other sentences.
     """
     english = job.page.sections[n]
     patch = job.patches.get(n)
     if patch is None:
         return _fit(reply, english)
     spans = blocks(english)
-    pieces = [*patch.before, reply.strip("\n"), *patch.after]
+    pieces = [*patch.before, patch.head + reply.strip("\n") + patch.tail, *patch.after]
     owners = [*range(patch.first), patch.first, *range(patch.last, len(spans))]
     out: list[str] = []
     cursor = 0
@@ -326,12 +329,23 @@ class _Conversation:
     job: Job
     run: _Run
     messages: list[dict[str, str]] = field(default_factory=list)
+    repaired: bool = False
+    """Whether the last `draft` needed a repair (its first reply failed the code checks)."""
+
+    @property
+    def reviewed_in_draft(self) -> bool:
+        """Whether the draft was reviewed by the translate request itself (`Job.self_review`)
+        and passed the code checks at once: no review call follows. A draft that needed a
+        repair is reviewed by a call of its own."""
+        return self.job.self_review and not self.repaired
 
     @property
     def instructions(self) -> str:
         job = self.job
         english = "".join(job.source(n) for n in job.todo)
-        return self.run.prompts.instructions([job.lang], english, edit=job.edit)
+        return self.run.prompts.instructions(
+            [job.lang], english, edit=job.edit, self_review=job.self_review
+        )
 
     def start(self) -> None:
         """Begin with this job's own task message."""
@@ -374,6 +388,7 @@ class _Conversation:
             if cut_off and findings:
                 findings.insert(0, f"the reply was cut off ({cut_off}): return all of it")
             if not findings:
+                self.repaired = attempt > 0
                 return {n: sections[n] for n in self.job.todo}
             if attempt < rounds:
                 self.run.reporter.note(
@@ -503,9 +518,14 @@ async def _run_jobs(run: _Run, jobs: list[Job]) -> None:
 
     drafted = await asyncio.gather(*(_draft(talk) for talk in talks))
     done = {t.job.lang: (t, d) for t, d in zip(talks, drafted, strict=True) if d is not None}
-    blockers: dict[str, list[Finding]] = {}
-    if run.options.review and done:
-        blockers = await _review_all(run, [t for t, _ in done.values()], done, key)
+    # a small patch whose draft passed the code checks at once was reviewed in its request
+    blockers: dict[str, list[Finding]] = {
+        lang: [] for lang, (t, _) in done.items() if t.reviewed_in_draft
+    }
+    unreviewed = {lang: d for lang, d in done.items() if lang not in blockers}
+    if run.options.review and unreviewed:
+        talks_left = [t for t, _ in unreviewed.values()]
+        blockers |= await _review_all(run, talks_left, unreviewed, key)
 
     async def _finish(talk: _Conversation, drafts: dict[int, str]) -> None:
         try:
@@ -535,7 +555,9 @@ async def _translate_together(
     try:
         reply = await run.call(
             key,
-            prompts.instructions(langs, "".join(sections.values()), edit=True),
+            prompts.instructions(
+                langs, "".join(sections.values()), edit=True, self_review=head.self_review
+            ),
             [
                 {
                     "role": "user",

@@ -437,8 +437,9 @@ def dry_run(options: Options, *, verbose: bool = False) -> list[str]:
     """Describe what a run would send, with estimated tokens and cost; no API call.
 
     The review pass (unless `options.review` is off) is estimated as one call per request that
-    sends sections: the English and the drafts in, a short list of findings out. A section
-    edit in several languages is one request and one review (`planning.groups`).
+    sends sections: the English and the drafts in, a short list of findings out; a small patch
+    reviews itself in its request (`Job.self_review`). A section edit in several languages is
+    one request and one review (`planning.groups`).
     """
     manifest = _load(options)
     the_plan = plan(options, manifest)
@@ -454,7 +455,9 @@ def dry_run(options: Options, *, verbose: bool = False) -> list[str]:
         english = "".join(sections.values())
         contexts = {j.lang: (j.context, j.patch_context()) for j in jobs}
         keep = job.keep if len(jobs) == 1 else None
-        instructions = prompts.instructions(langs, english, edit=job.edit)
+        instructions = prompts.instructions(
+            langs, english, edit=job.edit, self_review=job.self_review
+        )
         task = prompts.task_message(langs, job.page.path, sections, contexts, keep)
         review = prompts.review_instructions(langs, english, edit=job.edit)
         tokens_in = estimate_tokens(instructions) + estimate_tokens(task) if job.todo else 0
@@ -467,7 +470,7 @@ def dry_run(options: Options, *, verbose: bool = False) -> list[str]:
         total_in += tokens_in
         total_out += tokens_out
         calls += 1 if job.todo else 0
-        if job.todo and options.review:
+        if job.todo and options.review and not job.self_review:
             review_in += estimate_tokens(review)
             review_in += source + tokens_out // 3
             review_out += estimate_output_tokens(

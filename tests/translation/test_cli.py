@@ -311,8 +311,10 @@ def test_no_review_and_report_on_the_command_line(
     assert echo.reviews == []
     assert "review calls" not in result.stdout
     assert json.loads(report.read_text(encoding="utf-8"))["review"]["calls"] == 0
+    # a negation: a small edit that is still reviewed by a call of its own (`Job.self_review`)
+    added = "\nA session is never shared between runners.\n"
     (site / "docs" / "index.md").write_text(
-        (site / "docs" / "index.md").read_text(encoding="utf-8") + "\nMore.\n", encoding="utf-8"
+        (site / "docs" / "index.md").read_text(encoding="utf-8") + added, encoding="utf-8"
     )
     result = run_main(*args, "--review-model", "o4-mini", **env)
     assert result.returncode == 0, result.stderr

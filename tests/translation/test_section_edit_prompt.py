@@ -99,7 +99,8 @@ def _all_terms(prompts: PromptSet, english: str) -> list[str]:
 async def test_a_paragraph_edit_sends_the_paragraph_its_section_and_neighbours_in_context(
     site: Path, echo: EchoTranslator, run_site: RunSite, fake_openai: FakeOpenAIServer
 ) -> None:
-    new = "Install the redis extra and point the Runner's session at your server:"
+    # "must": a small edit that is still reviewed by a call of its own (`Job.self_review`)
+    new = "Install the redis extra and point the Runner's session at your server, which must run:"
     before: dict[str, str] = {}
     page, drafts, reviews = await _edit_run(
         site,
