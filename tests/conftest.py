@@ -164,12 +164,15 @@ SERVICE_FIXTURES = frozenset(
 )
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark tests by the fixtures they need, so that `-m` selects them without a hand-made mark.
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark tests by the fixtures they need, so that `-m` selects them without a hand-made mark,
+    then, under `pytest -n`, start the slowest tests first, spread over the workers.
 
     A service's URL makes a test `services`, Chromium makes it `browser`, and the built site
     (a whole `mkdocs build` to wait for) makes it `slow`.
     """
+    heavy = [item for item in items if item.get_closest_marker("slow")]
     for item in items:
         needs = set(getattr(item, "fixturenames", ()))
         if needs & SERVICE_FIXTURES:
@@ -178,3 +181,33 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.browser)
         if "built_site" in needs:
             item.add_marker(pytest.mark.slow)
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    if workers > 1:
+        items[:] = heavy_first_in_each_share(items, heavy, workers)
+
+
+def heavy_first_in_each_share(
+    items: list[pytest.Item], heavy: list[pytest.Item], workers: int
+) -> list[pytest.Item]:
+    """`items` reordered so that each worker's first share begins with its part of `heavy`.
+
+    `--dist worksteal` first hands worker k the k-th of `workers` near-equal runs of the
+    collection, then moves tests from the end of a busy worker's queue to an idle one. A test
+    that runs for minutes (a fresh venv, eight writer processes) and starts last would hold the
+    whole run up: dealt round-robin to the front of each share, every one of them starts at
+    once and the short tests fill in around them. Every worker sees the same collection, so
+    every worker computes the same order, as xdist requires.
+    """
+    chosen = {id(item) for item in heavy}
+    rest = iter([item for item in items if id(item) not in chosen])
+    ordered: list[pytest.Item] = []
+    remaining = len(items)
+    for share in range(workers):
+        size = remaining // (workers - share)
+        first = heavy[share::workers]
+        ordered += first
+        ordered += [item for _, item in zip(range(size - len(first)), rest, strict=False)]
+        remaining -= size
+    ordered += list(rest)
+    assert len(ordered) == len(items)
+    return ordered
