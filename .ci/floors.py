@@ -20,8 +20,8 @@ venv outside this checkout:
    installed copy, not `src/`.
 
 Exits 0 when all pass, 1 with the failing step's output otherwise. Service tests follow
-`TURNSTORE_REQUIRE_SERVICES` as the suite does. Needs only Python 3.11+ with pip 22.3+: that pip installs into the
-venv (`pip --python`), which is made without one of its own.
+`TURNSTORE_REQUIRE_SERVICES` as the suite does. Needs only Python 3.11+ with pip 22.3+: that
+pip installs into the venv (`pip --python`), which is made without one of its own.
 """
 
 from __future__ import annotations

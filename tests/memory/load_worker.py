@@ -14,6 +14,7 @@ Usage: load_worker.py BACKEND URL NAMESPACE WORKER MODE COUNT
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 
 from turnstore import RedisSession, Session, SQLAlchemySession
@@ -53,6 +54,32 @@ async def load(backend: str, url: str, namespace: str, worker: int, count: int) 
         for session in sessions:
             await session.close()  # type: ignore[attr-defined]
     print("done", flush=True)
+
+
+async def run_writers(backend: str, url: str, namespace: str, processes: int, count: int) -> None:
+    """Run `processes` load writers of `count` batches each, started together once every one of
+    them is connected; fail with a writer's error output if one fails."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    workers = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            __file__,
+            *(backend, url, namespace, str(w), "load", str(count)),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+        )
+        for w in range(processes)
+    ]
+    for worker in workers:  # every worker connected, then all start at once
+        assert worker.stdout is not None
+        ready = await asyncio.wait_for(worker.stdout.readline(), timeout=120)
+        assert ready == b"ready\n", (ready, (await worker.communicate())[1].decode())
+    results = await asyncio.gather(*(w.communicate(b"go\n") for w in workers))
+    for worker, (out, err) in zip(workers, results, strict=True):
+        assert worker.returncode == 0, err.decode()
+        assert out.decode().strip() == "done"
 
 
 async def kill_target(backend: str, url: str, namespace: str, size: int) -> None:

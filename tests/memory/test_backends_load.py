@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from load_worker import open_session, sql_tables
+from load_worker import open_session, run_writers, sql_tables
 
 from support.backends import delete_prefix, drop_tables
 
@@ -80,7 +80,6 @@ async def spawn(*args: str) -> asyncio.subprocess.Process:
         sys.executable,
         str(WORKER),
         *args,
-        stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env=env,
@@ -93,17 +92,7 @@ async def test_eight_processes_lose_nothing_and_keep_order(
     kind, url, namespace = backend
     # Create the tables once up front, so that the workers only race on writes.
     await read(kind, url, namespace, "warm-up")
-    workers = [
-        await spawn(kind, url, namespace, str(w), "load", str(CALLS)) for w in range(PROCESSES)
-    ]
-    for worker in workers:  # every worker connected, then all start at once
-        assert worker.stdout is not None
-        ready = await asyncio.wait_for(worker.stdout.readline(), timeout=120)
-        assert ready == b"ready\n", (ready, (await worker.communicate())[1].decode())
-    results = await asyncio.gather(*(w.communicate(b"go\n") for w in workers))
-    for worker, (out, err) in zip(workers, results, strict=True):
-        assert worker.returncode == 0, err.decode()
-        assert out.decode().strip() == "done"
+    await run_writers(kind, url, namespace, PROCESSES, CALLS)
 
     seen: Counter[tuple[int, int, int]] = Counter()
     switches = 0  # batches that follow another writer's: the writers raced, not took turns

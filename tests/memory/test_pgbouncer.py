@@ -6,15 +6,11 @@ round trip run through PgBouncer too (tests/memory/test_backends_load.py, tests/
 
 from __future__ import annotations
 
-import asyncio
-import os
-import sys
 import uuid
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
-from load_worker import sql_tables
+from load_worker import run_writers, sql_tables
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -26,8 +22,6 @@ from turnstore.memory.sqlalchemy.session import create_engine_for_url
 from turnstore.testing import SessionConformanceTests
 
 pytestmark = pytest.mark.services
-
-WORKER = Path(__file__).with_name("load_worker.py")
 
 
 def without_flag(url: str) -> str:
@@ -122,27 +116,7 @@ async def test_concurrent_processes_through_pgbouncer_detected_without_the_flag(
     """6 processes adding and reading through PgBouncer, no URL flag: detected, nothing is lost."""
     namespace = tables[0].removesuffix("_s")
     url = without_flag(pgbouncer_url)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    workers = [
-        await asyncio.create_subprocess_exec(
-            sys.executable,
-            str(WORKER),
-            "pgbouncer",
-            url,
-            namespace,
-            str(w),
-            "load",
-            "60",
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=env,
-        )
-        for w in range(6)
-    ]
-    results = await asyncio.gather(*(w.communicate() for w in workers))
-    for worker, (out, err) in zip(workers, results, strict=True):
-        assert worker.returncode == 0, err.decode()
-        assert out.decode().strip() == "done"
+    await run_writers("pgbouncer", url, namespace, 6, 60)
     total = 0
     for n in range(4):
         async with SQLAlchemySession.from_url(
