@@ -279,19 +279,40 @@ def test_a_manifest_of_the_wrong_shape_is_a_clear_error(site: Path) -> None:
     assert 'pages["index.md"]["ja"]["sections"] must be a list of hashes' in result.stderr
 
 
-async def test_a_hand_fix_that_split_a_paragraph_survives_and_is_carried_as_the_text_to_keep(
-    site: Path, echo: EchoTranslator, run_site: RunSite, fake_openai: FakeOpenAIServer
-) -> None:
+async def _split_by_hand(run_site: RunSite, site: Path) -> tuple[Path, str]:
+    """Translate the page into Korean, then split the paragraph of `#history-limits` in two,
+    as a native speaker fixing the text would; returns the translation and its split text."""
     assert (await run_site(languages=["ko"])).code == 0
     target = site / "docs" / "ko" / PAGE
-    english = site / "docs" / PAGE
     text = _read(target)
     start = text.index("{#history-limits")
     paragraph = text.index("\n\n", start) + 2
     line_end = text.index("\n", paragraph)
-    # the maintainer splits the section's paragraph in two: one more paragraph than the English
     fixed = text[:line_end] + "\n\n해당" + text[line_end + 1 :]
     _write(target, fixed)
+    return target, fixed
+
+
+async def _kept_after_its_own_english_changes(
+    site: Path, echo: EchoTranslator, run_site: RunSite, fake_openai: FakeOpenAIServer
+) -> str:
+    """Edit the prose of the split section's English and rerun: that section alone is sent,
+    and this returns the translation it carries as the text to keep."""
+    english = site / "docs" / PAGE
+    _write(english, _read(english).replace("newest 20 items.", "newest 20 items only."))
+    first = len(fake_openai.requests_to("/v1/responses"))
+    assert (await run_site(languages=["ko"])).code == 0
+    assert echo.calls[-1] == ("ko", PAGE, [6])
+    task = _task_messages(fake_openai, first)[0]
+    return task.split("<translation_to_keep>\n")[1].split("</translation_to_keep>")[0]
+
+
+async def test_a_hand_fix_that_split_a_paragraph_survives_and_is_carried_as_the_text_to_keep(
+    site: Path, echo: EchoTranslator, run_site: RunSite, fake_openai: FakeOpenAIServer
+) -> None:
+    # the maintainer splits the section's paragraph in two: one more paragraph than the English
+    target, fixed = await _split_by_hand(run_site, site)
+    english = site / "docs" / PAGE
 
     echo.calls.clear()
     assert (await run_site(languages=["ko"])).code == 0
@@ -308,28 +329,9 @@ async def test_a_hand_fix_that_split_a_paragraph_survives_and_is_carried_as_the_
     assert "limit=30)" in now
 
     # the prose of the fixed section changes: the split text goes as the translation to keep
-    _write(english, _read(english).replace("newest 20 items.", "newest 20 items only."))
-    first = len(fake_openai.requests_to("/v1/responses"))
-    assert (await run_site(languages=["ko"])).code == 0
-    assert echo.calls[-1] == ("ko", PAGE, [6])
-    task = _task_messages(fake_openai, first)[0]
-    kept = task.split("<translation_to_keep>\n")[1].split("</translation_to_keep>")[0]
+    kept = await _kept_after_its_own_english_changes(site, echo, run_site, fake_openai)
     assert "<!-- section 6 -->" in kept
     assert "\n\n해당" in kept
-
-
-async def _split_by_hand(run_site: RunSite, site: Path) -> tuple[Path, str]:
-    """Translate the page into Korean, then split the paragraph of `#history-limits` in two,
-    as a native speaker fixing the text would; returns the translation and its split text."""
-    assert (await run_site(languages=["ko"])).code == 0
-    target = site / "docs" / "ko" / PAGE
-    text = _read(target)
-    start = text.index("{#history-limits")
-    paragraph = text.index("\n\n", start) + 2
-    line_end = text.index("\n", paragraph)
-    fixed = text[:line_end] + "\n\n해당" + text[line_end + 1 :]
-    _write(target, fixed)
-    return target, fixed
 
 
 def _adopt_split(site: Path) -> None:
@@ -413,12 +415,7 @@ async def test_a_vouched_split_survives_a_rerun_after_an_english_edit_elsewhere(
     assert checked.returncode == 0, checked.stdout
 
     # its own English changes: the vouched split text goes as the translation to keep
-    _write(english, _read(english).replace("newest 20 items.", "newest 20 items only."))
-    first = len(fake_openai.requests_to("/v1/responses"))
-    assert (await run_site(languages=["ko"])).code == 0
-    assert echo.calls[-1] == ("ko", PAGE, [6])
-    task = _task_messages(fake_openai, first)[0]
-    kept = task.split("<translation_to_keep>\n")[1].split("</translation_to_keep>")[0]
+    kept = await _kept_after_its_own_english_changes(site, echo, run_site, fake_openai)
     assert "<!-- section 6 -->" in kept
     assert "\n\n해당" in kept
     checked = _cli(site, "--check", "--lang", "ko")
