@@ -25,8 +25,7 @@ OPENING = 1
 class Slots:
     """At most `size` holders at once; the waiting ones are served by priority, then in order.
 
-    Use `slot(priority)` as an async context manager; `async with slots` takes a slot as a
-    follow-up.
+    Use `slot(priority)` as an async context manager (a follow-up's slot without one).
     """
 
     def __init__(self, size: int) -> None:
@@ -37,20 +36,10 @@ class Slots:
         self._order = itertools.count()
         self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []
 
-    def slot(self, priority: int) -> _Slot:
-        """A context manager that holds one slot, taken with `priority` (lower goes first)."""
+    def slot(self, priority: int = FOLLOW_UP) -> _Slot:
+        """A context manager that holds one slot, taken with `priority` (lower goes first);
+        reusable, as a request's retries each hold it anew."""
         return _Slot(self, priority)
-
-    async def __aenter__(self) -> None:
-        await self.acquire(FOLLOW_UP)
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.release()
 
     async def acquire(self, priority: int) -> None:
         """Take a slot, waiting behind the holders' releases if none is free."""

@@ -128,5 +128,5 @@ async def test_a_cancelled_waiter_gives_its_slot_on() -> None:
         await waiting
     await asyncio.wait_for(after, 5)  # the slot went on to the next waiter
     slots.release()
-    async with slots:
+    async with slots.slot():
         pass
