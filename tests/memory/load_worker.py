@@ -56,21 +56,25 @@ async def load(backend: str, url: str, namespace: str, worker: int, count: int) 
     print("done", flush=True)
 
 
+async def spawn(*args: str) -> asyncio.subprocess.Process:
+    """This script in a child process with `args`, its stdin, stdout and stderr piped, importing
+    what this process imports."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        __file__,
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+
+
 async def run_writers(backend: str, url: str, namespace: str, processes: int, count: int) -> None:
     """Run `processes` load writers of `count` batches each, started together once every one of
     them is connected; fail with a writer's error output if one fails."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     workers = [
-        await asyncio.create_subprocess_exec(
-            sys.executable,
-            __file__,
-            *(backend, url, namespace, str(w), "load", str(count)),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=env,
-        )
-        for w in range(processes)
+        await spawn(backend, url, namespace, str(w), "load", str(count)) for w in range(processes)
     ]
     for worker in workers:  # every worker connected, then all start at once
         assert worker.stdout is not None

@@ -15,24 +15,20 @@ The connection-dropped-by-the-server cases live in test_sqlalchemy_session.py
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import sys
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
 from itertools import pairwise
-from pathlib import Path
 from typing import Any
 
 import pytest
-from load_worker import open_session, run_writers, sql_tables
+from load_worker import open_session, run_writers, spawn, sql_tables
 
 from support.backends import delete_prefix, drop_tables
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
-WORKER = Path(__file__).with_name("load_worker.py")
 PROCESSES = 8
 CALLS = 160  # a multiple of 4: each shared session gets CALLS // 4 batches of each writer
 KILL_BATCH = 200
@@ -72,18 +68,6 @@ async def read(kind: str, url: str, namespace: str, session_id: str) -> list[Any
         return list(await session.get_items())
     finally:
         await session.close()  # type: ignore[attr-defined]
-
-
-async def spawn(*args: str) -> asyncio.subprocess.Process:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(WORKER),
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-    )
 
 
 async def test_eight_processes_lose_nothing_and_keep_order(
