@@ -1,10 +1,12 @@
-"""Without the extras the package still imports; their names say what to install."""
+"""What `import turnstore` leaves for first use: the extras, which their names say how to install,
+and the `openai` package, which only the agent layer and the OpenAI-backed sessions import."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 # Setting a module to None in sys.modules makes importing it raise ImportError, as if the extra
 # were not installed.
@@ -110,3 +112,61 @@ def test_encrypted_session_without_its_extra_names_the_install_command() -> None
     )
     assert done.returncode == 0, done.stderr
     assert "pip install 'turnstore[encryption]'" in done.stdout, done.stdout
+
+
+# Stores sessions, reads them back and runs the `turnstore` command (its console script calls
+# `turnstore.cli.main`), then reports whether any of it imported openai.
+_STORE_ONLY = """
+import asyncio, contextlib, io, sys
+import turnstore
+from turnstore import SessionSettings, SQLiteSession, load_history
+import turnstore.cli
+
+async def main():
+    session = SQLiteSession("s1", {db!r}, session_settings=SessionSettings(limit=5))
+    await session.add_items([{{"role": "user", "content": "hi"}}])
+    history = await load_history(session, session.session_settings)
+    session.close()
+    return [item["content"] for item in history]
+
+print(asyncio.run(main()))
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    for argv in (["--help"], ["--db", {db!r}, "list"], ["--db", {db!r}, "show", "s1"]):
+        try:
+            turnstore.cli.main(argv)
+        except SystemExit as exc:
+            assert exc.code in (0, None), (argv, exc.code)
+assert "s1" in out.getvalue(), out.getvalue()
+print("openai" in sys.modules)
+from turnstore import Agent, Runner, TResponseInputItem
+from openai.types.responses import ResponseInputItemParam
+print(Agent.__name__, Runner.__name__, TResponseInputItem is ResponseInputItemParam)
+"""
+
+
+def test_storing_sessions_and_the_cli_do_not_import_openai(tmp_path: Path) -> None:
+    code = _STORE_ONLY.format(db=str(tmp_path / "lazy-openai.db"))
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["['hi']", "False", "Agent Runner True"]
+
+
+def test_without_openai_the_agent_layer_fails_as_a_broken_install() -> None:
+    # openai is a dependency, not an extra: its absence is reported as it is, with no install
+    # hint, and what does not need it keeps working.
+    done = _run(
+        """
+        sys.modules["openai"] = None
+        from turnstore import SQLiteSession
+        print(SQLiteSession.__name__)
+        try:
+            from turnstore import Runner
+        except ImportError as exc:
+            print(type(exc).__name__, exc.name, "pip install" in str(exc))
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["SQLiteSession", "ModuleNotFoundError openai False"]

@@ -24,7 +24,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import memory
-from .agent import Agent
 from .exceptions import (
     AgentsError,
     BranchDeletedError,
@@ -39,16 +38,11 @@ from .exceptions import (
     TurnstoreError,
     UserError,
 )
-from .extensions import ToolOutputTrimmer
-from .items import TResponseInputItem
 from .memory import (
     AdvancedSQLiteSession,
     AsyncSQLiteSession,
-    CompactionTriggerContext,
-    OpenAIConversationsSession,
     OpenAIResponsesCompactionArgs,
     OpenAIResponsesCompactionAwareSession,
-    OpenAIResponsesCompactionSession,
     Session,
     SessionABC,
     SessionInfo,
@@ -63,16 +57,26 @@ from .memory import (
     open_session_store,
 )
 from .memory.extras import lazy_getattr
-from .models import Model, ModelRequest, ModelSettings, OpenAIResponsesModel
-from .result import RunCompleteEvent, RunResult, RunResultStreaming, StreamEvent, Usage
-from .run_config import CallModelData, CallModelInputFilter, ModelInputData, RunConfig
-from .runner import Runner
-from .session_input import SessionInputCallback
-from .stream_events import RawResponseEvent, RunItemEvent, TextDeltaEvent
-from .tools import FunctionTool, function_tool
 
-if TYPE_CHECKING:
-    from .memory import EncryptedSession, RedisSession, SQLAlchemySession
+if TYPE_CHECKING:  # imported on first use (memory.extras.LAZY_EXPORTS)
+    from .agent import Agent
+    from .extensions import ToolOutputTrimmer
+    from .items import TResponseInputItem
+    from .memory import (
+        CompactionTriggerContext,
+        EncryptedSession,
+        OpenAIConversationsSession,
+        OpenAIResponsesCompactionSession,
+        RedisSession,
+        SQLAlchemySession,
+    )
+    from .models import Model, ModelRequest, ModelSettings, OpenAIResponsesModel
+    from .result import RunCompleteEvent, RunResult, RunResultStreaming, StreamEvent, Usage
+    from .run_config import CallModelData, CallModelInputFilter, ModelInputData, RunConfig
+    from .runner import Runner
+    from .session_input import SessionInputCallback
+    from .stream_events import RawResponseEvent, RunItemEvent, TextDeltaEvent
+    from .tools import FunctionTool, function_tool
 
 __version__ = "0.2.0"
 """The release: the one place the version is written (pyproject.toml reads it from here)."""
@@ -138,8 +142,10 @@ __all__ = [
     "open_session_store",
 ]
 
-"""Static: the same on every install. The lazy names are imported on first use (`__getattr__`),
-and raise an `ImportError` saying what to install when their extra is missing."""
+"""Static: the same on every install. The names of `memory.extras.LAZY_EXPORTS` (the agent layer,
+the OpenAI-backed sessions, the extras' backends) are imported on first use (`__getattr__`), so
+`import turnstore` does not import `openai`; those that need an extra raise an `ImportError` saying
+what to install when it is missing."""
 
 
 if not TYPE_CHECKING:  # type checkers see the lazy names through the imports above, and

@@ -8,15 +8,25 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
-from openai.types.responses import ResponseInputItemParam
+from .memory.extras import lazy_getattr
 
 __all__ = ["OUTPUT_ONLY_KEYS", "OUTPUT_TYPE_OF_CALL", "TResponseInputItem", "clean_input_item"]
 
-TResponseInputItem: TypeAlias = ResponseInputItemParam
-"""One Responses API input item: a message, a function call, a function call output, a reasoning
-item, a compaction item, and so on. At run time it is a plain `dict`."""
+# The alias is imported on first use (memory.extras.LAZY_EXPORTS), so that storing sessions does
+# not import openai: modules that must not import it import the alias under `if TYPE_CHECKING:`
+# (their annotations are not evaluated) and write `cast("TResponseInputItem", ...)`.
+if TYPE_CHECKING:
+    from openai.types.responses import ResponseInputItemParam
+
+    TResponseInputItem: TypeAlias = ResponseInputItemParam
+    """One Responses API input item: a message, a function call, a function call output, a
+    reasoning item, a compaction item, and so on. At run time it is a plain `dict`.
+
+    It is the `openai` package's own `ResponseInputItemParam`, imported on first use:
+    `import turnstore` alone does not import `openai`.
+    """
 
 OUTPUT_TYPE_OF_CALL: dict[str, str] = {
     "function_call": "function_call_output",
@@ -51,10 +61,14 @@ def clean_input_item(item: Mapping[str, Any]) -> TResponseInputItem:
         A deep copy fit to send to the model.
     """
     return cast(
-        TResponseInputItem,
+        "TResponseInputItem",
         {
             key: copy.deepcopy(value)
             for key, value in item.items()
             if not key.startswith("_") and key not in OUTPUT_ONLY_KEYS
         },
     )
+
+
+if not TYPE_CHECKING:  # type checkers see the alias above
+    __getattr__ = lazy_getattr(__name__, __all__)

@@ -7,8 +7,8 @@ tools for writing a backend are exported from here only: [`Closing`][turnstore.m
 [`UsageRecordingSession`][turnstore.memory.UsageRecordingSession] and their type guards,
 [`await_session_mutation`][turnstore.memory.await_session_mutation] and
 [`resolve_session_limit`][turnstore.memory.resolve_session_limit]. The PostgreSQL
-(`SQLAlchemySession`) and Redis (`RedisSession`) backends and `EncryptedSession` need extras and
-are imported on first use.
+(`SQLAlchemySession`) and Redis (`RedisSession`) backends and `EncryptedSession` need extras, and
+the OpenAI-backed sessions import `openai`: they are imported on first use.
 """
 
 from __future__ import annotations
@@ -20,8 +20,6 @@ from .extras import lazy_getattr
 from .history import estimate_item_tokens, load_history
 from .mutation import await_session_mutation
 from .open_store import open_session_store
-from .openai.compaction import CompactionTriggerContext, OpenAIResponsesCompactionSession
-from .openai.conversations import OpenAIConversationsSession
 from .session import (
     AtomicReplacementSession,
     HistorySnapshot,
@@ -40,8 +38,10 @@ from .sqlite.async_session import AsyncSQLiteSession
 from .sqlite.session import SQLiteSession
 from .store import SessionInfo, SessionRecord, SessionStats, SessionStore
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported on first use (extras.LAZY_EXPORTS)
     from .encrypted import EncryptedSession
+    from .openai.compaction import CompactionTriggerContext, OpenAIResponsesCompactionSession
+    from .openai.conversations import OpenAIConversationsSession
     from .redis.session import RedisSession
     from .sqlalchemy.session import SQLAlchemySession
 
@@ -79,8 +79,8 @@ __all__ = [
     "open_session_store",
     "resolve_session_limit",  # here only
 ]
-"""Static: the same on every install. The lazy names are imported on first use (`__getattr__`),
-and raise an `ImportError` saying what to install when their extra is missing."""
+"""Static: the same on every install. The lazy names are imported on first use (`__getattr__`);
+those that need an extra raise an `ImportError` saying what to install when it is missing."""
 
 
 if not TYPE_CHECKING:  # type checkers see the lazy names through the imports above, and

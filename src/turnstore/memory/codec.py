@@ -24,10 +24,12 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from ..items import TResponseInputItem
 from .session import HistorySnapshot
+
+if TYPE_CHECKING:
+    from ..items import TResponseInputItem
 
 __all__ = [
     "MAX_ITEM_DEPTH",
@@ -143,7 +145,7 @@ def decode_item(raw: object, *, where: str) -> TResponseInputItem | None:
             type(value).__name__,
         )
         return None
-    return cast(TResponseInputItem, value)
+    return cast("TResponseInputItem", value)
 
 
 def decode_rows(rows: Iterable[tuple[Any, Any]], where: str) -> list[TResponseInputItem]:

@@ -25,7 +25,6 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..exceptions import SessionDecryptionError, UserError
-from ..items import TResponseInputItem
 from .closing import AsyncCloseable, Closing, Release
 from .codec import WHOLE_HISTORY, check_limit, encode_items
 from .extras import missing_extra
@@ -40,6 +39,8 @@ from .settings import resolve_session_limit
 
 if TYPE_CHECKING:
     from cryptography.fernet import Fernet
+
+    from ..items import TResponseInputItem
 
 __all__ = ["EncryptedSession"]
 
@@ -404,7 +405,9 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
             now = time.time()
             items = [item for item, stamp, _ in opened if not self._expired(stamp, now)]
             if (wanted is not None and len(items) >= wanted) or len(stored) < window:
-                return cast(list[TResponseInputItem], items if wanted is None else items[-wanted:])
+                return cast(
+                    "list[TResponseInputItem]", items if wanted is None else items[-wanted:]
+                )
             next_window = min(window * 2, WHOLE_HISTORY)
             if budget is not None:
                 budget -= len(stored)
@@ -434,7 +437,7 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
         if not isinstance(items, list):
             raise TypeError(f"items must be a list of item dicts, not {type(items).__name__}")
         sealed = await _off_loop_if_large(self._seal_all, items)
-        await self.underlying_session.add_items(cast(list[TResponseInputItem], sealed))
+        await self.underlying_session.add_items(cast("list[TResponseInputItem]", sealed))
         if self._prune_due():
             # The items are stored: a failed clean-up must not read as a failed write (a caller
             # retrying it would store the batch twice). The next due prune tries again.
@@ -482,7 +485,7 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
                 await self.underlying_session.add_items([popped])
                 raise
             if opened is not None and not self._expired(opened[1], time.time()):
-                return cast(TResponseInputItem, opened[0])
+                return cast("TResponseInputItem", opened[0])
 
     async def clear_session(self) -> None:
         """Remove every item of the wrapped session."""
@@ -568,7 +571,7 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
                 kept.append(element)
             if kept == snapshot.items and len(kept) == len(snapshot.rows):
                 return len(kept)  # nothing to drop or re-encrypt
-            new_items = cast(list[TResponseInputItem], kept)
+            new_items = cast("list[TResponseInputItem]", kept)
             # No archive: no ciphertext under an old key may stay behind.
             if await underlying.replace_history(snapshot, new_items, archive=False):
                 return len(kept)
@@ -598,7 +601,7 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
     async def _archived_items(self) -> list[TResponseInputItem]:
         underlying: Any = self.underlying_session
         stored = await underlying.get_archived_items()
-        return cast(list[TResponseInputItem], [item for item, _ in await self._plain(stored)])
+        return cast("list[TResponseInputItem]", [item for item, _ in await self._plain(stored)])
 
     async def _list_branches(self) -> list[dict[str, Any]]:
         from .sqlite.advanced.items import is_user
@@ -742,7 +745,7 @@ class _AtomicEncryptedSession(EncryptedSession):
         for index, result in enumerate(opened):
             if result is None or self._expired(result[1], now):
                 continue
-            items.append(cast(TResponseInputItem, result[0]))
+            items.append(cast("TResponseInputItem", result[0]))
             if mapped:
                 item_rows.append(stored.item_rows[index])
         return HistorySnapshot(items, stored.rows, tuple(item_rows))
@@ -780,7 +783,7 @@ class _AtomicEncryptedSession(EncryptedSession):
         underlying = cast(AtomicReplacementSession, self.underlying_session)
         # The wrapped session identifies its rows by `snapshot.rows`, which are its own.
         return await underlying.replace_history(
-            snapshot, cast(list[TResponseInputItem], sealed), archive=archive
+            snapshot, cast("list[TResponseInputItem]", sealed), archive=archive
         )
 
 

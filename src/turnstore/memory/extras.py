@@ -1,11 +1,18 @@
-"""Public names that need something installed: the one table of them, and the one error wording.
+"""Public names imported on first use: the one table of them, and the one missing-extra wording.
 
-`turnstore`, `turnstore.memory` and `turnstore.testing` list these names in their static
-`__all__` and import them on first use (their module `__getattr__` is `lazy_getattr`'s),
-so `import turnstore` works
-without the extras and type checkers still see the real classes. Whatever asks for a missing
-extra, the API (`from turnstore import RedisSession`), the stores or the `turnstore` command,
-says it the same way: `RedisSession needs the redis extra: pip install 'turnstore[redis]'`.
+`turnstore`, `turnstore.memory`, `turnstore.items`, `turnstore.extensions.memory` and
+`turnstore.testing` list these names in their static `__all__`, import them under
+`if TYPE_CHECKING:` (so type checkers see the real classes) and import them on first use (their
+module `__getattr__` is `lazy_getattr`'s). Two kinds of name are listed:
+
+- names that need an extra (or pytest): `import turnstore` works without it, and whatever asks
+  for a missing extra, the API (`from turnstore import RedisSession`), the stores or the
+  `turnstore` command, says it the same way:
+  `RedisSession needs the redis extra: pip install 'turnstore[redis]'`;
+- names whose modules import the `openai` package (the agent layer, the OpenAI-backed sessions,
+  `TResponseInputItem`): `openai` is installed with turnstore, but importing it costs most of
+  the import time, so an application that only stores sessions, and the `turnstore` command,
+  never import it.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ __all__ = ["LAZY_EXPORTS", "LazyExport", "lazy_getattr", "load_lazy_export", "mi
 
 
 class LazyExport(NamedTuple):
-    """Where a lazily imported public name is defined, and what it needs installed."""
+    """Where a lazily imported public name is defined, and what it needs installed, if anything."""
 
     module: str
     """The module that defines the name (absolute)."""
@@ -26,22 +33,61 @@ class LazyExport(NamedTuple):
     """The pip extra that brings its packages, if it has one."""
     packages: tuple[str, ...] = ()
     """Otherwise, the packages to install (for example pytest for the conformance suite)."""
+    attribute: str | None = None
+    """The name in `module`, when it is not the exported name (an alias of another package's)."""
 
+
+_RESULT = "turnstore.result"
+_RUN_CONFIG = "turnstore.run_config"
+_STREAM_EVENTS = "turnstore.stream_events"
+_MODELS = "turnstore.models"
+_COMPACTION = "turnstore.memory.openai.compaction"
 
 LAZY_EXPORTS: dict[str, LazyExport] = {
-    # turnstore and turnstore.memory
+    # turnstore and turnstore.memory (and turnstore.extensions.memory): need an extra
     "EncryptedSession": LazyExport("turnstore.memory.encrypted", extra="encryption"),
     "RedisSession": LazyExport("turnstore.memory.redis.session", extra="redis"),
     "SQLAlchemySession": LazyExport("turnstore.memory.sqlalchemy.session", extra="postgres"),
+    # turnstore and turnstore.memory: import openai
+    "CompactionTriggerContext": LazyExport(_COMPACTION),
+    "OpenAIResponsesCompactionSession": LazyExport(_COMPACTION),
+    "OpenAIConversationsSession": LazyExport("turnstore.memory.openai.conversations"),
+    # turnstore and turnstore.items: the openai package's own type
+    "TResponseInputItem": LazyExport("openai.types.responses", attribute="ResponseInputItemParam"),
+    # turnstore: the agent layer, which imports openai
+    "Agent": LazyExport("turnstore.agent"),
+    "Runner": LazyExport("turnstore.runner"),
+    "RunConfig": LazyExport(_RUN_CONFIG),
+    "CallModelData": LazyExport(_RUN_CONFIG),
+    "CallModelInputFilter": LazyExport(_RUN_CONFIG),
+    "ModelInputData": LazyExport(_RUN_CONFIG),
+    "RunResult": LazyExport(_RESULT),
+    "RunResultStreaming": LazyExport(_RESULT),
+    "RunCompleteEvent": LazyExport(_RESULT),
+    "StreamEvent": LazyExport(_RESULT),
+    "Usage": LazyExport(_RESULT),
+    "RawResponseEvent": LazyExport(_STREAM_EVENTS),
+    "RunItemEvent": LazyExport(_STREAM_EVENTS),
+    "TextDeltaEvent": LazyExport(_STREAM_EVENTS),
+    "Model": LazyExport(_MODELS),
+    "ModelRequest": LazyExport(_MODELS),
+    "ModelSettings": LazyExport(_MODELS),
+    "OpenAIResponsesModel": LazyExport(_MODELS),
+    "FunctionTool": LazyExport("turnstore.tools"),
+    "function_tool": LazyExport("turnstore.tools"),
+    "SessionInputCallback": LazyExport("turnstore.session_input"),
+    "ToolOutputTrimmer": LazyExport("turnstore.extensions"),
     # turnstore.testing
     "SessionConformanceTests": LazyExport(
         "turnstore.testing.conformance", packages=("pytest", "pytest-asyncio")
     ),
 }
-"""Every public name imported on first use: name -> where it lives and what it needs.
+"""Every public name imported on first use: name -> where it lives and what it needs, if anything.
 
 A name listed here is in the static `__all__` of the packages that export it, imported under
-`if TYPE_CHECKING:` there, and resolved by their `__getattr__`.
+`if TYPE_CHECKING:` there, and resolved by their `__getattr__`. A name with neither `extra` nor
+`packages` needs nothing beyond turnstore's own dependencies: it is listed to keep `openai` out
+of `import turnstore`, and a failure to import it is raised as it is.
 """
 
 
@@ -88,16 +134,19 @@ def load_lazy_export(name: str) -> Any:
         The object the name stands for.
 
     Raises:
-        ImportError: What the name needs is not installed (the message says what to install).
+        ImportError: What the name needs is not installed (the message says what to install),
+            or, for a name that needs no extra, the import failed (a broken install).
     """
     export = LAZY_EXPORTS[name]
     try:
         module = importlib.import_module(export.module)
     except ModuleNotFoundError as exc:
+        if export.extra is None and not export.packages:
+            raise  # a dependency of turnstore itself (openai) is missing: a broken install
         if (exc.name or "").partition(".")[0] == "turnstore":
             raise  # a module of this package is missing: a broken install, not an extra
         raise missing_extra(name, export.extra, packages=export.packages) from exc
-    return getattr(module, name)
+    return getattr(module, export.attribute or name)
 
 
 def lazy_getattr(
@@ -106,7 +155,7 @@ def lazy_getattr(
     """Return the module `__getattr__` of a package whose `__all__` holds names of `LAZY_EXPORTS`.
 
     The package's `__all__` stays static; such a name is imported on first use, and raises the
-    `ImportError` of `missing_extra` when what it needs is not installed.
+    `ImportError` of `missing_extra` when the extra it needs is not installed.
 
     Args:
         module: The package's `__name__` (for the error messages).

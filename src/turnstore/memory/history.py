@@ -17,10 +17,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..items import OUTPUT_TYPE_OF_CALL, TResponseInputItem
+from ..items import OUTPUT_TYPE_OF_CALL
 from .settings import SessionSettings, SessionSettingsLike, coerce_session_settings
+
+if TYPE_CHECKING:
+    from ..items import TResponseInputItem
 
 __all__ = [
     "drop_orphan_tool_outputs",

@@ -24,10 +24,9 @@ from __future__ import annotations
 import asyncio
 from abc import abstractmethod
 from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
 from ..exceptions import SessionClosedError, SessionStorageError
-from ..items import TResponseInputItem
 from .closing import AsyncCloseable, Release
 from .codec import check_limit, check_session_id, encode_items
 from .loop_binding import LoopBinding
@@ -39,6 +38,9 @@ from .settings import (
     default_session_settings,
     resolve_session_limit,
 )
+
+if TYPE_CHECKING:
+    from ..items import TResponseInputItem
 
 __all__ = ["PooledSession"]
 

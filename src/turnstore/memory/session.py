@@ -5,13 +5,16 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypeGuard, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeGuard, runtime_checkable
 
-from openai.types.responses import ResponseUsage
 from typing_extensions import TypedDict
 
-from ..items import TResponseInputItem
 from .settings import SessionSettings
+
+if TYPE_CHECKING:
+    from openai.types.responses import ResponseUsage
+
+    from ..items import TResponseInputItem
 
 __all__ = [
     "AtomicReplacementSession",

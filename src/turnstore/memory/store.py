@@ -13,13 +13,15 @@ from abc import abstractmethod
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..items import TResponseInputItem
 from ._store_helpers import utc
 from .closing import AsyncCloseable
 from .codec import MAX_LIMIT, decode_item, encode_items
 from .session import Session
+
+if TYPE_CHECKING:
+    from ..items import TResponseInputItem
 
 __all__ = [
     "SessionInfo",

@@ -7,7 +7,7 @@ import copy
 import inspect
 import logging
 from collections.abc import Mapping
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import openai
 from openai import AsyncOpenAI
@@ -15,7 +15,7 @@ from openai.types.responses import CompactedResponse, ResponseUsage
 
 from ...defaults import default_model_name
 from ...exceptions import SessionError, UserError
-from ...items import TResponseInputItem, clean_input_item
+from ...items import clean_input_item
 from ..closing import Release
 from ..session import (
     HistorySnapshot,
@@ -43,6 +43,9 @@ from .compaction_items import (
 )
 from .compaction_replace import WHOLE_HISTORY, ReplaceAndRestore, canonical
 from .conversations import OpenAIConversationsSession
+
+if TYPE_CHECKING:
+    from ...items import TResponseInputItem
 
 __all__ = [
     "DEFAULT_COMPACTION_THRESHOLD",

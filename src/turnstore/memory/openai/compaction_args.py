@@ -6,12 +6,14 @@ Pure checks, no I/O; `compaction.py` holds the session that uses them.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 from typing_extensions import TypedDict
 
-from ...items import TResponseInputItem
 from ..session import OpenAIResponsesCompactionArgs
+
+if TYPE_CHECKING:
+    from ...items import TResponseInputItem
 
 __all__ = [
     "DEFAULT_COMPACTION_THRESHOLD",

@@ -8,9 +8,12 @@ functions to decide when to compact and how much of the history it may replace.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from ...items import OUTPUT_TYPE_OF_CALL, TResponseInputItem
+from ...items import OUTPUT_TYPE_OF_CALL
+
+if TYPE_CHECKING:
+    from ...items import TResponseInputItem
 
 __all__ = [
     "compactable_prefix_length",
@@ -174,4 +177,4 @@ def normalize_compacted_output(output: Sequence[Any]) -> list[TResponseInputItem
             else item
             for item in items
         ]
-    return [cast(TResponseInputItem, item) for item in items]
+    return [cast("TResponseInputItem", item) for item in items]

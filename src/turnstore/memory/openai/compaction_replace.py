@@ -10,12 +10,15 @@ import asyncio
 import copy
 import json
 import logging
+from typing import TYPE_CHECKING
 
 from ...exceptions import SessionStorageError
-from ...items import TResponseInputItem
 from ..codec import WHOLE_HISTORY
 from ..mutation import await_session_mutation
 from ..session import Session
+
+if TYPE_CHECKING:
+    from ...items import TResponseInputItem
 
 __all__ = ["WHOLE_HISTORY", "ReplaceAndRestore", "canonical"]
 

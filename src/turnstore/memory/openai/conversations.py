@@ -5,13 +5,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import openai
 from openai import AsyncOpenAI
 
 from ...exceptions import SessionStorageError
-from ...items import TResponseInputItem
 from ..closing import Release
 from ..codec import check_limit, encode_items
 from ..mutation import await_session_mutation
@@ -23,6 +22,9 @@ from ..settings import (
     resolve_session_limit,
 )
 from .client import OpenAIClientSession, OwnedOpenAIClient
+
+if TYPE_CHECKING:
+    from ...items import TResponseInputItem
 
 __all__ = ["OpenAIConversationsSession"]
 
@@ -38,10 +40,10 @@ _MAX_PAGE_SIZE = 100
 
 def _item_to_dict(item: Any) -> TResponseInputItem:
     if isinstance(item, Mapping):
-        return cast(TResponseInputItem, dict(item))
+        return cast("TResponseInputItem", dict(item))
     # Items arrive as the client's pydantic models; only the fields the API sent are kept.
     # `warnings=False`: the API may send values newer than the client's literal types.
-    return cast(TResponseInputItem, item.model_dump(exclude_unset=True, warnings=False))
+    return cast("TResponseInputItem", item.model_dump(exclude_unset=True, warnings=False))
 
 
 class OpenAIConversationsSession(SessionABC, OpenAIClientSession):
@@ -240,7 +242,7 @@ class OpenAIConversationsSession(SessionABC, OpenAIClientSession):
         encode_items(items)  # validates every item before anything is sent
         if not items:
             return
-        batch = [cast(TResponseInputItem, dict(item)) for item in items]
+        batch = [cast("TResponseInputItem", dict(item)) for item in items]
         async with self._lock:
             await await_session_mutation(self._write(batch))
 

@@ -28,13 +28,15 @@ import re
 from binascii import crc_hqx
 from functools import cache
 from hashlib import blake2b
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from redis.asyncio.cluster import RedisCluster
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
-from ...items import TResponseInputItem
 from ..codec import decode_item
+
+if TYPE_CHECKING:
+    from ...items import TResponseInputItem
 
 __all__ = [
     "DEFAULT_KEY_PREFIX",

@@ -21,7 +21,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..extras import missing_extra
 
@@ -35,7 +35,6 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise missing_extra("RedisSession", "redis") from exc
 
 from ...exceptions import SessionStorageError, UserError
-from ...items import TResponseInputItem
 from ..pooled import PooledSession
 from ..session import HistorySnapshot
 from ..settings import SessionSettingsLike, merge_kwargs
@@ -50,6 +49,9 @@ from .keys import (
 )
 from .scripts import MAX_TTL_SECONDS
 from .urls import CLUSTER_SCHEMES, SCHEMES, check_database
+
+if TYPE_CHECKING:
+    from ...items import TResponseInputItem
 
 __all__ = [
     "CLIENT_ERRORS",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from ..extras import missing_extra
 
@@ -24,7 +24,6 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from ...exceptions import SessionStorageError, UserError
-from ...items import TResponseInputItem
 from ..codec import decode_item, decode_rows, decode_snapshot, validate_table_names
 from ..pooled import PooledSession
 from ..session import HistorySnapshot
@@ -46,6 +45,9 @@ from .schema import (
     now,
     session_tables,
 )
+
+if TYPE_CHECKING:
+    from ...items import TResponseInputItem
 
 __all__ = ["SQLAlchemySession", "create_engine_for_url"]
 

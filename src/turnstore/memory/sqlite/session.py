@@ -19,10 +19,9 @@ import sqlite3
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...exceptions import SessionClosedError
-from ...items import TResponseInputItem
 from ..closing import AsyncCloseable, Release
 from ..codec import (
     check_limit,
@@ -45,6 +44,9 @@ from .database import Job, SQLiteDatabase, Work
 from .reads import read_all, read_latest
 from .registry import acquire_database, release_later, release_now
 from .schema import SQLiteSchema
+
+if TYPE_CHECKING:
+    from ...items import TResponseInputItem
 
 __all__ = ["SQLiteSession"]
 

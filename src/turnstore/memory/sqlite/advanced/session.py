@@ -14,10 +14,9 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ....exceptions import BranchDeletedError
-from ....items import TResponseInputItem
 from ...codec import check_limit, decode_snapshot, encode_items
 from ...session import HistorySnapshot
 from ...settings import SessionSettingsLike, resolve_session_limit
@@ -26,6 +25,9 @@ from .analytics import BranchAnalytics
 from .branches import Branches, check_branch_id
 from .items import is_user
 from .schema import MAIN, AdvancedSQLiteSchema
+
+if TYPE_CHECKING:
+    from ....items import TResponseInputItem
 
 __all__ = ["AdvancedSQLiteSession"]
 
