@@ -19,6 +19,12 @@ venv outside this checkout:
    the Redis Cluster, and the encrypted session) with the venv's interpreter: turnstore is the
    installed copy, not `src/`.
 
+With `--reuse DIR` (what the test suite passes), the venv of step 1 is kept in `DIR`, named by
+what was installed into it (the pins, the extras, the test runner, the Python), and a later run
+with the same floors installs only this project into it again (`--no-deps`): the floors are
+installed from nothing once, not on every run. A venv left half-built (no `.complete` mark) is
+built again. `make test-floors` and the workflow's floors job always use a new venv.
+
 Exits 0 when all pass, 1 with the failing step's output otherwise. Service tests follow
 `TURNSTORE_REQUIRE_SERVICES` as the suite does. Needs only Python 3.11+ with pip 22.3+: that
 pip installs into the venv (`pip --python`), which is made without one of its own.
@@ -27,8 +33,12 @@ pip installs into the venv (`pip --python`), which is made without one of its ow
 from __future__ import annotations
 
 import argparse
+import fcntl
+import hashlib
+import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -157,34 +167,51 @@ def readme_example(root: Path = ROOT) -> str:
     return str(blocks[0])
 
 
-def check(root: Path, venv: Path, pins: dict[str, str], extras: list[str], only: set[str]) -> None:
-    """Install `root` and the floors into `venv` (a new venv) and run the steps in `only`."""
+def reused_venv(folder: Path, pins: dict[str, str], extras: list[str], runner: bool) -> Path:
+    """The venv in `folder` for exactly these floors on this Python.
+
+    Its name is a digest of the pins, the extras, the test runner (if `runner`) and the Python
+    version, so a change of any of them gives another venv.
+    """
+    what = [sorted(pins.values()), extras, TEST_RUNNER if runner else [], sys.version]
+    digest = hashlib.sha256(json.dumps(what).encode("utf-8")).hexdigest()[:16]
+    return folder / f"floors-{digest}"
+
+
+def check(
+    root: Path,
+    venv: Path,
+    pins: dict[str, str],
+    extras: list[str],
+    only: set[str],
+    *,
+    reuse: bool = False,
+) -> None:
+    """Install `root` and the floors into `venv` and run the steps in `only`.
+
+    `venv` is made new, unless `reuse` and it holds a complete install of the same floors
+    (`reused_venv`): then only `root` is installed into it again.
+    """
     env = _user_env()
-    home = venv.parent / "home"
-    home.mkdir(exist_ok=True)
+    home = venv.parent / f"{venv.name}-home"
+    home.mkdir(parents=True, exist_ok=True)
     python = venv / "bin" / "python"
+    complete = venv / ".complete"
+    pip = [sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-compile"]
+    project = f"{root}[{','.join(extras)}]" if extras else str(root)
 
     print(f"\n==> floors: {' '.join(sorted(pins.values()))}", flush=True)
-    _run([sys.executable, "-m", "venv", "--without-pip", venv], cwd=home, env=env, timeout=120)
-    project = f"{root}[{','.join(extras)}]" if extras else str(root)
-    _run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "--python",
-            python,
-            "install",
-            "--quiet",
-            "--no-compile",
-            project,
-            *pins.values(),
-            *(TEST_RUNNER if "smoke" in only else ()),
-        ],
-        cwd=home,
-        env=env,
-        timeout=900,
-    )
+    if reuse and complete.exists():
+        print(f"(the floors are installed in {venv}: installing only the project again)")
+        _run([*pip, "--no-deps", "--force-reinstall", root], cwd=home, env=env, timeout=900)
+    else:
+        if venv.exists():
+            shutil.rmtree(venv)  # a half-built venv of an interrupted run
+        _run([sys.executable, "-m", "venv", "--without-pip", venv], cwd=home, env=env, timeout=120)
+        tools = TEST_RUNNER if "smoke" in only or reuse else []
+        _run([*pip, project, *pins.values(), *tools], cwd=home, env=env, timeout=900)
+        if reuse:
+            complete.touch()
     names = [pin.split("==")[0].split("[")[0] for pin in pins.values()]
     installed = _run(
         [
@@ -288,6 +315,12 @@ def main(argv: list[str] | None = None) -> int:
         help="the project to check (default: this checkout)",
     )
     parser.add_argument("--venv", type=Path, help="where to create the venv (default: a temp dir)")
+    parser.add_argument(
+        "--reuse",
+        type=Path,
+        metavar="DIR",
+        help="keep the venv in DIR and reuse it while the floors are the same (the test suite)",
+    )
     args = parser.parse_args(argv)
     try:
         root = args.root.resolve()
@@ -299,7 +332,13 @@ def main(argv: list[str] | None = None) -> int:
                 raise FloorsError(f"--pin {pin}: {name} is not a runtime dependency")
             pins[name] = pin
         only = set(args.only or STEPS[1:])
-        if args.venv:
+        if args.reuse:
+            args.reuse.mkdir(parents=True, exist_ok=True)
+            venv = reused_venv(args.reuse.resolve(), pins, extras, runner=True)
+            with open(f"{venv}.lock", "w") as lock:  # one run at a time builds or uses it
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                check(root, venv, pins, extras, only, reuse=True)
+        elif args.venv:
             if args.venv.exists():
                 raise FloorsError(f"--venv {args.venv} exists: name a new folder")
             check(root, args.venv.resolve(), pins, extras, only)

@@ -15,6 +15,8 @@ from types import ModuleType
 
 import pytest
 
+from support.shared import kept_folder
+
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "turnstore"
 FLOORS = ROOT / ".ci" / "floors.py"
@@ -97,8 +99,12 @@ def test_make_test_floors_runs_the_floors_check() -> None:
 
 
 def _run_floors(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    # The floors are installed from nothing on a machine's first run, then kept (`--reuse`):
+    # later runs install only the project into them again.
+    kept = kept_folder("floors")
+    reuse = ["--reuse", str(kept)] if kept is not None else []
     return subprocess.run(
-        [sys.executable, FLOORS, *map(str, args)],
+        [sys.executable, FLOORS, *map(str, args), *reuse],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -12,6 +14,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from support.shared import kept_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -102,10 +106,28 @@ def test_make_bench_covers_every_benchmark() -> None:
         assert f"`bench/{bench.name}`" in page, f"docs/contributing.md does not list {bench.name}"
 
 
+def _docs_venv(tmp_path: Path) -> Path:
+    """Where `make docs` installs the docs group for this test.
+
+    Kept between runs (`kept_folder`) and named by pyproject.toml's digest: the docs group is
+    installed from nothing on a machine's first run and after every change of pyproject.toml;
+    on the other runs make finds its stamp and installs nothing, and the test checks the same
+    packages and serves the site the same way.
+    """
+    kept = kept_folder("docs-venv")
+    if kept is None:
+        return tmp_path / "docs-venv"
+    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()[:16]
+    for old in kept.glob("venv-*"):
+        if old.name != f"venv-{digest}":
+            shutil.rmtree(old)  # made for an earlier pyproject.toml
+    return kept / f"venv-{digest}"
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(1800)  # builds or installs into a fresh environment
 def test_make_docs_installs_only_the_site_and_serves_on_port(tmp_path: Path) -> None:
-    venv = tmp_path / "docs-venv"
+    venv = _docs_venv(tmp_path)
     # Without compiling every installed module to bytecode: what is installed is the same, and a
     # module is compiled when `make docs` imports it.
     done = make("docs-venv", f"VENV={venv}", timeout=900, env={**os.environ, "PIP_NO_COMPILE": "1"})

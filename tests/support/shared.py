@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -57,3 +58,17 @@ def once_per_run(
             partial.write_text(json.dumps(result), encoding="utf-8")
             partial.replace(record)
         return folder, json.loads(record.read_text(encoding="utf-8"))
+
+
+def kept_folder(name: str) -> Path | None:
+    """A folder that outlives the run, for an environment the suite installs from inputs it names.
+
+    It lies inside the venv the suite runs in (`make clean` removes both), so the next run on
+    the same machine reuses what this one installed; outside a venv there is none (`None`), and
+    the environment is installed anew.
+    """
+    if sys.prefix == sys.base_prefix:
+        return None
+    folder = Path(sys.prefix) / "turnstore-test-cache" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
