@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import json
 import os
 import shutil
 import sqlite3
@@ -261,28 +260,31 @@ def test_os_fork_child_uses_fresh_connections_and_the_parent_goes_on(tmp_path: P
 @pytest.mark.slow
 async def test_26_items_of_40_mb_read_back(tmp_path: Path) -> None:
     # 26 screenshots as data URLs: about 1 GB in all, more than SQLite's largest string. The rows
-    # are written with the standard library (writing is not what is tested here), into the
-    # tables the session created.
+    # are written by SQLite itself (writing is not what is tested here: a payload made in Python
+    # and bound would cost three times the CPU), into the tables the session created.
     # A real file, in memory-backed /dev/shm where there is one: 2 GB of disk writes otherwise.
     shm = Path("/dev/shm")
     folder = Path(tempfile.mkdtemp(dir=shm)) if shm.is_dir() else tmp_path
     path = str(folder / "big.db")
-    payload = "A" * (40 * 1024 * 1024)
     try:
-        await _read_back_huge(path, payload)
+        await _read_back_huge(path, size=40 * 1024 * 1024)
     finally:
         if folder != tmp_path:
             shutil.rmtree(folder)
 
 
-async def _read_back_huge(path: str, payload: str) -> None:
+async def _read_back_huge(path: str, size: int) -> None:
     async with SQLiteSession("s", path) as session:
         await session.add_items([msg("first")])
         conn = sqlite3.connect(path)
         with conn:
-            conn.executemany(
-                "INSERT INTO agent_messages (session_id, message_data) VALUES ('s', ?)",
-                [(json.dumps({"role": "user", "content": f"{i}:{payload}"}),) for i in range(26)],
+            # Item i is {"role": "user", "content": "i:000..."}, `size` zeros after the colon.
+            conn.execute(
+                "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 25) "
+                "INSERT INTO agent_messages (session_id, message_data) "
+                'SELECT \'s\', \'{"role": "user", "content": "\' || i || \':\' '
+                "|| hex(zeroblob(?)) || '\"}' FROM n",
+                (size // 2,),
             )
         conn.close()
         items = await session.get_items()
@@ -291,7 +293,7 @@ async def _read_back_huge(path: str, payload: str) -> None:
             str(i) for i in range(26)
         ]
         sizes = [len(item["content"]) for item in items[1:]]
-        assert sizes == [len(payload) + len(f"{i}:") for i in range(26)]
+        assert sizes == [size + len(f"{i}:") for i in range(26)]
         del items
         assert len(await session.get_items(26)) == 26
 
