@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from translation_support import FAST_RETRY, FIXTURES, REPO, Outcome, RunSite
+from translation_support import FAST_RETRY, FIXTURES, REPO, InProcess, Outcome, RunSite
 
 from docs_i18n.planning import Options
 from docs_i18n.report import Reporter
@@ -26,6 +26,14 @@ def site(tmp_path: Path) -> Path:
     shutil.copytree(REPO / "i18n" / "prompts", root / "i18n" / "prompts")
     shutil.copy(REPO / "i18n" / "glossary.yml", root / "i18n" / "glossary.yml")
     return root
+
+
+@pytest.fixture
+def run_main(
+    site: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> InProcess:
+    """Run the command line on `site` in this process (see `InProcess`)."""
+    return InProcess(site, capsys, monkeypatch)
 
 
 @pytest.fixture

@@ -11,9 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-from translation_support import SCRIPT
+from translation_support import SCRIPT, InProcess
 
-import translate_docs
 from docs_i18n.checks import verify_page
 from echo_translator import EchoTranslator
 from turnstore.testing import FakeOpenAIServer, FakeReply, text_response
@@ -36,48 +35,12 @@ def _run(site: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]
     )
 
 
-class _InProcess:
-    """`translate_docs.main` called in this process, as `_run` calls the script in a child.
-
-    For cases about what a run does (its output, exit status and files), where a child process
-    adds only its start-up time; the cases about the process itself (the environment it sees,
-    Ctrl-C, a kill) run the script with `_run`.
-    """
-
-    def __init__(
-        self, site: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        self.site = site
-        self.capsys = capsys
-        self.monkeypatch = monkeypatch
-
-    def __call__(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-        with self.monkeypatch.context() as patch:
-            for name in [k for k in os.environ if k.startswith("OPENAI_")]:
-                patch.delenv(name)
-            for name, value in env.items():
-                patch.setenv(name, value)
-            self.capsys.readouterr()
-            argv = ["--root", str(self.site), *args]
-            code = translate_docs.main(argv)
-            out, err = self.capsys.readouterr()
-        return subprocess.CompletedProcess([str(SCRIPT), *argv], code, out, err)
-
-
-@pytest.fixture
-def run_main(
-    site: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> _InProcess:
-    """Run the command line on `site` in this process (see `_InProcess`)."""
-    return _InProcess(site, capsys, monkeypatch)
-
-
 def _files(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
-def test_missing_key_is_one_line_and_exit_2(site: Path) -> None:
-    result = _run(site)
+def test_missing_key_is_one_line_and_exit_2(run_main: InProcess) -> None:
+    result = run_main()
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr.count("\n") == 1
@@ -86,7 +49,7 @@ def test_missing_key_is_one_line_and_exit_2(site: Path) -> None:
 
 
 def test_a_glossary_left_with_a_merge_conflict_is_one_line_naming_it(
-    site: Path, run_main: _InProcess
+    site: Path, run_main: InProcess
 ) -> None:
     glossary = site / "i18n" / "glossary.yml"
     text = glossary.read_text(encoding="utf-8")
@@ -98,7 +61,7 @@ def test_a_glossary_left_with_a_merge_conflict_is_one_line_naming_it(
         assert "Traceback" not in result.stderr
 
 
-def test_check_and_dry_run_need_no_key(site: Path, run_main: _InProcess) -> None:
+def test_check_and_dry_run_need_no_key(site: Path, run_main: InProcess) -> None:
     checked = run_main("--check")
     assert checked.returncode == 1
     assert "missing   docs/ja/index.md" in checked.stdout
@@ -109,16 +72,18 @@ def test_check_and_dry_run_need_no_key(site: Path, run_main: _InProcess) -> None
     assert not (site / "docs" / "ja").exists()
 
 
-def test_bad_file_is_a_usage_error(site: Path) -> None:
-    result = _run(site, "--file", "docs/nope.md", OPENAI_API_KEY="sk-test")
+def test_bad_file_is_a_usage_error(run_main: InProcess) -> None:
+    result = run_main("--file", "docs/nope.md", OPENAI_API_KEY="sk-test")
     assert result.returncode == 2
     assert "docs/nope.md: not an English page under docs/" in result.stderr
     assert "Traceback" not in result.stderr
 
 
 def test_ci_run_honours_base_url_and_writes_only_translations(
-    site: Path, fake_openai: FakeOpenAIServer
+    site: Path, fake_openai: FakeOpenAIServer, run_main: InProcess
 ) -> None:
+    # The script as CI starts it, a child given only its environment; the check after it runs
+    # in process.
     EchoTranslator().install(fake_openai)
     before = _files(site)
     env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake_openai.base_url, "CI": "true"}
@@ -139,7 +104,7 @@ def test_ci_run_honours_base_url_and_writes_only_translations(
             for page in ("index.md", "guide/custom.md")
         ),
     }
-    again = _run(site, "--check", "--file", "index.md", "--file", "guide/custom.md")
+    again = run_main("--check", "--file", "index.md", "--file", "guide/custom.md")
     assert again.returncode == 0, again.stdout
 
 
@@ -219,7 +184,7 @@ _GOOD = json.dumps(text_response("x"))
     ids=["not-json", "truncated", "a-list", "nested-too-deep", "lone-surrogate"],
 )
 def test_a_malformed_reply_fails_its_page_and_the_command_goes_on(
-    reply: FakeReply, site: Path, fake_openai: FakeOpenAIServer, run_main: _InProcess
+    reply: FakeReply, site: Path, fake_openai: FakeOpenAIServer, run_main: InProcess
 ) -> None:
     echo = EchoTranslator().install(fake_openai)
     echo.fault("ja", "index.md", reply)
@@ -239,9 +204,11 @@ def test_a_malformed_reply_fails_its_page_and_the_command_goes_on(
     assert run_main("--check", "--lang", "ja").returncode == 0
 
 
-def test_refused_connection_names_the_url_and_stops_at_once(site: Path) -> None:
+def test_refused_connection_names_the_url_and_stops_at_once(
+    site: Path, run_main: InProcess
+) -> None:
     url = "http://127.0.0.1:9/v1"  # the discard port: nothing listens there
-    result = _run(site, "--max-retries", "6", OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=url)
+    result = run_main("--max-retries", "6", OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=url)
     assert result.returncode == 2, result.stderr
     assert f"cannot connect to {url}" in result.stderr
     assert "connection refused" in result.stderr
@@ -253,7 +220,7 @@ def test_refused_connection_names_the_url_and_stops_at_once(site: Path) -> None:
 
 
 def test_kill_after_a_page_is_written_resumes_on_rerun(
-    site: Path, fake_openai: FakeOpenAIServer
+    site: Path, fake_openai: FakeOpenAIServer, run_main: InProcess
 ) -> None:
     echo = EchoTranslator().install(fake_openai)
     marker = site / "paused"
@@ -286,8 +253,8 @@ def test_kill_after_a_page_is_written_resumes_on_rerun(
     # A temporary file as a kill inside a write would leave it.
     (site / "docs" / "ja" / ".index.md.abc123.tmp").write_text("half", encoding="utf-8")
     echo.calls.clear()
-    result = _run(
-        site, "--lang", "ja", OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=fake_openai.base_url
+    result = run_main(
+        "--lang", "ja", OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=fake_openai.base_url
     )
     assert result.returncode == 0, result.stderr
     assert page not in {p for _, p, _ in echo.calls}  # the written page was kept, not redone
@@ -295,12 +262,12 @@ def test_kill_after_a_page_is_written_resumes_on_rerun(
     assert list(site.rglob("*.tmp")) == []
     manifest = json.loads((site / "i18n" / "manifest.json").read_text(encoding="utf-8"))
     assert all("pending" not in entry["ja"] for entry in manifest["pages"].values())
-    checked = _run(site, "--check", "--lang", "ja")
+    checked = run_main("--check", "--lang", "ja")
     assert checked.returncode == 0, checked.stdout
 
 
 def test_no_review_and_report_on_the_command_line(
-    site: Path, fake_openai: FakeOpenAIServer, run_main: _InProcess
+    site: Path, fake_openai: FakeOpenAIServer, run_main: InProcess
 ) -> None:
     echo = EchoTranslator().install(fake_openai)
     report = site / "run-report.json"

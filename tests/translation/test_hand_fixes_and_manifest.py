@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from translation_support import SCRIPT, RunSite
+from translation_support import SCRIPT, InProcess, RunSite
 
 from docs_i18n.manifest import Manifest
 from echo_translator import EchoTranslator
@@ -28,18 +28,6 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def _cli(site: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), "--root", str(site), *args],
-        capture_output=True,
-        text=True,
-        env={**clean, **env},
-        timeout=120,
-        check=False,
-    )
-
-
 def _redis_section(text: str) -> str:
     start = text.index("{#redis}")
     return text[start : text.index("{#example}", start)]
@@ -54,7 +42,11 @@ def _task_messages(server: FakeOpenAIServer, first: int) -> list[str]:
 
 
 async def test_a_hand_fix_survives_reruns_edits_elsewhere_and_whitespace_edits(
-    site: Path, echo: EchoTranslator, run_site: RunSite, fake_openai: FakeOpenAIServer
+    site: Path,
+    echo: EchoTranslator,
+    run_site: RunSite,
+    fake_openai: FakeOpenAIServer,
+    run_main: InProcess,
 ) -> None:
     assert (await run_site(languages=["ko"])).code == 0
     target = site / "docs" / "ko" / PAGE
@@ -69,7 +61,7 @@ async def test_a_hand_fix_survives_reruns_edits_elsewhere_and_whitespace_edits(
     assert (await run_site(languages=["ko"])).code == 0
     assert echo.calls == []
     assert _read(target) == fixed
-    checked = _cli(site, "--check", "--lang", "ko")
+    checked = run_main("--check", "--lang", "ko")
     assert checked.returncode == 0, checked.stdout
     assert (
         f"edited    docs/ko/{PAGE}: edited by hand (section(s) 3), not adopted: run --adopt "
@@ -104,25 +96,29 @@ async def test_a_hand_fix_survives_reruns_edits_elsewhere_and_whitespace_edits(
 
 
 async def test_check_names_a_hand_edit_never_adopted_until_it_is_adopted(
-    site: Path, echo: EchoTranslator, run_site: RunSite
+    site: Path, echo: EchoTranslator, run_site: RunSite, run_main: InProcess
 ) -> None:
     assert (await run_site(languages=["ja"])).code == 0
     target = site / "docs" / "ja" / PAGE
     text = _read(target)
     _write(target, text.replace("その", "この", 1))
-    checked = _cli(site, "--check", "--lang", "ja")
+    checked = run_main("--check", "--lang", "ja")
     assert checked.returncode == 0
     assert "edited by hand" in checked.stdout
     assert "not adopted: run --adopt" in checked.stdout
-    adopted = _cli(site, "--adopt", "--lang", "ja", "--file", PAGE)
+    adopted = run_main("--adopt", "--lang", "ja", "--file", PAGE)
     assert adopted.returncode == 0, adopted.stdout
-    checked = _cli(site, "--check", "--lang", "ja")
+    checked = run_main("--check", "--lang", "ja")
     assert checked.returncode == 0
     assert "edited by hand" not in checked.stdout
 
 
 async def test_a_glossary_change_retranslates_only_the_sections_using_the_term(
-    site: Path, echo: EchoTranslator, run_site: RunSite, fake_openai: FakeOpenAIServer
+    site: Path,
+    echo: EchoTranslator,
+    run_site: RunSite,
+    fake_openai: FakeOpenAIServer,
+    run_main: InProcess,
 ) -> None:
     assert (await run_site()).code == 0
     glossary = site / "i18n" / "glossary.yml"
@@ -136,7 +132,7 @@ async def test_a_glossary_change_retranslates_only_the_sections_using_the_term(
             1,
         ),
     )
-    checked = _cli(site, "--check")
+    checked = run_main("--check")
     assert checked.returncode == 1
     assert (
         f"stale     docs/ja/{PAGE}: glossary entries its English uses changed (section(s) 2)"
@@ -149,7 +145,7 @@ async def test_a_glossary_change_retranslates_only_the_sections_using_the_term(
     assert "ファイルシステム" in _read(site / "docs" / "ja" / PAGE)
     task = _task_messages(fake_openai, first)[0]
     assert "<translation_to_keep>" in task
-    assert _cli(site, "--check").returncode == 0
+    assert run_main("--check").returncode == 0
     # a changed rendering touches the same section, in that language only
     _write(
         glossary,
@@ -164,7 +160,7 @@ async def test_a_glossary_change_retranslates_only_the_sections_using_the_term(
 
 
 async def test_a_moved_english_page_moves_its_translations(
-    site: Path, echo: EchoTranslator, run_site: RunSite
+    site: Path, echo: EchoTranslator, run_site: RunSite, run_main: InProcess
 ) -> None:
     def git(*args: str) -> None:
         subprocess.run(["git", "-C", str(site), *args], check=True, capture_output=True)
@@ -177,7 +173,7 @@ async def test_a_moved_english_page_moves_its_translations(
     fixed = _read(old).replace("그 ", "해당 ", 1)
     _write(old, fixed)  # a hand fix, which must move too
     git("mv", "docs/guide/custom.md", "docs/guide/extending.md")
-    before = _cli(site, "--check", "--lang", "ko")
+    before = run_main("--check", "--lang", "ko")
     assert before.returncode == 1
     assert (
         "moved     docs/ko/guide/custom.md -> docs/ko/guide/extending.md: its English page moved"
@@ -195,7 +191,7 @@ async def test_a_moved_english_page_moves_its_translations(
     assert "guide/custom.md" not in manifest.pages
     assert "ko" in manifest.pages["guide/extending.md"]
     assert "moved ko/guide/custom.md -> ko/guide/extending.md" in outcome.output
-    assert "stale" not in _cli(site, "--check", "--lang", "ko").stdout
+    assert "stale" not in run_main("--check", "--lang", "ko").stdout
 
 
 ANCHORS = """# Anchors
@@ -218,7 +214,7 @@ More text here.
 
 
 async def test_commented_and_setext_headings_get_the_english_ids(
-    site: Path, echo: EchoTranslator, run_site: RunSite
+    site: Path, echo: EchoTranslator, run_site: RunSite, run_main: InProcess
 ) -> None:
     _write(site / "docs" / "anchors.md", ANCHORS)
     assert (await run_site(languages=["ja"], files=["anchors.md"])).code == 0
@@ -226,17 +222,19 @@ async def test_commented_and_setext_headings_get_the_english_ids(
     assert re.search(r"(?m)^## \S.* \{#usage\}$", translated)
     assert re.search(r"(?m)^\S.* \{#other-part\}\n-+$", translated)
     assert "usage_1" not in translated
-    assert _cli(site, "--check", "--lang", "ja", "--file", "anchors.md").returncode == 0
+    assert run_main("--check", "--lang", "ja", "--file", "anchors.md").returncode == 0
     # --check computes the ids the same way: a wrong id on the setext heading is a finding
     _write(
         site / "docs" / "ja" / "anchors.md", translated.replace("{#other-part}", "{#other-part_1}")
     )
-    checked = _cli(site, "--check", "--lang", "ja", "--file", "anchors.md")
+    checked = run_main("--check", "--lang", "ja", "--file", "anchors.md")
     assert checked.returncode == 1
     assert "'other-part_1' should be the English id 'other-part'" in checked.stdout
 
 
-def test_two_runs_at_once_keep_both_languages(site: Path, fake_openai: FakeOpenAIServer) -> None:
+def test_two_runs_at_once_keep_both_languages(
+    site: Path, fake_openai: FakeOpenAIServer, run_main: InProcess
+) -> None:
     EchoTranslator(latency=0.3).install(fake_openai)
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")},
@@ -260,20 +258,20 @@ def test_two_runs_at_once_keep_both_languages(site: Path, fake_openai: FakeOpenA
     manifest = Manifest.load(site / "i18n" / "manifest.json")
     for page in ("index.md", "guide/backends.md", "guide/custom.md"):
         assert sorted(manifest.pages[page]) == ["ja", "ko"]
-    checked = _cli(site, "--check", "--lang", "ja", "--lang", "ko")
+    checked = run_main("--check", "--lang", "ja", "--lang", "ko")
     assert checked.returncode == 0, checked.stdout
 
 
-def test_a_manifest_of_the_wrong_shape_is_a_clear_error(site: Path) -> None:
+def test_a_manifest_of_the_wrong_shape_is_a_clear_error(site: Path, run_main: InProcess) -> None:
     path = site / "i18n" / "manifest.json"
     _write(path, json.dumps({"version": 2, "pages": []}))
-    result = _cli(site, "--check")
+    result = run_main("--check")
     assert result.returncode == 2
     assert str(path) in result.stderr
     assert '"pages" must be an object' in result.stderr
     entry = {"source": "sha256:abc", "sections": "sha256:abc"}
     _write(path, json.dumps({"version": 2, "pages": {"index.md": {"ja": entry}}}))
-    result = _cli(site, "--check")
+    result = run_main("--check")
     assert result.returncode == 2
     assert str(path) in result.stderr
     assert 'pages["index.md"]["ja"]["sections"] must be a list of hashes' in result.stderr
@@ -334,19 +332,19 @@ async def test_a_hand_fix_that_split_a_paragraph_survives_and_is_carried_as_the_
     assert "\n\n해당" in kept
 
 
-def _adopt_split(site: Path) -> None:
-    adopted = _cli(
-        site, "--adopt", "--lang", "ko", "--file", f"docs/{PAGE}", "--section", "history-limits"
+def _adopt_split(run_main: InProcess) -> None:
+    adopted = run_main(
+        "--adopt", "--lang", "ko", "--file", f"docs/{PAGE}", "--section", "history-limits"
     )
     assert adopted.returncode == 0, adopted.stdout + adopted.stderr
     assert "paragraph split vouched for in section(s) 6" in adopted.stdout
 
 
 async def test_adopt_refuses_a_paragraph_split_unless_the_section_is_named(
-    site: Path, echo: EchoTranslator, run_site: RunSite
+    site: Path, echo: EchoTranslator, run_site: RunSite, run_main: InProcess
 ) -> None:
     target, fixed = await _split_by_hand(run_site, site)
-    refused = _cli(site, "--adopt", "--lang", "ko", "--file", f"docs/{PAGE}")
+    refused = run_main("--adopt", "--lang", "ko", "--file", f"docs/{PAGE}")
     assert refused.returncode == 1
     assert "section 6: the English has 3 paragraph(s) or block(s)" in refused.stdout
     assert "the translation 4" in refused.stdout
@@ -362,8 +360,8 @@ async def test_adopt_refuses_a_paragraph_split_unless_the_section_is_named(
     joined = fixed.replace("\n\n해당", "\n\n- 해당", 1)
     assert joined != fixed
     _write(target, joined)
-    named = _cli(
-        site, "--adopt", "--lang", "ko", "--file", f"docs/{PAGE}", "--section", "history-limits"
+    named = run_main(
+        "--adopt", "--lang", "ko", "--file", f"docs/{PAGE}", "--section", "history-limits"
     )
     assert named.returncode == 1
     assert "not adopted" in named.stdout
@@ -373,36 +371,40 @@ async def test_adopt_refuses_a_paragraph_split_unless_the_section_is_named(
 
 
 async def test_a_vouched_paragraph_split_passes_check(
-    site: Path, echo: EchoTranslator, run_site: RunSite
+    site: Path, echo: EchoTranslator, run_site: RunSite, run_main: InProcess
 ) -> None:
     await _split_by_hand(run_site, site)
-    before = _cli(site, "--check", "--lang", "ko")
+    before = run_main("--check", "--lang", "ko")
     assert before.returncode == 1
     assert "invalid" in before.stdout
-    _adopt_split(site)
-    checked = _cli(site, "--check", "--lang", "ko")
+    _adopt_split(run_main)
+    checked = run_main("--check", "--lang", "ko")
     assert checked.returncode == 0, checked.stdout
     assert "invalid" not in checked.stdout
     assert "edited" not in checked.stdout
 
 
 async def test_a_later_edit_of_a_vouched_split_brings_the_paragraph_check_back(
-    site: Path, echo: EchoTranslator, run_site: RunSite
+    site: Path, echo: EchoTranslator, run_site: RunSite, run_main: InProcess
 ) -> None:
     target, fixed = await _split_by_hand(run_site, site)
-    _adopt_split(site)
+    _adopt_split(run_main)
     _write(target, fixed.replace("\n\n해당", "\n\n해당 설정", 1))
-    again = _cli(site, "--check", "--lang", "ko")
+    again = run_main("--check", "--lang", "ko")
     assert again.returncode == 1
     assert "section 6: the English has 3 paragraph(s) or block(s)" in again.stdout
     assert "edited by hand (section(s) 6)" in again.stdout
 
 
 async def test_a_vouched_split_survives_a_rerun_after_an_english_edit_elsewhere(
-    site: Path, echo: EchoTranslator, run_site: RunSite, fake_openai: FakeOpenAIServer
+    site: Path,
+    echo: EchoTranslator,
+    run_site: RunSite,
+    fake_openai: FakeOpenAIServer,
+    run_main: InProcess,
 ) -> None:
     target, fixed = await _split_by_hand(run_site, site)
-    _adopt_split(site)
+    _adopt_split(run_main)
     english = site / "docs" / PAGE
     _write(english, _read(english).replace("The first example.", "The first example, edited."))
     echo.calls.clear()
@@ -411,12 +413,12 @@ async def test_a_vouched_split_survives_a_rerun_after_an_english_edit_elsewhere(
     now = _read(target)
     section = now[now.index("{#history-limits") :]
     assert section == fixed[fixed.index("{#history-limits") :]  # byte for byte
-    checked = _cli(site, "--check", "--lang", "ko")
+    checked = run_main("--check", "--lang", "ko")
     assert checked.returncode == 0, checked.stdout
 
     # its own English changes: the vouched split text goes as the translation to keep
     kept = await _kept_after_its_own_english_changes(site, echo, run_site, fake_openai)
     assert "<!-- section 6 -->" in kept
     assert "\n\n해당" in kept
-    checked = _cli(site, "--check", "--lang", "ko")
+    checked = run_main("--check", "--lang", "ko")
     assert checked.returncode == 0, checked.stdout

@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+import translate_docs
 from docs_i18n.report import Reporter
 from docs_i18n.translator import RetryPolicy
 
@@ -27,3 +32,34 @@ class Outcome:
 
 
 RunSite = Callable[..., Coroutine[Any, Any, Outcome]]
+
+
+class InProcess:
+    """The command line (`translate_docs.main`) called in this process on one site, as the
+    script would run in a child: `OPENAI_*` variables only from `env`, stdout and stderr captured,
+    the exit status returned.
+
+    For cases about what a run does (its output, exit status and files), where a child process
+    adds only its start-up time (the interpreter and the imports, openai's above all). Cases about
+    the process itself (the environment a child is given, Ctrl-C, a kill, two runs at once) start
+    the script as a child instead.
+    """
+
+    def __init__(
+        self, site: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        self.site = site
+        self.capsys = capsys
+        self.monkeypatch = monkeypatch
+
+    def __call__(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        with self.monkeypatch.context() as patch:
+            for name in [k for k in os.environ if k.startswith("OPENAI_")]:
+                patch.delenv(name)
+            for name, value in env.items():
+                patch.setenv(name, value)
+            self.capsys.readouterr()
+            argv = ["--root", str(self.site), *args]
+            code = translate_docs.main(argv)
+            out, err = self.capsys.readouterr()
+        return subprocess.CompletedProcess([str(SCRIPT), *argv], code, out, err)

@@ -26,7 +26,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ import yaml
 from gha_filters import push_triggers
 from gha_simulator import JobSimulation, StepResult, clean_base_env
 
+from support.shared import once_per_run
 from turnstore.testing import FakeOpenAIServer, RecordedRequest, text_response
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -321,10 +322,11 @@ def reviews(server: FakeOpenAIServer) -> int:
     return len([r for r in server.requests_to("/v1/responses") if _is_review(r)])
 
 
-@pytest.fixture(scope="module")
-def translated_origin(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A bare origin whose docs are translated: the state after the workflow's first run."""
-    base = tmp_path_factory.mktemp("origin")
+def _first_run(base: Path) -> dict[str, Any]:
+    """The workflow's first run on the small repository in `base`: a bare origin whose English
+    docs are pushed, translated by the job. Returns the steps' results and the model calls."""
+    shutil.rmtree(base, ignore_errors=True)  # what a worker's failed attempt left
+    base.mkdir()
     tree = base / "tree"
     tree.mkdir()
     make_source_tree(tree)
@@ -337,10 +339,25 @@ def translated_origin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with FakeOpenAIServer() as server:
         server.route("POST", "/v1/responses", tagged_translator())
         results = simulate(world, server)
-    assert_succeeded(results)
-    assert calls(server) == 2 * len(LANGUAGES)  # one call per page and language
-    assert reviews(server) == 2 * len(LANGUAGES)  # and one review of each
-    return world.origin
+    return {
+        "steps": [asdict(result) for result in results.values()],
+        "calls": calls(server),
+        "reviews": reviews(server),
+    }
+
+
+@pytest.fixture(scope="module")
+def translated_origin(request: pytest.FixtureRequest) -> Path:
+    """A bare origin whose docs are translated: the state after the workflow's first run.
+
+    Once per test run: under `pytest -n` the first worker runs the job, the others copy its
+    origin (the `world` fixture copies it for each test; no test writes to it).
+    """
+    base, first = once_per_run(request, "update-docs-first-run", _first_run)
+    assert_succeeded({step["id"]: StepResult(**step) for step in first["steps"]})
+    assert first["calls"] == 2 * len(LANGUAGES)  # one call per page and language
+    assert first["reviews"] == 2 * len(LANGUAGES)  # and one review of each
+    return base / "origin.git"
 
 
 @pytest.fixture
