@@ -146,14 +146,14 @@ class RaceContract:
         assert sorted(under) == [s for s in stable if s.startswith("s/00")]
 
     async def test_a_prefix_page_holds_each_session_once_under_creates_and_clears(self) -> None:
-        # 50 sessions under the prefix among 1,500, the 481st to 530th newest: a page reads
-        # the index past them (Redis reads it 500 entries at a time) while sessions are
-        # written, created and cleared in front of them.
+        # 50 sessions under the prefix among 630, the 481st to 530th newest: a page reads the
+        # index past them (Redis reads it 500 entries at a time, so they straddle two reads)
+        # while sessions are written, created and cleared in front of them.
         wanted = [f"p/{n:02d}" for n in range(50)]
-        others = [f"o/{n:04d}" for n in range(1_450)]
-        await self.seed(others[:970])
+        others = [f"o/{n:04d}" for n in range(580)]
+        await self.seed(others[:100])
         await self.seed(wanted)
-        await self.seed(others[970:])
+        await self.seed(others[100:])
         stop = asyncio.Event()
         writer = asyncio.create_task(self.churn(others, stop))
         try:
