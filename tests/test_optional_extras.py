@@ -154,6 +154,30 @@ def test_storing_sessions_and_the_cli_do_not_import_openai(tmp_path: Path) -> No
     assert done.stdout.splitlines() == ["['hi']", "False", "Agent Runner True"]
 
 
+def test_the_fake_server_runs_without_importing_openai() -> None:
+    # `python -m turnstore.testing.fake_openai` serves a test's or an example's client from a
+    # process of its own; only the client it hands out (`async_client`) needs openai.
+    done = _run(
+        """
+        from turnstore.testing import FakeConversationsAPI, FakeOpenAIServer, text_response
+        import urllib.request, json
+        with FakeOpenAIServer() as server:
+            FakeConversationsAPI().install(server)
+            server.enqueue(text_response("hi"))
+            request = urllib.request.Request(
+                server.base_url + "/responses", data=b'{"input": "x"}', method="POST"
+            )
+            with urllib.request.urlopen(request) as reply:
+                print(json.loads(reply.read())["output"][0]["content"][0]["text"])
+            print("openai" in sys.modules)
+            client = server.async_client()
+            print(type(client).__name__, "openai" in sys.modules)
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["hi", "False", "AsyncOpenAI True"]
+
+
 def test_without_openai_the_agent_layer_fails_as_a_broken_install() -> None:
     # openai is a dependency, not an extra: its absence is reported as it is, with no install
     # hint, and what does not need it keeps working.

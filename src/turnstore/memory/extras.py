@@ -77,7 +77,9 @@ LAZY_EXPORTS: dict[str, LazyExport] = {
     "function_tool": LazyExport("turnstore.tools"),
     "SessionInputCallback": LazyExport("turnstore.session_input"),
     "ToolOutputTrimmer": LazyExport("turnstore.extensions"),
-    # turnstore.testing
+    # turnstore.testing (the scripted model imports openai; the fake server does not)
+    "ScriptedModel": LazyExport("turnstore.testing.scripted_model"),
+    "ScriptStep": LazyExport("turnstore.testing.scripted_model"),
     "SessionConformanceTests": LazyExport(
         "turnstore.testing.conformance", packages=("pytest", "pytest-asyncio")
     ),

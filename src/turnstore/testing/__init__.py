@@ -29,10 +29,10 @@ from .fake_openai import (
     text_response,
     tool_call_response,
 )
-from .scripted_model import ScriptedModel, ScriptStep
 
 if TYPE_CHECKING:
     from .conformance import SessionConformanceTests
+    from .scripted_model import ScriptedModel, ScriptStep
 
 __all__ = [
     "FakeCompactionAPI",
@@ -50,8 +50,10 @@ __all__ = [
     "text_response",
     "tool_call_response",
 ]
-"""Static: the same on every install. `SessionConformanceTests` is imported on first use
-(`__getattr__`) and raises an `ImportError` saying what to install when pytest is missing."""
+"""Static: the same on every install. `SessionConformanceTests` and the scripted model are
+imported on first use (`__getattr__`, so that the fake server runs without importing pytest or
+openai); the conformance suite raises an `ImportError` saying what to install when pytest is
+missing."""
 
 
 if not TYPE_CHECKING:  # type checkers see the lazy names through the imports above, and

@@ -38,10 +38,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from openai import AsyncOpenAI
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
 
 __all__ = [
     "FakeOpenAIServer",
@@ -433,6 +434,8 @@ class FakeOpenAIServer:
 
     def async_client(self, **kwargs: Any) -> AsyncOpenAI:
         """Return an `AsyncOpenAI` client pointed at this server (no retries unless asked)."""
+        from openai import AsyncOpenAI  # here, not at the top: the server alone needs no openai
+
         options: dict[str, Any] = {
             "api_key": "sk-test",
             "base_url": self.base_url,
