@@ -646,6 +646,7 @@ _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _LENGTH_UNIT = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’._-]*|[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7a3]")
 
 
+@functools.lru_cache(maxsize=4096)  # the English of a paragraph is measured once per language
 def _length(text: str) -> int:
     """The length of prose: one per Latin word or number, one per CJK character or Hangul
     syllable (so a Latin word and a CJK character weigh the same in every language)."""
@@ -831,7 +832,7 @@ def meaning_findings(
     allowed = {
         number
         for word, values in rules.number_words.items()
-        if re.search(rf"\b{phrase_pattern(word)}", english_prose, re.I)
+        if _says_word(english_prose, word)
         for number in values
     }
     for number in sorted(got):
@@ -876,10 +877,8 @@ def meaning_findings(
             findings.append(
                 Located(f"{number} {unit} in the English is not {number} {unit} in the translation")
             )
-    for word in glossary.do_not_translate:
-        need, have = len(_find_all(english_prose, word)), len(_find_all(draft_prose, word))
-        if re.fullmatch(r"[A-Z][a-z]+", word):  # `Session` starting a sentence is a noun
-            need -= len(re.findall(rf"(?:^|[|.:!?]\s|\u2022\s)\s*{word}\b", english_prose, re.M))
+    for word, need in _names_needed(english_prose, tuple(glossary.do_not_translate)):
+        have = len(_find_all(draft_prose, word))
         if have < need:
             findings.append(
                 Located(
@@ -902,9 +901,38 @@ def meaning_findings(
     return findings
 
 
+@functools.lru_cache(maxsize=1024)  # the English of a section is checked once per language
+def _says_word(english_prose: str, word: str) -> bool:
+    """Whether English prose says the number word `word` (`number_words`)."""
+    return re.search(rf"\b{phrase_pattern(word)}", english_prose, re.I) is not None
+
+
+@functools.lru_cache(maxsize=1024)  # the English of a section is checked once per language
+def _names_needed(english_prose: str, names: tuple[str, ...]) -> tuple[tuple[str, int], ...]:
+    """Each do-not-translate name and how often a translation of `english_prose` must keep it:
+    as often as the English says it, less the times a capitalized word (`Session`) starts a
+    sentence, where it is a noun to translate."""
+    out = []
+    for word in names:
+        need = len(_find_all(english_prose, word))
+        if need and re.fullmatch(r"[A-Z][a-z]+", word):
+            need -= len(re.findall(rf"(?:^|[|.:!?]\s|\u2022\s)\s*{word}\b", english_prose, re.M))
+        out.append((word, need))
+    return tuple(out)
+
+
 _LINK = re.compile(
     r"(?<!!)\[(?P<text>[^\[\]\n]*)\](?:\((?P<url>[^)\s]*)[^)\n]*\)|\[(?P<label>[^\]\n]*)\])"
 )
+
+
+@functools.lru_cache(maxsize=1024)  # the English of a section is checked once per language
+def _link_text_needs(
+    en_text: str, names: tuple[str, ...]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The placeholders and the do-not-translate `names` of an English link's text, which the
+    translated link's text must keep."""
+    return tuple(PLACEHOLDER_RE.findall(en_text)), tuple(w for w in names if _find_all(en_text, w))
 
 
 def _links(masked: str) -> dict[str, list[tuple[int, str]]]:
@@ -923,12 +951,9 @@ def _link_text_findings(english: str, draft: str, lang: str, glossary: Glossary)
     tr_links = _links(draft)
     for target, links in _links(english).items():
         for (_, en_text), (line, tr_text) in zip(links, tr_links.get(target, []), strict=False):
-            missing = [p for p in PLACEHOLDER_RE.findall(en_text) if p not in tr_text]
-            missing += [
-                w
-                for w in glossary.do_not_translate
-                if _find_all(en_text, w) and not _find_all(tr_text, w)
-            ]
+            code, names = _link_text_needs(en_text, tuple(glossary.do_not_translate))
+            missing = [p for p in code if p not in tr_text]
+            missing += [w for w in names if not _find_all(tr_text, w)]
             missing += [
                 glossary.terms[lang][term]
                 for term in glossary.terms.get(lang, {})

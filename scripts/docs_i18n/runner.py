@@ -20,8 +20,10 @@ drafts (each finding names its language). Each language's draft is then checked,
 verified against its own draft, repaired in its own conversation and written as soon as it is
 done. A shared request that fails falls back to one per language; a language missing from its
 reply asks alone, the others keep their part. The model calls hold a slot of the concurrency
-limiter only while in flight; the checks and writes run in worker threads. Nothing waits for
-the other pages: a page's review goes out as soon as its own draft is checked, and when every
+limiter only while in flight. The drafts' code checks run one after the other, as the drafts
+arrive, in a worker thread of their own (`_Run.checker`); the writes and a review's instructions
+run in other worker threads, never queued behind them. Nothing waits for the other pages: a
+page's review goes out as soon as its own draft is checked, and when every
 slot is taken, the reviews and repairs waiting go before the first drafts waiting (`Slots`), so
 pages are finished, written and recorded one after the other, not all at the end.
 """
@@ -31,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -260,6 +263,20 @@ class _Run:
     limiter: Slots
     writer: _Writer
     reporter: Reporter
+    checker: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(1, thread_name_prefix="draft-checks")
+    )
+    """The one worker thread of the drafts' code checks: the drafts are checked one after the
+    other as they arrive (each review goes out as soon as its own draft passes, not when a
+    batch of drafts checked side by side passes together), and the short work the other jobs
+    hand to `asyncio.to_thread` (a review's instructions, a write) never queues behind them."""
+
+    async def check(self, job: Job, sections: dict[int, str], shape: list[str]) -> list[str]:
+        """A draft's findings (`_draft_findings`), worked out in the checks' worker thread."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self.checker, _draft_findings, job, sections, shape, self.prompts
+        )
 
     async def call(
         self,
@@ -382,9 +399,7 @@ class _Conversation:
                 text, cut_off = reply.text, reply.cut_off
             self.messages.append({"role": "assistant", "content": text})
             sections, shape = parse_reply(text)
-            findings = await asyncio.to_thread(
-                _draft_findings, self.job, sections, shape, self.run.prompts
-            )
+            findings = await self.run.check(self.job, sections, shape)
             if cut_off and findings:
                 findings.insert(0, f"the reply was cut off ({cut_off}): return all of it")
             if not findings:
@@ -674,6 +689,7 @@ async def translate(options: Options, client: openai.AsyncOpenAI, reporter: Repo
             raise
         raise unreachable.exceptions[0] from None
     finally:
+        run.checker.shutdown(wait=False, cancel_futures=True)
         await asyncio.to_thread(writer.flush)
         reporter.close()
         _write_report(options, reporter)
