@@ -8,13 +8,19 @@ without a branch read as `main`.
 from __future__ import annotations
 
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
 
 from turnstore import AdvancedSQLiteSession, SessionSchemaError
 
-sdk_memory = pytest.importorskip("agents.extensions.memory.advanced_sqlite_session")
+
+@pytest.fixture
+def sdk_memory() -> ModuleType:
+    # Imported by the tests that use it, not when the file is collected: every pytest -n worker
+    # collects this file, and the SDK takes seconds to import.
+    return pytest.importorskip("agents.extensions.memory.advanced_sqlite_session")
 
 
 def user(text: str) -> dict[str, Any]:
@@ -28,7 +34,7 @@ def bot(text: str) -> dict[str, Any]:
 TWO_TURNS = [user("q1"), bot("a1"), user("q2"), bot("a2")]
 
 
-async def write_with_the_sdk(path: Path) -> None:
+async def write_with_the_sdk(sdk_memory: ModuleType, path: Path) -> None:
     """Session `branched` gets the SDK branch `alt`; session `plain` stays on `main`."""
     branched = sdk_memory.AdvancedSQLiteSession(
         session_id="branched", db_path=path, create_tables=True
@@ -50,9 +56,11 @@ async def write_with_the_sdk(path: Path) -> None:
         plain.close()
 
 
-async def test_a_session_the_sdk_branched_is_refused_not_read_as_main(tmp_path: Path) -> None:
+async def test_a_session_the_sdk_branched_is_refused_not_read_as_main(
+    sdk_memory: ModuleType, tmp_path: Path
+) -> None:
     path = tmp_path / "sdk.db"
-    await write_with_the_sdk(path)
+    await write_with_the_sdk(sdk_memory, path)
     async with AdvancedSQLiteSession(session_id="branched", db_path=path) as session:
         for read in (
             session.get_items,
@@ -65,9 +73,11 @@ async def test_a_session_the_sdk_branched_is_refused_not_read_as_main(tmp_path: 
                 await read()
 
 
-async def test_a_session_the_sdk_never_branched_reads_as_main(tmp_path: Path) -> None:
+async def test_a_session_the_sdk_never_branched_reads_as_main(
+    sdk_memory: ModuleType, tmp_path: Path
+) -> None:
     path = tmp_path / "sdk.db"
-    await write_with_the_sdk(path)
+    await write_with_the_sdk(sdk_memory, path)
     async with AdvancedSQLiteSession(session_id="plain", db_path=path) as session:
         assert await session.get_items() == TWO_TURNS
         await session.create_branch_from_turn(2, "ours")

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
+from types import ModuleType
 
-import agents
-import agents.testing
+import pytest
 
 from turnstore import SQLiteSession
 from turnstore.testing.interop import (
@@ -15,6 +16,14 @@ from turnstore.testing.interop import (
 )
 
 
+@pytest.fixture
+def agents() -> ModuleType:
+    """The SDK, imported by the tests that use it, not when the file is collected: every
+    pytest -n worker collects this file, and the SDK takes seconds to import."""
+    importlib.import_module("agents.testing")
+    return importlib.import_module("agents")
+
+
 async def test_our_sqlite_session_in_the_sdk_runner(tmp_path: Path) -> None:
     stored = await check_agents_sdk_runner_remembers(
         lambda sid: SQLiteSession(sid, tmp_path / "ours.db")
@@ -22,7 +31,7 @@ async def test_our_sqlite_session_in_the_sdk_runner(tmp_path: Path) -> None:
     assert [item.get("type") for item in stored].count("function_call") == 1
 
 
-async def test_sdk_sqlite_session_in_our_runner(tmp_path: Path) -> None:
+async def test_sdk_sqlite_session_in_our_runner(agents: ModuleType, tmp_path: Path) -> None:
     stored = await check_runner_remembers(
         lambda sid: agents.SQLiteSession(sid, str(tmp_path / "sdk.db"))
     )
@@ -40,11 +49,11 @@ async def test_history_interchange_on_our_session(tmp_path: Path) -> None:
     await check_history_interchange(lambda sid: SQLiteSession(sid, tmp_path / "mix.db"))
 
 
-async def test_history_interchange_on_the_sdk_session(tmp_path: Path) -> None:
+async def test_history_interchange_on_the_sdk_session(agents: ModuleType, tmp_path: Path) -> None:
     await check_history_interchange(lambda sid: agents.SQLiteSession(sid, str(tmp_path / "m.db")))
 
 
-async def test_sdk_run_config_session_settings_on_our_session() -> None:
+async def test_sdk_run_config_session_settings_on_our_session(agents: ModuleType) -> None:
     scripted = agents.testing
     model = scripted.ScriptedModel([[scripted.assistant_message("a", item_id="m1")]])
     async with SQLiteSession("sdk-settings", session_settings={"limit": 5}) as session:
