@@ -69,20 +69,26 @@ lint: venv
 # `make test PYTEST_WORKERS=0` runs the suite in one process.
 PYTEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(max(4, os.cpu_count() or 1))')
 
+# Bytecode for the tests and their child processes: compiled once and kept in the venv
+# (`make clean` removes it), never written next to the sources. The suite starts hundreds of
+# Python processes and rewrites every test module's asserts in each worker; with
+# PYTHONDONTWRITEBYTECODE set (as some shells and images do), each of them compiled it all again.
+PYTEST_ENV = env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX="$(abspath $(VENV))/pycache"
+
 # The linters run beside the tests (their output is printed when both are done); `make test`
 # fails if either fails.
 test: venv
 	@lint_log="$$(mktemp)"; \
 	( $(LINT) ) >"$$lint_log" 2>&1 & lint_pid=$$!; \
 	trap 'kill $$lint_pid 2>/dev/null; rm -f "$$lint_log"; exit 130' INT TERM; \
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal; tests=$$?; \
+	$(PYTEST_ENV) $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal; tests=$$?; \
 	wait $$lint_pid; lint=$$?; \
 	printf '\n==> lint (ruff, ruff format, mypy --strict, typos)\n'; cat "$$lint_log"; rm -f "$$lint_log"; \
 	if [ $$lint -ne 0 ]; then echo "make test: lint failed"; fi; \
 	[ $$tests -eq 0 ] && [ $$lint -eq 0 ]
 
 test-fast: venv
-	$(BIN)/python -m pytest -n auto -m "not browser and not services and not slow" -q
+	$(PYTEST_ENV) $(BIN)/python -m pytest -n auto -m "not browser and not services and not slow" -q
 
 # Its own venv (a temporary one); the services are those `make test` uses (.ci/services starts them).
 test-floors:

@@ -8,7 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from translation_support import FAST_RETRY, FIXTURES, REPO, InProcess, Outcome, RunSite
+from translation_support import (
+    FAST_RETRY,
+    FIXTURES,
+    MODEL_TIMEOUT,
+    REPO,
+    InProcess,
+    Outcome,
+    RunSite,
+)
 
 from docs_i18n.planning import Options
 from docs_i18n.report import Reporter
@@ -47,7 +55,7 @@ def run_site(site: Path, fake_openai: FakeOpenAIServer) -> RunSite:
     """Run a translation of `site` in process, against the fake server, with fast retries."""
 
     async def _run(**overrides: Any) -> Outcome:
-        timeout = overrides.pop("timeout", 5.0)
+        timeout = overrides.pop("timeout", MODEL_TIMEOUT)
         options = Options(
             root=site,
             languages=overrides.pop("languages", ["ja", "ko", "zh"]),

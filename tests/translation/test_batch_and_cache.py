@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from translation_support import FAST_RETRY, FIXTURES, REPO, RunSite
+from translation_support import FAST_RETRY, FIXTURES, MODEL_TIMEOUT, REPO, RunSite
 
 import translate_docs
 from docs_i18n.batch import PENDING, collect, submit
@@ -32,13 +32,13 @@ RESPONSES = "/v1/responses"
 
 
 def _options(site: Path) -> Options:
-    return Options(root=site, languages=["ja", "ko", "zh"], retry=FAST_RETRY, timeout=5.0)
+    return Options(root=site, languages=["ja", "ko", "zh"], retry=FAST_RETRY, timeout=MODEL_TIMEOUT)
 
 
 async def _go(how: str, site: Path, server: FakeOpenAIServer) -> tuple[int, Reporter]:
     run = {"run": translate, "batch": submit, "collect": collect}[how]
     reporter = Reporter(io.StringIO(), bar=False)
-    async with server.async_client(timeout=5.0) as client:
+    async with server.async_client(timeout=MODEL_TIMEOUT) as client:
         code = await run(_options(site), client, reporter)
     return code, reporter
 

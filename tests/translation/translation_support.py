@@ -20,6 +20,10 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SCRIPT = REPO / "scripts" / "translate_docs.py"
 
 FAST_RETRY = RetryPolicy(max_retries=3, base_delay=0.01, max_delay=0.05)
+MODEL_TIMEOUT = 30.0
+"""Seconds a test's client waits for the fake model: the echo translator works out each reply in
+the server's thread, which a loaded machine can hold for seconds; a reply that never comes still
+fails the test."""
 
 
 class Outcome:
