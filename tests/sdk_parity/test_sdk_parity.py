@@ -17,7 +17,11 @@ from typing import Any
 
 import pytest
 
-from sdk_parity.sdk_run import check_file
+from sdk_parity.sdk_run import RUN_TIMEOUT, check_file
+
+# The first test to need `sdk_results` waits for the whole child run (the others wait for it
+# too): the child's own limit applies, not the suite's per-test one.
+pytestmark = pytest.mark.timeout(RUN_TIMEOUT + 60)
 
 # The SDK's test files run here, relative to its tests/ folder.
 SDK_TEST_FILES = [
