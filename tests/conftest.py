@@ -162,6 +162,8 @@ def fake_openai() -> Iterator[FakeOpenAIServer]:
 SERVICE_FIXTURES = frozenset(
     {"postgres_url", "mysql_url", "redis_url", "redis_cluster_url", "pgbouncer_url", "ssl_postgres"}
 )
+# Session fixtures whose one child run (once_per_run) a group of short checks reads.
+SHARED_RUN_FIXTURES = frozenset({"sdk_results"})
 
 
 @pytest.hookimpl(trylast=True)
@@ -170,9 +172,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     then, under `pytest -n`, start the slowest tests first, spread over the workers.
 
     A service's URL makes a test `services`, Chromium makes it `browser`, and the built site
-    (a whole `mkdocs build` to wait for) makes it `slow`.
+    (a whole `mkdocs build` to wait for) makes it `slow`. The tests that read one child run
+    (`SHARED_RUN_FIXTURES`) start together on one worker: the first runs it, the others read it
+    at once, where spread over the workers they would hold each one idle while it runs.
     """
-    heavy = [item for item in items if item.get_closest_marker("slow")]
+    shared = [
+        item for item in items if SHARED_RUN_FIXTURES & set(getattr(item, "fixturenames", ()))
+    ]
+    heavy = [[item] for item in items if item.get_closest_marker("slow") and item not in shared]
+    if shared:
+        heavy.insert(0, shared)
     for item in items:
         needs = set(getattr(item, "fixturenames", ()))
         if needs & SERVICE_FIXTURES:
@@ -187,9 +196,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def heavy_first_in_each_share(
-    items: list[pytest.Item], heavy: list[pytest.Item], workers: int
+    items: list[pytest.Item], heavy: list[list[pytest.Item]], workers: int
 ) -> list[pytest.Item]:
     """`items` reordered so that each worker's first share begins with its part of `heavy`.
+
+    `heavy` holds groups of tests (most of one test each): a group stays together.
 
     `--dist worksteal` first hands worker k the k-th of `workers` near-equal runs of the
     collection, then moves tests from the end of a busy worker's queue to an idle one. A test
@@ -198,13 +209,13 @@ def heavy_first_in_each_share(
     once and the short tests fill in around them. Every worker sees the same collection, so
     every worker computes the same order, as xdist requires.
     """
-    chosen = {id(item) for item in heavy}
+    chosen = {id(item) for group in heavy for item in group}
     rest = iter([item for item in items if id(item) not in chosen])
     ordered: list[pytest.Item] = []
     remaining = len(items)
     for share in range(workers):
         size = remaining // (workers - share)
-        first = heavy[share::workers]
+        first = [item for group in heavy[share::workers] for item in group]
         ordered += first
         ordered += [item for _, item in zip(range(size - len(first)), rest, strict=False)]
         remaining -= size

@@ -1,6 +1,6 @@
 """conftest.py for the OpenAI Agents SDK's own session tests, run on turnstore's classes.
 
-Copied next to the SDK's extracted `tests/` package by `test_sdk_parity.py`. It rebinds the
+Copied next to the SDK's extracted `tests/` package by `sdk_run.py`. It rebinds the
 SDK's session names in every loaded `agents.*` module (the SDK's RunConfig checks `isinstance`
 against the class it imported itself), so the SDK's tests and its Runner use ours.
 """

@@ -1,26 +1,29 @@
 """The OpenAI Agents SDK's own AsyncSQLiteSession and ToolOutputTrimmer tests, on ours.
 
 Same method as `test_sdk_parity.py` (the SDK's source package, names rebound in every loaded
-`agents.*` module by `sdk_conftest.py`), for the two SDK extensions that turnstore provides under
-the same import paths. The SDK's AsyncSQLiteSession tests import aiosqlite (a dev dependency here,
-not a turnstore one) to reach the SDK class's private connection; every test that does is listed
-below with that reason, and any other failure fails this test.
+`agents.*` module by `sdk_conftest.py`, in the same child pytest), for the two SDK extensions
+that turnstore provides under the same import paths. The SDK's AsyncSQLiteSession tests import
+aiosqlite (a dev dependency here, not a turnstore one) to reach the SDK class's private
+connection; every test that does is listed below with that reason, and any other failure fails
+the file's test.
 """
 
 from __future__ import annotations
 
-import shutil
-import tarfile
-from pathlib import Path
+from typing import Any
 
 import pytest
 
-from sdk_parity.test_sdk_parity import SDK_VERSION, _sdist, run_sdk_tests
+from sdk_parity.sdk_run import RUN_TIMEOUT, check_file
+
+# The first test to need `sdk_results` waits for the whole child run (the others wait for it
+# too): the child's own limit applies, not the suite's per-test one.
+pytestmark = pytest.mark.timeout(RUN_TIMEOUT + 60)
 
 _ASYNC = "extensions/memory/test_async_sqlite_session.py"
 _TRIMMER = "extensions/test_tool_output_trimmer.py"
 SDK_TEST_FILES = [_ASYNC, _TRIMMER]
-SUPPORT_FILES = ["__init__.py", "test_responses.py"]
+SDK_SUPPORT_FILES = ["__init__.py", "test_responses.py"]
 
 _PRIVATE = (
     "drives the SDK class's private aiosqlite connection (`_get_connection`, "
@@ -79,37 +82,19 @@ KNOWN_DIFFERENCES: dict[str, str] = {
 }
 
 
-def _extract(sdist: Path, into: Path) -> Path:
-    root = f"openai_agents-{SDK_VERSION}/tests/"
-    wanted = {root + name for name in SDK_TEST_FILES + SUPPORT_FILES}
-    with tarfile.open(sdist) as archive:
-        members = [m for m in archive.getmembers() if m.name in wanted]
-        archive.extractall(into, members=members, filter="data")
-    project = into / f"openai_agents-{SDK_VERSION}"
-    for package in ("tests", "tests/extensions", "tests/extensions/memory"):
-        (project / package / "__init__.py").touch()
-    shutil.copyfile(Path(__file__).with_name("sdk_conftest.py"), project / "conftest.py")
-    return project
-
-
-def test_the_sdk_async_sqlite_and_trimmer_tests_pass_on_turnstore(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sdk_file", SDK_TEST_FILES)
+def test_the_sdk_async_sqlite_and_trimmer_tests_pass_on_turnstore(
+    sdk_results: dict[str, Any], sdk_file: str
+) -> None:
     pytest.importorskip("aiosqlite", reason="the SDK's AsyncSQLiteSession tests import it")
-    project = _extract(_sdist(), tmp_path)
-    done, outcomes = run_sdk_tests(project, SDK_TEST_FILES, NOT_RUN)
-    failed = sorted(t for t, outcome in outcomes.items() if outcome == "failed")
-    unexpected = [t for t in failed if t not in KNOWN_DIFFERENCES]
-    fixed = [t for t in KNOWN_DIFFERENCES if outcomes.get(t) == "passed"]
-    assert not unexpected, f"new failures:\n{done.stdout[-6000:]}"
-    assert not fixed, f"listed as failing but now pass (update KNOWN_DIFFERENCES): {fixed}"
-    # The trimmer's tests are grouped in classes: their ids hold the class name.
-    trimmer = [t for t in outcomes if "test_tool_output_trimmer" in t]
-    async_sqlite = [t for t, o in outcomes.items() if t.startswith(_ASYNC) and o == "passed"]
-    print(
-        f"SDK ToolOutputTrimmer tests: {len(trimmer)} run; AsyncSQLiteSession tests: "
-        f"{len(async_sqlite)} passed, {len(failed)} failed (listed), {len(NOT_RUN)} not run"
-    )
-    # Every ToolOutputTrimmer test passes; the AsyncSQLiteSession tests that use only the
-    # public API pass.
-    assert len(trimmer) >= 60
-    assert all(outcomes[t] == "passed" for t in trimmer)
-    assert len(async_sqlite) >= 19
+    outcomes = check_file(sdk_results, sdk_file, KNOWN_DIFFERENCES)
+    passed = [t for t, outcome in outcomes.items() if outcome == "passed"]
+    print(f"SDK tests of {sdk_file} on turnstore: {len(passed)} of {len(outcomes)} passed")
+    if sdk_file == _TRIMMER:
+        # Every ToolOutputTrimmer test passes (they are grouped in classes: their ids hold the
+        # class name).
+        assert len(outcomes) >= 60
+        assert len(passed) == len(outcomes)
+    else:
+        # The AsyncSQLiteSession tests that use only the public API pass.
+        assert len(passed) >= 19
