@@ -69,11 +69,12 @@ lint: venv
 # `make test PYTEST_WORKERS=0` runs the suite in one process.
 PYTEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(max(4, os.cpu_count() or 1))')
 
-# Bytecode for the tests and their child processes: compiled once and kept in the venv
-# (`make clean` removes it), never written next to the sources. The suite starts hundreds of
-# Python processes and rewrites every test module's asserts in each worker; with
-# PYTHONDONTWRITEBYTECODE set (as some shells and images do), each of them compiled it all again.
-PYTEST_ENV = env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX="$(abspath $(VENV))/pycache"
+# Bytecode for the tests and their child processes is written and kept (`__pycache__/`, ignored
+# by git), even where PYTHONDONTWRITEBYTECODE is set, as some shells and images do: the suite
+# starts hundreds of Python processes and rewrites every test module's asserts in each worker,
+# and with it set each of them compiled all of it again. (Not PYTHONPYCACHEPREFIX: that would
+# also recompile every installed package, whose bytecode pip wrote beside it.)
+PYTEST_ENV = env -u PYTHONDONTWRITEBYTECODE
 
 # The linters run beside the tests (their output is printed when both are done); `make test`
 # fails if either fails.
