@@ -954,10 +954,11 @@ def _link_text_findings(english: str, draft: str, lang: str, glossary: Glossary)
             code, names = _link_text_needs(en_text, tuple(glossary.do_not_translate))
             missing = [p for p in code if p not in tr_text]
             missing += [w for w in names if not _find_all(tr_text, w)]
+            used = glossary.terms_used(en_text)
             missing += [
                 glossary.terms[lang][term]
                 for term in glossary.terms.get(lang, {})
-                if glossary.uses(en_text, term)
+                if term in used
                 and not any(_find_all(tr_text, f) for f in glossary.renderings(lang, term))
             ]
             if missing:
@@ -1070,7 +1071,8 @@ def term_uses(
     `历史记录`).
     """
     terms = glossary.terms.get(lang, {})
-    used = [term for term in terms if glossary.uses(english_prose, term)]
+    used_here = glossary.terms_used(english_prose)
+    used = [term for term in terms if term in used_here]
     forms = {term: glossary.renderings(lang, term) for term in used}
     out: dict[str, TermUse] = {}
     for term in used:
@@ -1088,7 +1090,7 @@ def term_uses(
                 variants[wrong] = lines
         out[term] = TermUse(rendered, variants)
     for term, listed in glossary.forbid.get(lang, {}).items():
-        if term not in terms and glossary.uses(english_prose, term):
+        if term not in terms and term in used_here:
             found = {
                 w: sorted({_line(draft_prose, i) for i in _find_all(draft_prose, w)})
                 for w in listed

@@ -157,8 +157,7 @@ def mentions(text: str, term: str) -> bool:
     return _mention_pattern(term).search(text) is not None
 
 
-@functools.lru_cache(maxsize=32768)  # each language's checks ask it of the same English
-def _uses(
+def _uses_term(
     english: str, term: str, senses: tuple[re.Pattern[str], ...], names: tuple[str, ...]
 ) -> bool:
     """`Glossary.uses`: `term` in `english` outside the phrases `senses` and the `names`."""
@@ -169,6 +168,28 @@ def _uses(
     for pattern in _name_patterns(term, names):
         english = pattern.sub(" ", english)
     return mentions(english, term)
+
+
+_uses = functools.lru_cache(maxsize=32768)(_uses_term)
+"""`_uses_term`, remembered: each language's checks ask it of the same English."""
+
+
+_Vocabulary = tuple[tuple[str, tuple[re.Pattern[str], ...], tuple[str, ...] | None], ...]
+"""Each term of a glossary with its `other_senses` and, for an ASCII term, the lower-cased
+pieces any text using it contains (`_may_contain`)."""
+
+
+@functools.lru_cache(maxsize=4096)  # each language's checks ask it of the same English
+def _terms_used(english: str, vocabulary: _Vocabulary, names: tuple[str, ...]) -> frozenset[str]:
+    """`Glossary.terms_used`: the terms of `vocabulary` that `english` uses outside their
+    `other_senses` and the `names`."""
+    folded = _folded(english)
+    return frozenset(
+        term
+        for term, senses, pieces in vocabulary
+        if (pieces is None or all(piece in folded for piece in pieces))
+        and _uses_term(english, term, senses, names)
+    )
 
 
 @functools.lru_cache(maxsize=256)  # the same English page is reviewed in each language
@@ -290,6 +311,29 @@ class Glossary:
         do-not-translate names and the phrases of `other_senses`."""
         senses = tuple(self.other_senses.get(term, ()))
         return _uses(english, term, senses, tuple(self.do_not_translate))
+
+    def terms_used(self, english: str) -> frozenset[str]:
+        """The terms of every language (`terms` and `forbid`) that English prose uses (`uses`).
+
+        Worked out once per text for all the terms, and remembered: each language's checks
+        ask it of the same English, for a section and for each of its links' texts.
+        """
+        return _terms_used(english, self._vocabulary, tuple(self.do_not_translate))
+
+    @functools.cached_property
+    def _vocabulary(self) -> _Vocabulary:
+        """The terms of every language, for `terms_used`; worked out on first use (a glossary
+        is not changed once loaded)."""
+        listed = dict.fromkeys(t for table in self.terms.values() for t in table)
+        listed.update(dict.fromkeys(t for table in self.forbid.values() for t in table))
+        return tuple(
+            (
+                term,
+                tuple(self.other_senses.get(term, ())),
+                tuple(term.lower().split(" ")) if term.isascii() else None,
+            )
+            for term in listed
+        )
 
     def renderings(self, lang: str, term: str) -> list[str]:
         """The forms of `term`'s rendering in `lang` that the checks accept."""
