@@ -490,8 +490,8 @@ _NOT_PROSE: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
     (re.compile(r"\[\^[^\]]+\]"), ("[^",)),  # footnotes
     (re.compile(r"<[^>\n]*>"), ("<",)),  # HTML tags and autolinks
     (re.compile(r"https?://\S+"), ("://",)),
-    (re.compile(r"\{[:#.][^}\n]*\}"), ("{",)),  # attribute lists
-    (_ICON, (":",)),
+    (re.compile(r"\{[:#.][^}\n]*\}"), ("{:", "{#", "{.")),  # attribute lists
+    (_ICON, (":material-", ":octicons-", ":fontawesome-", ":simple-")),
     (PLACEHOLDER_RE, ("@@",)),
     (re.compile(r"@@X(?:BLOCK|CODE)_\d+@@"), ("@@X",)),
     (  # marker and type
@@ -976,14 +976,13 @@ def _link_text_findings(english: str, draft: str, lang: str, glossary: Glossary)
 def _repeated_sentences(block: str, shortest: int = 6) -> frozenset[str]:
     """The sentences (of `shortest` words or characters or more) that a block says more than
     once."""
-    seen: set[str] = set()
-    twice: set[str] = set()
-    for sentence in _SENTENCE_END.split(prose(block)):
-        key = " ".join(sentence.replace("\u2022", " ").split())
-        if _length(key) < max(shortest, 1):
-            continue
-        (twice if key in seen else seen).add(key)
-    return frozenset(twice)
+    said = Counter(
+        " ".join(sentence.replace("\u2022", " ").split())
+        for sentence in _SENTENCE_END.split(prose(block))
+    )
+    return frozenset(
+        key for key, times in said.items() if times > 1 and _length(key) >= max(shortest, 1)
+    )
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")

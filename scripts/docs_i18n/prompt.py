@@ -133,10 +133,13 @@ def name_pattern(name: str) -> re.Pattern[str]:
 
 
 @functools.cache
-def _name_patterns(term: str, names: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
-    """The patterns of the do-not-translate `names` that contain `term`, longest first."""
+def _name_patterns(
+    term: str, names: tuple[str, ...]
+) -> tuple[tuple[tuple[str, ...], re.Pattern[str]], ...]:
+    """The do-not-translate `names` that contain `term`, longest first: each name's words
+    (every match of it contains each, as written) and its pattern."""
     return tuple(
-        name_pattern(name)
+        (tuple(name.split()), name_pattern(name))
         for name in sorted(names, key=len, reverse=True)
         if term.lower() in name.lower()
     )
@@ -152,9 +155,22 @@ def mentions(text: str, term: str) -> bool:
     whitespace, a line break included, between the words of a term of several words; see
     `_stem` for the endings).
     """
-    if not _may_contain(text, _stem(term)[0]):
+    stem = _stem(term)[0]
+    if not _may_contain(text, stem):
         return False
-    return _mention_pattern(term).search(text) is not None
+    pattern = _mention_pattern(term)
+    pieces = stem.lower().split() if stem.isascii() else []
+    folded = _folded(text)
+    if not pieces or len(folded) != len(text):
+        return pattern.search(text) is not None
+    # A match starts where the stem's first piece stands in the folded text, which keeps the
+    # indices of `text`: the pattern is tried there only, not at every character.
+    at = folded.find(pieces[0])
+    while at >= 0:
+        if pattern.match(text, at) is not None:
+            return True
+        at = folded.find(pieces[0], at + 1)
+    return False
 
 
 def _uses_term(
@@ -165,8 +181,9 @@ def _uses_term(
         return False
     for phrase in senses:
         english = phrase.sub(" ", english)
-    for pattern in _name_patterns(term, names):
-        english = pattern.sub(" ", english)
+    for words, pattern in _name_patterns(term, names):
+        if all(word in english for word in words):  # else the name is not there
+            english = pattern.sub(" ", english)
     return mentions(english, term)
 
 
