@@ -110,7 +110,7 @@ def structure(masked: str) -> Structure:
     """Describe the structure of a masked Markdown text."""
     lines = masked.splitlines()
     block_lines: dict[str, tuple[str, bool]] = {}
-    for line in lines:
+    for line in (line for line in lines if "@@BLOCK_" in line):
         for name in PLACEHOLDER_RE.findall(line):
             if name.startswith("@@BLOCK_"):
                 indent = line[: len(line) - len(line.lstrip())]
@@ -505,8 +505,11 @@ _NOT_PROSE: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
 _NUMBER = re.compile(r"(?<![\w@])\d+(?:[.,]\d+)*")
 _LATIN_WORD = r"[A-Za-z][A-Za-z'’]*(?:-[A-Za-z]+)*"
 _LATIN_RUN = re.compile(
-    rf"{_LATIN_WORD}(?:[ \t\n,;:()/\"“”'.!?-]+{_LATIN_WORD}){{{LATIN_RUN_WORDS - 1},}}"
+    rf"(?<![A-Za-z]){_LATIN_WORD}(?:[ \t\n,;:()/\"“”'.!?-]+{_LATIN_WORD}){{{LATIN_RUN_WORDS - 1},}}"
 )
+"""A run starts at a word's first letter: one from a later letter of the word would be the
+same run less a few letters, found from the first letter already (the lookbehind only spares
+the engine those tries)."""
 
 
 @functools.lru_cache(maxsize=4096)  # the checks take the prose of one text many times
@@ -1078,6 +1081,9 @@ def term_uses(
         rendered = sum(len(_find_all(draft_prose, f)) for f in forms[term])
         variants: dict[str, list[int]] = {}
         for wrong in glossary.forbid.get(lang, {}).get(term, []):
+            pieces = wrong.split()
+            if pieces and not all(piece in draft_prose for piece in pieces):
+                continue  # hiding the accepted forms below makes no piece of a match
             if any(other != term and wrong in forms[other] for other in used):
                 continue  # the word is another term's rendering, and that term is used here
             covers = [
