@@ -516,9 +516,11 @@ the engine those tries)."""
 def prose(masked: str) -> str:
     """Return the prose of a masked text: code, link targets, URLs, tags and markup removed."""
     for pattern, needs in _NOT_PROSE:
-        if any(literal in masked for literal in needs):
-            # a mark no Latin run crosses; the lines stay where they were
-            masked = pattern.sub(_not_prose_mark, masked)
+        for literal in needs:
+            if literal in masked:
+                # a mark no Latin run crosses; the lines stay where they were
+                masked = pattern.sub(_not_prose_mark, masked)
+                break
     return masked
 
 
@@ -666,12 +668,13 @@ def _word_pattern(word: str) -> re.Pattern[str]:
 
 def _find_all(text: str, word: str) -> list[int]:
     """Where `word` occurs in `text`: whole words for Latin words (case kept), anywhere else."""
-    pattern = _word_pattern(word)
     pieces = word.split()
+    for piece in pieces:
+        if piece not in text:
+            return []  # each piece of a match is in the text as it is: no search needed
+    pattern = _word_pattern(word)
     if not pieces:
         return [m.start() for m in pattern.finditer(text)]
-    if not all(piece in text for piece in pieces):
-        return []  # each piece of a match is in the text as it is: no search needed
     # A match starts with the first piece: try the pattern only there, one match after the
     # other as `finditer` finds them.
     found: list[int] = []

@@ -204,7 +204,7 @@ def _terms_used(english: str, vocabulary: _Vocabulary, names: tuple[str, ...]) -
     return frozenset(
         term
         for term, senses, pieces in vocabulary
-        if (pieces is None or all(piece in folded for piece in pieces))
+        if (pieces is None or (pieces[0] in folded and all(piece in folded for piece in pieces)))
         and _uses_term(english, term, senses, names)
     )
 
