@@ -154,8 +154,9 @@ def _prepare_checks(job: Job, prompts: PromptSet) -> None:
 
     Each section's English is checked against itself: every result the checks work out from
     the English alone (its structure, prose, paragraphs, numbers, names, glossary terms) is
-    remembered (`functools.lru_cache`), so that the draft's checks work out the draft's side
-    only. Nothing is found or reported here.
+    remembered (`functools.lru_cache`), so that the drafts' checks, in `job`'s language and in
+    the others sending the same English, work out the draft's side only. Nothing is found or
+    reported here.
     """
     for n in job.todo:
         english = job.page.sections[n]
@@ -543,7 +544,7 @@ async def _run_jobs(run: _Run, jobs: list[Job]) -> None:
     talks = [_Conversation(job, run) for job in jobs]
     for talk in talks:
         talk.start()
-        run.prepare(talk.job)
+    run.prepare(jobs[0])  # the English of every language's job, which all send the same
     firsts = await _translate_together(run, talks, key) if len(talks) > 1 else {}
 
     async def _draft(talk: _Conversation) -> dict[int, str] | None:
