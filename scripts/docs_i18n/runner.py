@@ -21,12 +21,11 @@ verified against its own draft, repaired in its own conversation and written as 
 done. A shared request that fails falls back to one per language; a language missing from its
 reply asks alone, the others keep their part. The model calls hold a slot of the concurrency
 limiter only while in flight. The drafts' code checks run one after the other, as the drafts
-arrive, in a worker thread of their own (`_Run.checker`), which works out the English side of a
-job's checks while its draft is being written (`_prepare_checks`); the writes and a review's
-instructions run in other worker threads, never queued behind them. Nothing waits for the other
-pages: a page's review goes out as soon as its own draft is checked, and when every slot is
-taken, the reviews and repairs waiting go before the first drafts waiting (`Slots`), so pages
-are finished, written and recorded one after the other, not all at the end.
+arrive, in a worker thread of their own (`_Run.checker`); the writes and a review's instructions
+run in other worker threads, never queued behind them. Nothing waits for the other pages: a
+page's review goes out as soon as its own draft is checked, and when every
+slot is taken, the reviews and repairs waiting go before the first drafts waiting (`Slots`), so
+pages are finished, written and recorded one after the other, not all at the end.
 """
 
 from __future__ import annotations
@@ -147,21 +146,6 @@ def _draft_findings(
                 "use the form of the kept sections, one form per page"
             )
     return findings
-
-
-def _prepare_checks(job: Job, prompts: PromptSet) -> None:
-    """Work out and remember the English side of the checks of `job`'s draft, before it comes.
-
-    Each section's English is checked against itself: every result the checks work out from
-    the English alone (its structure, prose, paragraphs, numbers, names, glossary terms) is
-    remembered (`functools.lru_cache`), so that the drafts' checks, in `job`'s language and in
-    the others sending the same English, work out the draft's side only. Nothing is found or
-    reported here.
-    """
-    for n in job.todo:
-        english = job.page.sections[n]
-        check_section(english, english)
-        check_meaning(english, english, job.lang, prompts.glossary)
 
 
 def render(job: Job, drafts: dict[int, str]) -> str:
@@ -286,12 +270,6 @@ class _Run:
     other as they arrive (each review goes out as soon as its own draft passes, not when a
     batch of drafts checked side by side passes together), and the short work the other jobs
     hand to `asyncio.to_thread` (a review's instructions, a write) never queues behind them."""
-
-    def prepare(self, job: Job) -> None:
-        """Have the checks' worker thread work out the English side of `job`'s checks
-        (`_prepare_checks`) while its draft is being written: the model's latency hides that
-        work, which the checks would otherwise do once the draft arrives."""
-        self.checker.submit(_prepare_checks, job, self.prompts)
 
     async def check(self, job: Job, sections: dict[int, str], shape: list[str]) -> list[str]:
         """A draft's findings (`_draft_findings`), worked out in the checks' worker thread."""
@@ -544,7 +522,6 @@ async def _run_jobs(run: _Run, jobs: list[Job]) -> None:
     talks = [_Conversation(job, run) for job in jobs]
     for talk in talks:
         talk.start()
-    run.prepare(jobs[0])  # the English of every language's job, which all send the same
     firsts = await _translate_together(run, talks, key) if len(talks) > 1 else {}
 
     async def _draft(talk: _Conversation) -> dict[int, str] | None:
