@@ -110,7 +110,7 @@ def structure(masked: str) -> Structure:
     """Describe the structure of a masked Markdown text."""
     lines = masked.splitlines()
     block_lines: dict[str, tuple[str, bool]] = {}
-    for line in lines:
+    for line in (line for line in lines if "@@BLOCK_" in line):
         for name in PLACEHOLDER_RE.findall(line):
             if name.startswith("@@BLOCK_"):
                 indent = line[: len(line) - len(line.lstrip())]
@@ -490,8 +490,8 @@ _NOT_PROSE: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
     (re.compile(r"\[\^[^\]]+\]"), ("[^",)),  # footnotes
     (re.compile(r"<[^>\n]*>"), ("<",)),  # HTML tags and autolinks
     (re.compile(r"https?://\S+"), ("://",)),
-    (re.compile(r"\{[:#.][^}\n]*\}"), ("{",)),  # attribute lists
-    (_ICON, (":",)),
+    (re.compile(r"\{[:#.][^}\n]*\}"), ("{:", "{#", "{.")),  # attribute lists
+    (_ICON, (":material-", ":octicons-", ":fontawesome-", ":simple-")),
     (PLACEHOLDER_RE, ("@@",)),
     (re.compile(r"@@X(?:BLOCK|CODE)_\d+@@"), ("@@X",)),
     (  # marker and type
@@ -505,17 +505,22 @@ _NOT_PROSE: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
 _NUMBER = re.compile(r"(?<![\w@])\d+(?:[.,]\d+)*")
 _LATIN_WORD = r"[A-Za-z][A-Za-z'’]*(?:-[A-Za-z]+)*"
 _LATIN_RUN = re.compile(
-    rf"{_LATIN_WORD}(?:[ \t\n,;:()/\"“”'.!?-]+{_LATIN_WORD}){{{LATIN_RUN_WORDS - 1},}}"
+    rf"(?<![A-Za-z]){_LATIN_WORD}(?:[ \t\n,;:()/\"“”'.!?-]+{_LATIN_WORD}){{{LATIN_RUN_WORDS - 1},}}"
 )
+"""A run starts at a word's first letter: one from a later letter of the word would be the
+same run less a few letters, found from the first letter already (the lookbehind only spares
+the engine those tries)."""
 
 
 @functools.lru_cache(maxsize=4096)  # the checks take the prose of one text many times
 def prose(masked: str) -> str:
     """Return the prose of a masked text: code, link targets, URLs, tags and markup removed."""
     for pattern, needs in _NOT_PROSE:
-        if any(literal in masked for literal in needs):
-            # a mark no Latin run crosses; the lines stay where they were
-            masked = pattern.sub(_not_prose_mark, masked)
+        for literal in needs:
+            if literal in masked:
+                # a mark no Latin run crosses; the lines stay where they were
+                masked = pattern.sub(_not_prose_mark, masked)
+                break
     return masked
 
 
@@ -663,12 +668,13 @@ def _word_pattern(word: str) -> re.Pattern[str]:
 
 def _find_all(text: str, word: str) -> list[int]:
     """Where `word` occurs in `text`: whole words for Latin words (case kept), anywhere else."""
-    pattern = _word_pattern(word)
     pieces = word.split()
+    for piece in pieces:
+        if piece not in text:
+            return []  # each piece of a match is in the text as it is: no search needed
+    pattern = _word_pattern(word)
     if not pieces:
         return [m.start() for m in pattern.finditer(text)]
-    if not all(piece in text for piece in pieces):
-        return []  # each piece of a match is in the text as it is: no search needed
     # A match starts with the first piece: try the pattern only there, one match after the
     # other as `finditer` finds them.
     found: list[int] = []
@@ -954,10 +960,11 @@ def _link_text_findings(english: str, draft: str, lang: str, glossary: Glossary)
             code, names = _link_text_needs(en_text, tuple(glossary.do_not_translate))
             missing = [p for p in code if p not in tr_text]
             missing += [w for w in names if not _find_all(tr_text, w)]
+            used = glossary.terms_used(en_text)
             missing += [
                 glossary.terms[lang][term]
                 for term in glossary.terms.get(lang, {})
-                if glossary.uses(en_text, term)
+                if term in used
                 and not any(_find_all(tr_text, f) for f in glossary.renderings(lang, term))
             ]
             if missing:
@@ -975,14 +982,13 @@ def _link_text_findings(english: str, draft: str, lang: str, glossary: Glossary)
 def _repeated_sentences(block: str, shortest: int = 6) -> frozenset[str]:
     """The sentences (of `shortest` words or characters or more) that a block says more than
     once."""
-    seen: set[str] = set()
-    twice: set[str] = set()
-    for sentence in _SENTENCE_END.split(prose(block)):
-        key = " ".join(sentence.replace("\u2022", " ").split())
-        if _length(key) < max(shortest, 1):
-            continue
-        (twice if key in seen else seen).add(key)
-    return frozenset(twice)
+    said = Counter(
+        " ".join(sentence.replace("\u2022", " ").split())
+        for sentence in _SENTENCE_END.split(prose(block))
+    )
+    return frozenset(
+        key for key, times in said.items() if times > 1 and _length(key) >= max(shortest, 1)
+    )
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
@@ -1070,13 +1076,17 @@ def term_uses(
     `历史记录`).
     """
     terms = glossary.terms.get(lang, {})
-    used = [term for term in terms if glossary.uses(english_prose, term)]
+    used_here = glossary.terms_used(english_prose)
+    used = [term for term in terms if term in used_here]
     forms = {term: glossary.renderings(lang, term) for term in used}
     out: dict[str, TermUse] = {}
     for term in used:
         rendered = sum(len(_find_all(draft_prose, f)) for f in forms[term])
         variants: dict[str, list[int]] = {}
         for wrong in glossary.forbid.get(lang, {}).get(term, []):
+            pieces = wrong.split()
+            if pieces and not all(piece in draft_prose for piece in pieces):
+                continue  # hiding the accepted forms below makes no piece of a match
             if any(other != term and wrong in forms[other] for other in used):
                 continue  # the word is another term's rendering, and that term is used here
             covers = [
@@ -1088,7 +1098,7 @@ def term_uses(
                 variants[wrong] = lines
         out[term] = TermUse(rendered, variants)
     for term, listed in glossary.forbid.get(lang, {}).items():
-        if term not in terms and glossary.uses(english_prose, term):
+        if term not in terms and term in used_here:
             found = {
                 w: sorted({_line(draft_prose, i) for i in _find_all(draft_prose, w)})
                 for w in listed

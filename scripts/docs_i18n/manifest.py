@@ -186,6 +186,9 @@ class Manifest:
     pages: dict[str, dict[str, ManifestEntry]] = field(default_factory=dict)
     english: dict[str, str] = field(default_factory=dict)
     _base: dict[tuple[str, str], str] = field(default_factory=dict, repr=False, compare=False)
+    _disk: str | None = field(default=None, repr=False, compare=False)
+    """The file's text as this manifest last read or wrote it (`save` needs not parse it
+    again while it is still that text)."""
 
     @classmethod
     def load(cls, path: Path) -> Manifest:
@@ -197,8 +200,10 @@ class Manifest:
         """
         if not path.exists():
             return cls()
-        manifest = cls.loads(path.read_text(encoding="utf-8"), where=str(path))
+        text = path.read_text(encoding="utf-8")
+        manifest = cls.loads(text, where=str(path))
         manifest._base = manifest._snapshot()
+        manifest._disk = text
         return manifest
 
     def _snapshot(self) -> dict[tuple[str, str], str]:
@@ -347,29 +352,35 @@ class Manifest:
         Under an exclusive lock on `path` + `.lock`, the file is read again and this manifest's
         changes since it was read (entries set, replaced or removed) are applied to it, so a
         run for another language that saved in between keeps its entries. This manifest then
-        holds the merged state.
+        holds the merged state. While the file is still the text this manifest last read or
+        wrote, no other run saved since: it holds what this manifest held then, so this
+        manifest is already the merged state and the file is not parsed again.
         """
         with locked(path):
-            on_disk = (
-                Manifest.loads(path.read_text(encoding="utf-8"), where=str(path))
-                if path.exists()
-                else Manifest()
-            )
-            mine = self._snapshot()
-            for key in set(self._base) | set(mine):
-                if self._base.get(key) == mine.get(key):
-                    continue
-                page, lang = key
-                if key in mine:
-                    on_disk.pages.setdefault(page, {})[lang] = self.pages[page][lang]
-                else:
-                    on_disk.remove(page, lang)
-            on_disk.english.update(self.english)
-            text = on_disk.dumps()
-            if not path.exists() or path.read_text(encoding="utf-8") != text:
+            disk = path.read_text(encoding="utf-8") if path.exists() else None
+            if disk is None or disk != self._disk:
+                on_disk = Manifest() if disk is None else Manifest.loads(disk, where=str(path))
+                self._merge_into(on_disk)
+            text = self.dumps()
+            if disk != text:
                 atomic_write_text(path, text)
-            self.pages, self.english = on_disk.pages, on_disk.english
             self._base = self._snapshot()
+            self._disk = text
+
+    def _merge_into(self, on_disk: Manifest) -> None:
+        """Apply this manifest's changes since it was read to `on_disk` (the file as it is
+        now), and hold the result."""
+        mine = self._snapshot()
+        for key in set(self._base) | set(mine):
+            if self._base.get(key) == mine.get(key):
+                continue
+            page, lang = key
+            if key in mine:
+                on_disk.pages.setdefault(page, {})[lang] = self.pages[page][lang]
+            else:
+                on_disk.remove(page, lang)
+        on_disk.english.update(self.english)
+        self.pages, self.english = on_disk.pages, on_disk.english
 
 
 @contextmanager

@@ -133,10 +133,13 @@ def name_pattern(name: str) -> re.Pattern[str]:
 
 
 @functools.cache
-def _name_patterns(term: str, names: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
-    """The patterns of the do-not-translate `names` that contain `term`, longest first."""
+def _name_patterns(
+    term: str, names: tuple[str, ...]
+) -> tuple[tuple[tuple[str, ...], re.Pattern[str]], ...]:
+    """The do-not-translate `names` that contain `term`, longest first: each name's words
+    (every match of it contains each, as written) and its pattern."""
     return tuple(
-        name_pattern(name)
+        (tuple(name.split()), name_pattern(name))
         for name in sorted(names, key=len, reverse=True)
         if term.lower() in name.lower()
     )
@@ -152,13 +155,25 @@ def mentions(text: str, term: str) -> bool:
     whitespace, a line break included, between the words of a term of several words; see
     `_stem` for the endings).
     """
-    if not _may_contain(text, _stem(term)[0]):
+    stem = _stem(term)[0]
+    if not _may_contain(text, stem):
         return False
-    return _mention_pattern(term).search(text) is not None
+    pattern = _mention_pattern(term)
+    pieces = stem.lower().split() if stem.isascii() else []
+    folded = _folded(text)
+    if not pieces or len(folded) != len(text):
+        return pattern.search(text) is not None
+    # A match starts where the stem's first piece stands in the folded text, which keeps the
+    # indices of `text`: the pattern is tried there only, not at every character.
+    at = folded.find(pieces[0])
+    while at >= 0:
+        if pattern.match(text, at) is not None:
+            return True
+        at = folded.find(pieces[0], at + 1)
+    return False
 
 
-@functools.lru_cache(maxsize=32768)  # each language's checks ask it of the same English
-def _uses(
+def _uses_term(
     english: str, term: str, senses: tuple[re.Pattern[str], ...], names: tuple[str, ...]
 ) -> bool:
     """`Glossary.uses`: `term` in `english` outside the phrases `senses` and the `names`."""
@@ -166,9 +181,32 @@ def _uses(
         return False
     for phrase in senses:
         english = phrase.sub(" ", english)
-    for pattern in _name_patterns(term, names):
-        english = pattern.sub(" ", english)
+    for words, pattern in _name_patterns(term, names):
+        if all(word in english for word in words):  # else the name is not there
+            english = pattern.sub(" ", english)
     return mentions(english, term)
+
+
+_uses = functools.lru_cache(maxsize=32768)(_uses_term)
+"""`_uses_term`, remembered: each language's checks ask it of the same English."""
+
+
+_Vocabulary = tuple[tuple[str, tuple[re.Pattern[str], ...], tuple[str, ...] | None], ...]
+"""Each term of a glossary with its `other_senses` and, for an ASCII term, the lower-cased
+pieces any text using it contains (`_may_contain`)."""
+
+
+@functools.lru_cache(maxsize=4096)  # each language's checks ask it of the same English
+def _terms_used(english: str, vocabulary: _Vocabulary, names: tuple[str, ...]) -> frozenset[str]:
+    """`Glossary.terms_used`: the terms of `vocabulary` that `english` uses outside their
+    `other_senses` and the `names`."""
+    folded = _folded(english)
+    return frozenset(
+        term
+        for term, senses, pieces in vocabulary
+        if (pieces is None or (pieces[0] in folded and all(piece in folded for piece in pieces)))
+        and _uses_term(english, term, senses, names)
+    )
 
 
 @functools.lru_cache(maxsize=256)  # the same English page is reviewed in each language
@@ -290,6 +328,29 @@ class Glossary:
         do-not-translate names and the phrases of `other_senses`."""
         senses = tuple(self.other_senses.get(term, ()))
         return _uses(english, term, senses, tuple(self.do_not_translate))
+
+    def terms_used(self, english: str) -> frozenset[str]:
+        """The terms of every language (`terms` and `forbid`) that English prose uses (`uses`).
+
+        Worked out once per text for all the terms, and remembered: each language's checks
+        ask it of the same English, for a section and for each of its links' texts.
+        """
+        return _terms_used(english, self._vocabulary, tuple(self.do_not_translate))
+
+    @functools.cached_property
+    def _vocabulary(self) -> _Vocabulary:
+        """The terms of every language, for `terms_used`; worked out on first use (a glossary
+        is not changed once loaded)."""
+        listed = dict.fromkeys(t for table in self.terms.values() for t in table)
+        listed.update(dict.fromkeys(t for table in self.forbid.values() for t in table))
+        return tuple(
+            (
+                term,
+                tuple(self.other_senses.get(term, ())),
+                tuple(term.lower().split(" ")) if term.isascii() else None,
+            )
+            for term in listed
+        )
 
     def renderings(self, lang: str, term: str) -> list[str]:
         """The forms of `term`'s rendering in `lang` that the checks accept."""
