@@ -177,7 +177,7 @@ def _uses_term(
     english: str, term: str, senses: tuple[re.Pattern[str], ...], names: tuple[str, ...]
 ) -> bool:
     """`Glossary.uses`: `term` in `english` outside the phrases `senses` and the `names`."""
-    if not _may_contain(english, term):  # what the phrases leave is in the English
+    if not _may_contain(english, _stem(term)[0]):  # what the phrases leave is in the English
         return False
     for phrase in senses:
         english = phrase.sub(" ", english)
@@ -193,7 +193,8 @@ _uses = functools.lru_cache(maxsize=32768)(_uses_term)
 
 _Vocabulary = tuple[tuple[str, tuple[re.Pattern[str], ...], tuple[str, ...] | None], ...]
 """Each term of a glossary with its `other_senses` and, for an ASCII term, the lower-cased
-pieces any text using it contains (`_may_contain`)."""
+pieces of its stem (`_stem`: "retr" for "retry", found in "retries"), which any text using it
+contains (as `mentions` tests with `_may_contain`)."""
 
 
 @functools.lru_cache(maxsize=4096)  # each language's checks ask it of the same English
@@ -347,7 +348,7 @@ class Glossary:
             (
                 term,
                 tuple(self.other_senses.get(term, ())),
-                tuple(term.lower().split(" ")) if term.isascii() else None,
+                tuple(_stem(term)[0].lower().split()) if term.isascii() else None,
             )
             for term in listed
         )

@@ -392,3 +392,19 @@ async def test_a_section_edit_in_three_languages_is_one_request_and_one_review(
 
 
 _NEVER = {"ja": "決して", "ko": "절대", "zh": "从不"}
+
+
+def test_terms_used_finds_every_form_of_every_glossary_term_that_uses_finds() -> None:
+    # `terms_used` asks for all terms at once what `uses` answers term by term: the same answer
+    # for each term's own forms (plural, -ies and -ied of a term ending in consonant + y).
+    glossary = Glossary.load(Path(__file__).resolve().parents[2] / "i18n" / "glossary.yml")
+    terms = {t for table in (*glossary.terms.values(), *glossary.forbid.values()) for t in table}
+    assert "retry" in terms
+    for term in sorted(terms):
+        forms = [term, term + "s"]
+        if re.search(r"[^aeiou\W]y$", term):
+            forms += [term[:-1] + "ies", term[:-1] + "ied"]
+        for form in forms:
+            text = f"Here the {form} matters."
+            assert (term in glossary.terms_used(text)) == glossary.uses(text, term), (term, form)
+    assert "retry" in glossary.terms_used("The next push retries only the failed page.")
