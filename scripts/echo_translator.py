@@ -132,9 +132,18 @@ def _name_pattern(name: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w-]){re.escape(name)}(?![\w-])")
 
 
+def _stem_and_endings(term: str) -> tuple[str, str]:
+    """How a model reads a term's forms: "retry" as "retries" and "retried" too (a consonant and
+    `y`), any other term with a plural `s` or `es`."""
+    if re.search(r"[^aeiou\W]y$", term, re.I):
+        return term[:-1], "(?:y|ys|ies|ied)"
+    return term, "(?:s|es)?"
+
+
 @functools.cache
 def _term_pattern(term: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<![\w-]){re.escape(term)}(?:s|es)?(?![\w-])", re.I)
+    stem, endings = _stem_and_endings(term)
+    return re.compile(rf"(?<![\w-]){re.escape(stem)}{endings}(?![\w-])", re.I)
 
 
 def _translate_prose(text: str, lang: str, glossary: Glossary) -> str:
@@ -149,14 +158,14 @@ def _translate_prose(text: str, lang: str, glossary: Glossary) -> str:
     # A term holding a name ("the CLI's store") first, the name kept before its rendering.
     held = {term: [n for n in names if _name_pattern(n).search(term)] for term, _ in terms}
     for term, rendering in terms:
-        if held[term] and _may_hold(text, term):
+        if held[term] and _may_hold(text, _stem_and_endings(term)[0]):
             kept = " ".join([*held[term], rendering])
             text = _term_pattern(term).sub(lambda _m, r=kept: _slot(r), text)
     for name in names:
         if name in text:
             text = _name_pattern(name).sub(lambda m: _slot(m[0]), text)
     for term, rendering in terms:
-        if not held[term] and _may_hold(text, term):
+        if not held[term] and _may_hold(text, _stem_and_endings(term)[0]):
             text = _term_pattern(term).sub(lambda _m, r=rendering: _slot(r), text)
     words = _WORDS[lang]
     text = re.sub(
@@ -191,10 +200,11 @@ def echo_translate(source: str, lang: str, glossary: Glossary | None = None) -> 
     """Translate the `<source>` block's content the way a well-behaved model would."""
     glossary = glossary or Glossary()
     # A name or a term wrapped over two lines moves onto the first, the line break after it.
-    for phrase, flags, plural in [
-        *((name, 0, "") for name in glossary.keep),
-        *((term, re.I, "(?:s|es)?") for term in glossary.terms),
-    ]:
+    wrappable: list[tuple[str, int, str]] = [(name, 0, "") for name in glossary.keep]
+    for term in glossary.terms:
+        stem, endings = _stem_and_endings(term)
+        wrappable.append((stem, re.I, endings))
+    for phrase, flags, plural in wrappable:
         if " " in phrase:
             words = r"(?:[ \t]*\n[ \t]*|[ \t]+)".join(map(re.escape, phrase.split()))
             wrapped = rf"(?<![\w-])(?:{words}){plural}(?![\w-])"
