@@ -666,12 +666,19 @@ def _word_pattern(word: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
+def _may_occur(text: str, word: str) -> bool:
+    """False when `word` cannot occur in `text` (`_find_all`).
+
+    Each piece of a match is in the text as it is, so a missing piece needs no search.
+    """
+    return all(piece in text for piece in word.split())
+
+
 def _find_all(text: str, word: str) -> list[int]:
     """Where `word` occurs in `text`: whole words for Latin words (case kept), anywhere else."""
+    if not _may_occur(text, word):
+        return []
     pieces = word.split()
-    for piece in pieces:
-        if piece not in text:
-            return []  # each piece of a match is in the text as it is: no search needed
     pattern = _word_pattern(word)
     if not pieces:
         return [m.start() for m in pattern.finditer(text)]
@@ -1084,8 +1091,7 @@ def term_uses(
         rendered = sum(len(_find_all(draft_prose, f)) for f in forms[term])
         variants: dict[str, list[int]] = {}
         for wrong in glossary.forbid.get(lang, {}).get(term, []):
-            pieces = wrong.split()
-            if pieces and not all(piece in draft_prose for piece in pieces):
+            if not _may_occur(draft_prose, wrong):
                 continue  # hiding the accepted forms below makes no piece of a match
             if any(other != term and wrong in forms[other] for other in used):
                 continue  # the word is another term's rendering, and that term is used here
