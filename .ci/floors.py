@@ -167,13 +167,13 @@ def readme_example(root: Path = ROOT) -> str:
     return str(blocks[0])
 
 
-def reused_venv(folder: Path, pins: dict[str, str], extras: list[str], runner: bool) -> Path:
+def reused_venv(folder: Path, pins: dict[str, str], extras: list[str]) -> Path:
     """The venv in `folder` for exactly these floors on this Python.
 
-    Its name is a digest of the pins, the extras, the test runner (if `runner`) and the Python
-    version, so a change of any of them gives another venv.
+    Its name is a digest of the pins, the extras, the test runner (a kept venv always has it) and
+    the Python version, so a change of any of them gives another venv.
     """
-    what = [sorted(pins.values()), extras, TEST_RUNNER if runner else [], sys.version]
+    what = [sorted(pins.values()), extras, TEST_RUNNER, sys.version]
     digest = hashlib.sha256(json.dumps(what).encode("utf-8")).hexdigest()[:16]
     return folder / f"floors-{digest}"
 
@@ -334,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         only = set(args.only or STEPS[1:])
         if args.reuse:
             args.reuse.mkdir(parents=True, exist_ok=True)
-            venv = reused_venv(args.reuse.resolve(), pins, extras, runner=True)
+            venv = reused_venv(args.reuse.resolve(), pins, extras)
             with open(f"{venv}.lock", "w") as lock:  # one run at a time builds or uses it
                 fcntl.flock(lock, fcntl.LOCK_EX)
                 check(root, venv, pins, extras, only, reuse=True)
