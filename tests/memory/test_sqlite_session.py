@@ -249,14 +249,24 @@ async def test_large_history_full_and_limited_reads(db_path: str) -> None:
         assert texts(await session.get_items(1600)) == expected[-1600:]
 
 
+@pytest.mark.parametrize(
+    "spliced",
+    [
+        # Joined with bare commas: three objects.
+        ['{"a":1},{"b":2}', '{"c":["', '"]}'],
+        # Joined with any separator `,"<marker>",`: as many values, a string at every other place
+        # (the first row's is not the marker), the last two rows taking one separator inside.
+        ['{"a":1},"' + "0" * 32 + '",{"b":2}', '{"c":[1', "2]}"],
+    ],
+    ids=["commas", "a-false-marker"],
+)
 async def test_corrupt_rows_that_join_into_as_many_objects_are_skipped(
-    db_path: str, caplog: pytest.LogCaptureFixture
+    db_path: str, caplog: pytest.LogCaptureFixture, spliced: list[str]
 ) -> None:
-    # Three rows, each invalid alone, that joined with commas read as three JSON objects: a read
-    # that decoded a chunk as one array and only checked the count would return them.
+    # Three rows, each invalid alone, that joined read as three JSON objects: a read that decoded
+    # a chunk as one array and only checked the count would return them.
     async with SQLiteSession("s", db_path) as session:
         await session.add_items([msg(str(i)) for i in range(2500)])
-        spliced = ['{"a":1},{"b":2}', '{"c":["', '"]}']
         for offset, data in enumerate(spliced, start=1200):
             execute(
                 db_path,
@@ -270,6 +280,34 @@ async def test_corrupt_rows_that_join_into_as_many_objects_are_skipped(
             assert texts(await session.get_items()) == expected
             assert texts(await session.get_items(1400)) == expected[-1400:]
         assert caplog.text.count("skipping row") == 6
+
+
+async def test_rows_that_are_not_text_in_a_chunk(
+    db_path: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A BLOB of UTF-8 JSON reads as its item; a number and a BLOB that is not UTF-8 are skipped;
+    # the text rows around them still read.
+    async with SQLiteSession("s", db_path) as session:
+        await session.add_items([msg(str(i)) for i in range(1500)])
+        stored: dict[int, object] = {
+            10: json.dumps(msg("blob")).encode(),
+            12: 7,
+            1300: b"\xff{}",
+        }
+        for offset, data in stored.items():
+            execute(
+                db_path,
+                "UPDATE agent_messages SET message_data = ? WHERE id = "
+                "(SELECT id FROM agent_messages ORDER BY id LIMIT 1 OFFSET ?)",
+                data,
+                offset,
+            )
+        expected = [str(i) for i in range(1500) if i not in stored]
+        expected[10:10] = ["blob"]
+        with caplog.at_level(logging.WARNING, logger="turnstore.memory.sqlite"):
+            assert texts(await session.get_items()) == expected
+            assert texts(await session.get_items(1495)) == expected[-1495:]
+        assert caplog.text.count("skipping row") == 4
 
 
 # --- writing ---------------------------------------------------------------------------------

@@ -38,10 +38,6 @@ __all__ = [
 SCHEMA_VERSION = 1
 """The schema version this release writes and reads (`PRAGMA user_version`)."""
 
-_VALID = "CASE WHEN typeof(message_data) = 'text' THEN json_valid(message_data) ELSE 0 END"
-"""1 when a row's message_data is well-formed JSON text (checked by SQLite, in C)."""
-
-
 NOW = "strftime('%Y-%m-%d %H:%M:%f', 'now')"
 """SQLite's clock to the millisecond (`2026-12-01 15:00:00.123`, UTC), for `updated_at`.
 
@@ -356,21 +352,21 @@ class SQLiteSchema:
 
     @property
     def select_chunk(self) -> str:
-        """Up to `?` rows after id `?`, oldest first, with the validity flag; uses the index.
+        """Up to `?` (id, message_data) rows after id `?`, oldest first; uses the index.
 
         The rows come back as stored: SQLite never concatenates them (its `group_concat` fails
         with "string or blob too big" once a session holds about 1 GB).
         """
         return (
-            f"SELECT id, message_data, {_VALID} FROM {quote_identifier(self.messages_table)} "
+            f"SELECT id, message_data FROM {quote_identifier(self.messages_table)} "
             "WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?"
         )
 
     @property
     def select_latest(self) -> str:
-        """Up to `?` rows before id `?`, newest first, with the validity flag; uses the index."""
+        """Up to `?` (id, message_data) rows before id `?`, newest first; uses the index."""
         return (
-            f"SELECT id, message_data, {_VALID} FROM {quote_identifier(self.messages_table)} "
+            f"SELECT id, message_data FROM {quote_identifier(self.messages_table)} "
             "WHERE session_id = ? AND id < ? ORDER BY id DESC LIMIT ?"
         )
 
