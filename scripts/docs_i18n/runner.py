@@ -36,6 +36,7 @@ import json
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -340,12 +341,13 @@ def _checked_in_worker(job: Job, sections: dict[int, str], shape: list[str]) -> 
 class _DraftChecks:
     """Where the drafts' code checks run: never on the event loop, each draft as it arrives.
 
-    A run with many drafts (`PROCESS_CHECKS_FROM`) on a machine with more than one CPU checks
-    them in worker processes, one per CPU (at most 4), started from a fork server (which has
-    imported this module) as the run begins, while its first requests are out: drafts that
+    A run with many drafts (`PROCESS_CHECKS_FROM`) on a Linux machine with more than one CPU
+    checks them in worker processes, one per CPU (at most 4), forked as the run begins (a fork
+    has every module and the prompts already loaded, so it starts in milliseconds): drafts that
     arrive together are checked side by side instead of one after the other under one
-    interpreter lock. Otherwise, or when a worker process cannot be started or dies, they are
-    checked one after the other in a worker thread of their own. Either way the findings are
+    interpreter lock. Otherwise (elsewhere a fork is unsafe or missing), or when a worker
+    process cannot be started or dies, they are checked one after the other in a worker thread
+    of their own. Either way the findings are
     the same (`_draft_findings`), and the short work the other jobs hand to `asyncio.to_thread`
     (a review's instructions, a write) never queues behind them.
     """
@@ -354,11 +356,8 @@ class _DraftChecks:
         self.prompts = prompts
         self.thread = ThreadPoolExecutor(1, thread_name_prefix="draft-checks")
         workers = min(_cpus(), 4)
-        self.processes = (
-            _checks_processes(prompts, workers)
-            if drafts >= PROCESS_CHECKS_FROM and workers > 1
-            else None
-        )
+        many = drafts >= PROCESS_CHECKS_FROM and workers > 1 and sys.platform == "linux"
+        self.processes = _checks_processes(prompts, workers) if many else None
 
     async def run(self, job: Job, sections: dict[int, str], shape: list[str]) -> list[str]:
         """The findings of one draft."""
@@ -390,7 +389,7 @@ def _checks_processes(prompts: PromptSet, workers: int) -> ProcessPoolExecutor |
         )
         for _ in range(workers):
             pool.submit(int)  # start every worker now, not when the first drafts arrive
-    except (OSError, ValueError, RuntimeError):  # no fork server on this platform or sandbox
+    except OSError:  # a sandbox that forbids new processes, or no memory left for one
         return None
     return pool
 
