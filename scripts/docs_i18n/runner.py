@@ -32,6 +32,7 @@ all at the end.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import multiprocessing
 import os
@@ -382,15 +383,20 @@ class _DraftChecks:
 
 def _checks_processes(prompts: PromptSet, workers: int) -> ProcessPoolExecutor | None:
     """Start `workers` checks worker processes, or return `None` where processes cannot be."""
+    # Frozen while they fork, the objects of this process are never traversed by a worker's
+    # garbage collector, which would copy every page of them into the worker (a second or more
+    # of a worker's first check, in a large process).
+    gc.freeze()
     try:
         context = multiprocessing.get_context("fork")
         pool = ProcessPoolExecutor(
             workers, mp_context=context, initializer=_start_checks_worker, initargs=(prompts,)
         )
-        for _ in range(workers):
-            pool.submit(int)  # start every worker now, not when the first drafts arrive
+        pool.submit(int)  # with fork, the first task forks every worker: now, not on a draft
     except OSError:  # a sandbox that forbids new processes, or no memory left for one
         return None
+    finally:
+        gc.unfreeze()
     return pool
 
 
