@@ -20,20 +20,27 @@ drafts (each finding names its language). Each language's draft is then checked,
 verified against its own draft, repaired in its own conversation and written as soon as it is
 done. A shared request that fails falls back to one per language; a language missing from its
 reply asks alone, the others keep their part. The model calls hold a slot of the concurrency
-limiter only while in flight. The drafts' code checks run one after the other, as the drafts
-arrive, in a worker thread of their own (`_Run.checker`); the writes and a review's instructions
-run in other worker threads, never queued behind them. Nothing waits for the other pages: a
-page's review goes out as soon as its own draft is checked, and when every
-slot is taken, the reviews and repairs waiting go before the first drafts waiting (`Slots`), so
-pages are finished, written and recorded one after the other, not all at the end.
+limiter only while in flight. The drafts' code checks run as the drafts arrive, in worker
+processes for a run of many drafts, else in a worker thread of their own (`_DraftChecks`); the
+writes and a review's instructions run in other worker threads, never queued behind them.
+Nothing waits for the other pages: a page's review goes out as soon as its own draft is
+checked, and when every slot is taken, the reviews and repairs waiting go before the first
+drafts waiting (`Slots`), so pages are finished, written and recorded one after the other, not
+all at the end.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import multiprocessing
+import os
+import signal
+import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -163,12 +170,15 @@ def render(job: Job, drafts: dict[int, str]) -> str:
 
 
 class _Writer:
-    """Writes pages and the manifest from worker threads, one at a time, two-phase.
+    """Writes pages and the manifest from worker threads, two-phase, in groups.
 
     A page's pending entry is saved before the page is written; its commit is saved with the
-    next save (the next page's pending entry) or by `flush` at the end of the run, so a write
-    costs one save of the manifest, not two. A run killed in between leaves the entry pending
-    beside a page that matches it, which the next run commits (`Manifest.resolve`).
+    next save or by `flush` at the end of the run. The pages handed over while another group is
+    being written wait and are then written together: one save of the manifest records all their
+    pending entries, then each page is written and committed. So a write costs one save of the
+    manifest, shared with the writes that arrived meanwhile, not two. A run killed in between
+    leaves the entries pending beside pages that match them or not, which the next run commits
+    or drops (`Manifest.resolve`).
     """
 
     def __init__(self, options: Options, manifest: Manifest, glossary: Glossary) -> None:
@@ -177,8 +187,16 @@ class _Writer:
         self.glossary = glossary
         self.lock = threading.Lock()
         self.unsaved = False
+        self._queue: list[_Write] = []
+        self._queue_lock = threading.Lock()
 
     def write(self, job: Job, text: str) -> None:
+        """Write one page and record it, with any writes handed over meanwhile.
+
+        Raises:
+            OSError: The manifest or this page could not be written (the page is not recorded).
+            ValueError: The manifest on disk is malformed (another run broke it).
+        """
         page = job.page
         entry = ManifestEntry(
             source=page.source_hash,
@@ -190,17 +208,42 @@ class _Writer:
         if entry.translated is not None and len(entry.translated) == len(page.sections):
             for n, digest in job.recorded.items():  # hand edits not adopted stay known
                 entry.translated[n] = digest
-        entry.carry_splits(self.manifest.get(page.path, job.lang))  # vouched splits kept
         texts = {
             digest: unmask(section, page.masked.code)
             for digest, section in zip(page.hashes, page.sections, strict=True)
         }
+        mine = _Write(job, text, entry, texts)
+        with self._queue_lock:
+            self._queue.append(mine)
         with self.lock:
-            self.manifest.begin(page.path, job.lang, entry, texts)
+            if not mine.done:
+                with self._queue_lock:
+                    group, self._queue = self._queue, []
+                self._write_group(group)
+        if mine.error is not None:
+            raise mine.error
+
+    def _write_group(self, group: list[_Write]) -> None:
+        """Save the group's pending entries at once, then write and commit each page."""
+        try:
+            for w in group:
+                w.entry.carry_splits(self.manifest.get(w.job.page.path, w.job.lang))
+                self.manifest.begin(w.job.page.path, w.job.lang, w.entry, w.texts)
             self.manifest.save(self.options.manifest_path)
-            atomic_write_text(translation_path(self.options.docs, job.lang, page.path), text)
-            self.manifest.commit(page.path, job.lang)
-            self.unsaved = True
+        except Exception as exc:  # each writer of the group raises it in its own thread
+            for w in group:
+                w.done, w.error = True, exc
+            return
+        for w in group:
+            path = translation_path(self.options.docs, w.job.lang, w.job.page.path)
+            try:
+                atomic_write_text(path, w.text)
+            except Exception as exc:
+                w.error = exc  # its entry stays pending: the next run drops it
+            else:
+                self.manifest.commit(w.job.page.path, w.job.lang)
+                self.unsaved = True
+            w.done = True
 
     def flush(self) -> None:
         """Save the commits not saved yet."""
@@ -249,8 +292,112 @@ class _Writer:
             self.manifest.save(self.options.manifest_path)
 
 
+@dataclass
+class _Write:
+    """A page handed to `_Writer.write`: its text and manifest entry, and how its write ended."""
+
+    job: Job
+    text: str
+    entry: ManifestEntry
+    texts: dict[str, str]
+    done: bool = False
+    error: Exception | None = None
+
+
 class _JobFailed(Exception):
     """The job ends without writing anything; the message says why."""
+
+
+PROCESS_CHECKS_FROM = 8
+"""The fewest drafts a run checks in worker processes: for fewer, starting the processes would
+cost more than it spares."""
+
+
+def _cpus() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+_worker_prompts: PromptSet | None = None
+"""The prompts of a checks worker process (`_start_checks_worker`)."""
+
+
+def _start_checks_worker(prompts: PromptSet) -> None:
+    """Set up a checks worker process: keep the run's prompts; leave Ctrl-C to the run, which
+    stops its workers itself."""
+    global _worker_prompts
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _worker_prompts = prompts
+
+
+def _checked_in_worker(job: Job, sections: dict[int, str], shape: list[str]) -> list[str]:
+    """`_draft_findings` in a checks worker process, with the prompts it was started with."""
+    assert _worker_prompts is not None, "not a checks worker process"
+    return _draft_findings(job, sections, shape, _worker_prompts)
+
+
+class _DraftChecks:
+    """Where the drafts' code checks run: never on the event loop, each draft as it arrives.
+
+    A run with many drafts (`PROCESS_CHECKS_FROM`) on a Linux machine with more than one CPU
+    checks them in worker processes, one per CPU (at most 4), forked as the run begins (a fork
+    has every module and the prompts already loaded, so it starts in milliseconds): drafts that
+    arrive together are checked side by side instead of one after the other under one
+    interpreter lock. Otherwise (elsewhere a fork is unsafe or missing), or when a worker
+    process cannot be started or dies, they are checked one after the other in a worker thread
+    of their own. Either way the findings are
+    the same (`_draft_findings`), and the short work the other jobs hand to `asyncio.to_thread`
+    (a review's instructions, a write) never queues behind them.
+    """
+
+    def __init__(self, prompts: PromptSet, drafts: int) -> None:
+        self.prompts = prompts
+        self.thread = ThreadPoolExecutor(1, thread_name_prefix="draft-checks")
+        workers = min(_cpus(), 4)
+        many = drafts >= PROCESS_CHECKS_FROM and workers > 1 and sys.platform == "linux"
+        self.processes = _checks_processes(prompts, workers) if many else None
+
+    async def run(self, job: Job, sections: dict[int, str], shape: list[str]) -> list[str]:
+        """The findings of one draft."""
+        loop = asyncio.get_running_loop()
+        if self.processes is not None:
+            try:
+                return await loop.run_in_executor(
+                    self.processes, _checked_in_worker, job, sections, shape
+                )
+            except BrokenProcessPool:
+                self.processes = None  # a worker was killed: check in the thread from now on
+        return await loop.run_in_executor(
+            self.thread, _draft_findings, job, sections, shape, self.prompts
+        )
+
+    def shutdown(self) -> None:
+        """Stop the workers without waiting: the checks of a finished run are all done."""
+        self.thread.shutdown(wait=False, cancel_futures=True)
+        if self.processes is not None:
+            self.processes.shutdown(wait=False, cancel_futures=True)
+
+
+def _checks_processes(prompts: PromptSet, workers: int) -> ProcessPoolExecutor | None:
+    """Start `workers` checks worker processes, or return `None` where processes cannot be."""
+    # Frozen while they fork, the objects of this process are never traversed by a worker's
+    # garbage collector, which would copy every page of them into the worker (a second or more
+    # of a worker's first check, in a large process).
+    gc.freeze()
+    try:
+        context = multiprocessing.get_context("fork")
+        pool = ProcessPoolExecutor(
+            workers, mp_context=context, initializer=_start_checks_worker, initargs=(prompts,)
+        )
+        pool.submit(int)  # with fork, the first task forks every worker: now, not on a draft
+    except OSError:  # a sandbox that forbids new processes, or no memory left for one
+        return None
+    finally:
+        gc.unfreeze()
+    return pool
 
 
 @dataclass
@@ -263,20 +410,12 @@ class _Run:
     limiter: Slots
     writer: _Writer
     reporter: Reporter
-    checker: ThreadPoolExecutor = field(
-        default_factory=lambda: ThreadPoolExecutor(1, thread_name_prefix="draft-checks")
-    )
-    """The one worker thread of the drafts' code checks: the drafts are checked one after the
-    other as they arrive (each review goes out as soon as its own draft passes, not when a
-    batch of drafts checked side by side passes together), and the short work the other jobs
-    hand to `asyncio.to_thread` (a review's instructions, a write) never queues behind them."""
+    checks: _DraftChecks
 
     async def check(self, job: Job, sections: dict[int, str], shape: list[str]) -> list[str]:
-        """A draft's findings (`_draft_findings`), worked out in the checks' worker thread."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            self.checker, _draft_findings, job, sections, shape, self.prompts
-        )
+        """A draft's findings (`_draft_findings`), worked out off the event loop
+        (`_DraftChecks`)."""
+        return await self.checks.run(job, sections, shape)
 
     async def call(
         self,
@@ -678,7 +817,16 @@ async def translate(options: Options, client: openai.AsyncOpenAI, reporter: Repo
         await asyncio.to_thread(writer.remove, lang, rel)
         reporter.totals.removed.append(f"{lang}/{rel}")
     reporter.start(len(the_plan.jobs))
-    run = _Run(options, prompts, client, Slots(options.concurrency), writer, reporter)
+    drafts = sum(1 for job in the_plan.jobs if job.todo)
+    run = _Run(
+        options,
+        prompts,
+        client,
+        Slots(options.concurrency),
+        writer,
+        reporter,
+        _DraftChecks(prompts, drafts),
+    )
     try:
         async with asyncio.TaskGroup() as group:
             for jobs in groups(the_plan.jobs):
@@ -689,7 +837,7 @@ async def translate(options: Options, client: openai.AsyncOpenAI, reporter: Repo
             raise
         raise unreachable.exceptions[0] from None
     finally:
-        run.checker.shutdown(wait=False, cancel_futures=True)
+        run.checks.shutdown()
         await asyncio.to_thread(writer.flush)
         reporter.close()
         _write_report(options, reporter)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from translation_support import RunSite
@@ -97,12 +100,48 @@ async def test_a_page_write_saves_the_manifest_once_its_entry_pending_before_the
     monkeypatch.setattr(manifest_module, "atomic_write_text", _manifest)
     outcome = await run_site()
     assert outcome.code == 0, outcome.output
-    # Phase one is on disk before every page; each commit goes out with the next page's
-    # pending entry, the last one at the end of the run.
+    # Phase one is on disk before every page; each commit goes out with the next save, the
+    # last one at the end of the run. Pages handed over while another is being written share
+    # one save: never more saves than pages, plus the last.
     assert pending_at_write == [True] * 9
-    assert saves == [manifest_path] * (9 + 1)
+    assert saves == [manifest_path] * len(saves)
+    assert 2 <= len(saves) <= 9 + 1
     entries = json.loads(_read(manifest_path))["pages"]
     assert all("pending" not in entry[lang] for entry in entries.values() for lang in LANGS)
+
+
+async def test_a_page_that_cannot_be_written_is_not_recorded_and_the_others_are(
+    site: Path, echo: EchoTranslator, run_site: RunSite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manifest_path = site / "i18n" / "manifest.json"
+    broken = site / "docs" / "ko" / "guide" / "custom.md"
+    write_page = runner.atomic_write_text
+
+    def _page(path: Path, text: str) -> None:
+        if path == broken:
+            raise OSError(28, "No space left on device")
+        write_page(path, text)
+
+    monkeypatch.setattr(runner, "atomic_write_text", _page)
+    with pytest.raises(ExceptionGroup) as raised:
+        await run_site()
+    assert raised.group_contains(OSError, match="No space left")
+    # The pages written before or beside the failure (in one group or not) are recorded; the
+    # failed one is not, and nothing of it is on disk.
+    manifest = Manifest.load(manifest_path)
+    assert not broken.exists()
+    assert manifest.get("guide/custom.md", "ko") is None
+    for lang in LANGS:
+        for page in PAGES:
+            if (site / "docs" / lang / page).exists():
+                assert manifest.get(page, lang) is not None, f"{lang}/{page}"
+    # Once the disk has room, the next run settles what is pending and writes the missing page.
+    monkeypatch.setattr(runner, "atomic_write_text", write_page)
+    again = await run_site()
+    assert again.code == 0, again.output
+    assert broken.exists()
+    manifest = Manifest.load(manifest_path)
+    assert all(manifest.get(page, lang) is not None for page in PAGES for lang in LANGS)
 
 
 async def test_second_run_makes_zero_calls_and_changes_nothing(
@@ -548,3 +587,49 @@ async def test_a_run_translates_mermaid_labels_and_keeps_the_diagram_code(
     assert "```mermaid\nsequenceDiagram\n    participant App as Your語 code語\n" in ja
     assert "    App->>Runner: load語 その 履歴\n```\n" in ja
     assert "i18n:mermaid" not in ja
+
+
+@pytest.mark.parametrize("where", ["processes", "thread"])
+async def test_a_broken_draft_is_caught_by_the_checks_in_processes_as_in_the_thread(
+    where: str,
+    site: Path,
+    echo: EchoTranslator,
+    run_site: RunSite,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The fixture site has 9 drafts in three languages: enough for worker processes on a
+    # machine with more than one CPU; with the threshold raised they are checked in the thread.
+    if where == "processes":
+        monkeypatch.setattr(runner, "_cpus", lambda: 2)
+    else:
+        monkeypatch.setattr(runner, "PROCESS_CHECKS_FROM", 10_000)
+    echo.fault("ko", "index.md", "drop_code")
+    outcome = await run_site()
+    assert outcome.code == 0, outcome.output
+    assert [c[:2] for c in echo.calls].count(("ko", "index.md")) == 2
+    assert "ko/index.md: draft failed" in outcome.output
+    for lang in LANGS:
+        for page in PAGES:
+            english = _read(site / "docs" / page)
+            assert verify_page(english, _read(site / "docs" / lang / page)) == [], f"{lang}/{page}"
+
+
+async def test_a_killed_checks_worker_leaves_the_checks_to_the_thread(
+    site: Path, echo: EchoTranslator, run_site: RunSite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runner, "_cpus", lambda: 2)
+
+    checks = runner._draft_findings
+
+    def _dies_in_a_worker(*args: Any) -> list[str]:
+        if multiprocessing.parent_process() is not None:
+            os._exit(1)  # a worker process killed (out of memory, a signal) mid-check
+        return checks(*args)
+
+    monkeypatch.setattr(runner, "_draft_findings", _dies_in_a_worker)  # workers fork with it
+    echo.fault("zh", "index.md", "drop_code")
+    outcome = await run_site()
+    assert outcome.code == 0, outcome.output
+    assert [c[:2] for c in echo.calls].count(("zh", "index.md")) == 2
+    assert "zh/index.md: draft failed" in outcome.output  # still caught, by the thread
+    assert all((site / "docs" / lang / page).exists() for lang in LANGS for page in PAGES)
