@@ -28,9 +28,9 @@ from ..extras import missing_extra
 try:
     from redis.asyncio import Redis
     from redis.asyncio.cluster import RedisCluster
+    from redis.asyncio.retry import Retry
     from redis.backoff import NoBackoff
     from redis.exceptions import RedisClusterException, RedisError
-    from redis.retry import Retry
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise missing_extra("RedisSession", "redis") from exc
 
