@@ -55,6 +55,19 @@ def execute(path: str, sql: str, *args: Any) -> None:
         conn.close()
 
 
+def overwrite_rows(path: str, stored: dict[int, object]) -> None:
+    """Store raw `message_data` in the rows at these offsets (oldest first), as a bad writer
+    or a damaged file would."""
+    for offset, data in stored.items():
+        execute(
+            path,
+            "UPDATE agent_messages SET message_data = ? WHERE id = "
+            "(SELECT id FROM agent_messages ORDER BY id LIMIT 1 OFFSET ?)",
+            data,
+            offset,
+        )
+
+
 # --- construction ----------------------------------------------------------------------------
 
 
@@ -219,14 +232,7 @@ async def test_corrupt_rows_are_skipped_and_logged(
         # Rows that are invalid alone but would join into valid JSON, a non-object, NULL-ish text,
         # and a run of corrupt rows at the newest end.
         bad = {2: '{"a":[1', 3: "2]}", 5: "42", 7: "", 8: "nope", 9: "{"}
-        for offset, data in bad.items():
-            execute(
-                db_path,
-                "UPDATE agent_messages SET message_data = ? WHERE id = "
-                "(SELECT id FROM agent_messages ORDER BY id LIMIT 1 OFFSET ?)",
-                data,
-                offset,
-            )
+        overwrite_rows(db_path, bad)
         with caplog.at_level(logging.WARNING, logger="turnstore.memory.sqlite"):
             assert texts(await session.get_items()) == ["0", "1", "4", "6"]
             assert texts(await session.get_items(3)) == ["1", "4", "6"]
@@ -267,14 +273,7 @@ async def test_corrupt_rows_that_join_into_as_many_objects_are_skipped(
     # a chunk as one array and only checked the count would return them.
     async with SQLiteSession("s", db_path) as session:
         await session.add_items([msg(str(i)) for i in range(2500)])
-        for offset, data in enumerate(spliced, start=1200):
-            execute(
-                db_path,
-                "UPDATE agent_messages SET message_data = ? WHERE id = "
-                "(SELECT id FROM agent_messages ORDER BY id LIMIT 1 OFFSET ?)",
-                data,
-                offset,
-            )
+        overwrite_rows(db_path, dict(enumerate(spliced, start=1200)))
         expected = [str(i) for i in range(2500) if not 1200 <= i < 1203]
         with caplog.at_level(logging.WARNING, logger="turnstore.memory.sqlite"):
             assert texts(await session.get_items()) == expected
@@ -294,14 +293,7 @@ async def test_rows_that_are_not_text_in_a_chunk(
             12: 7,
             1300: b"\xff{}",
         }
-        for offset, data in stored.items():
-            execute(
-                db_path,
-                "UPDATE agent_messages SET message_data = ? WHERE id = "
-                "(SELECT id FROM agent_messages ORDER BY id LIMIT 1 OFFSET ?)",
-                data,
-                offset,
-            )
+        overwrite_rows(db_path, stored)
         expected = [str(i) for i in range(1500) if i not in stored]
         expected[10:10] = ["blob"]
         with caplog.at_level(logging.WARNING, logger="turnstore.memory.sqlite"):
