@@ -168,6 +168,16 @@ def run_sdk_tests(
     }
 
 
+SDK_TESTS_BROKEN_BY = (
+    # The SDK's encryption tests stop Fernet's clock by patching `cryptography.fernet.time.time`;
+    # newer cryptography releases no longer import `time` there, so the patch itself fails, on
+    # the SDK as on turnstore (turnstore's own expiry tests cover what they test).
+    "No module named 'cryptography.fernet.time'",
+)
+"""Errors in a report that say the SDK's test cannot run with the installed dependencies: such a
+failure is no difference of turnstore's."""
+
+
 def check_file(
     results: dict[str, Any], sdk_file: str, known_differences: dict[str, str]
 ) -> dict[str, str]:
@@ -187,7 +197,9 @@ def check_file(
     unexpected = [
         f"{test_id}\n{result['report']}"
         for test_id, result in sorted(mine.items())
-        if result["outcome"] == "failed" and test_id not in known_differences
+        if result["outcome"] == "failed"
+        and test_id not in known_differences
+        and not any(broken in result["report"] for broken in SDK_TESTS_BROKEN_BY)
     ]
     listed = [t for t in known_differences if t.startswith(f"{sdk_file}::")]
     fixed = [t for t in listed if mine.get(t, {}).get("outcome") == "passed"]
