@@ -39,6 +39,7 @@ import os
 import signal
 import sys
 import threading
+import warnings
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -392,7 +393,13 @@ def _checks_processes(prompts: PromptSet, workers: int) -> ProcessPoolExecutor |
         pool = ProcessPoolExecutor(
             workers, mp_context=context, initializer=_start_checks_worker, initargs=(prompts,)
         )
-        pool.submit(int)  # with fork, the first task forks every worker: now, not on a draft
+        with warnings.catch_warnings():
+            # Python 3.12+ warns that a fork of a process with threads may deadlock in the child
+            # on a lock another thread held: a worker runs only the checks, which take none.
+            warnings.filterwarnings(
+                "ignore", "This process .* is multi-threaded", DeprecationWarning
+            )
+            pool.submit(int)  # with fork, the first task forks every worker: now, not on a draft
     except OSError:  # a sandbox that forbids new processes, or no memory left for one
         return None
     finally:
