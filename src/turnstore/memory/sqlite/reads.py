@@ -106,8 +106,8 @@ def decode_checked(rows: Sequence[Sequence[Any]], session_id: str) -> list[Any]:
             size = _JOIN_CHARS + 1
         if size <= _JOIN_CHARS:
             decoded = _decode_array(texts)
-            if decoded is not None:
-                return decoded
+            # The chunking below would join these very rows again: decode them one by one.
+            return decoded if decoded is not None else _decode_rows(rows, session_id)
     items: list[Any] = []
     start = 0
     while start < len(rows):
@@ -121,13 +121,17 @@ def decode_checked(rows: Sequence[Sequence[Any]], session_id: str) -> list[Any]:
         chunk = rows[start:end]
         start = end
         decoded = _decode_array([row[1] for row in chunk])
-        if decoded is not None:
-            items += decoded
-            continue
-        for row in chunk:
-            item = decode_item(row[1], where=f"row {row[0]} of session {session_id!r}")
-            if item is not None:
-                items.append(item)
+        items += decoded if decoded is not None else _decode_rows(chunk, session_id)
+    return items
+
+
+def _decode_rows(rows: Sequence[Sequence[Any]], session_id: str) -> list[Any]:
+    """Decode (id, message_data, ...) rows one by one, skipping (and logging) corrupt ones."""
+    items: list[Any] = []
+    for row in rows:
+        item = decode_item(row[1], where=f"row {row[0]} of session {session_id!r}")
+        if item is not None:
+            items.append(item)
     return items
 
 
