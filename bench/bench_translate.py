@@ -75,8 +75,8 @@ def _copy_repo(root: Path) -> None:
 
 class _Stats:
     """What the model server in its own process saw: its calls, the most in flight at once,
-    and the span from the first request to the last reply (`time.monotonic`, which is the
-    same clock in every process)."""
+    and when the first request came (`time.time`, comparable with the files' modification
+    times)."""
 
     def __init__(self, translator: EchoTranslator | None) -> None:
         self.translator = translator
@@ -85,8 +85,6 @@ class _Stats:
         self.in_flight = 0
         self.max_in_flight = 0
         self.first: float | None = None
-        self.first_wall: float | None = None
-        self.last = 0.0
         self._lock = threading.Lock()
 
     def started(self) -> float:
@@ -96,7 +94,7 @@ class _Stats:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             if self.first is None:
-                self.first, self.first_wall = now, time.time()
+                self.first = time.time()
             return now
 
     def remember(self) -> None:
@@ -107,7 +105,6 @@ class _Stats:
     def answered(self) -> None:
         with self._lock:
             self.in_flight -= 1
-            self.last = time.monotonic()
 
     def __call__(self, request: RecordedRequest) -> dict[str, Any]:
         echo = self.translator  # it counts a request for several languages once per language
@@ -119,8 +116,6 @@ class _Stats:
                 "remembered": self.remembered,
                 "max_in_flight": self.max_in_flight,
                 "first": self.first,
-                "first_wall": self.first_wall,
-                "last": self.last,
             }
 
 
@@ -251,7 +246,7 @@ async def _one_run(
         if code != 0:
             raise SystemExit(f"run failed: {reporter.summary(options.model)}")
         seen = stats()
-        span = _last_write(root) - seen["first_wall"]
+        span = _last_write(root) - seen["first"]
         return elapsed, span, seen["calls"], seen["max_in_flight"], seen["remembered"]
 
 
@@ -275,7 +270,7 @@ def _sdk_run(script: Path, pages: list[str], latency: float) -> tuple[float, int
         seen = stats()
         if result.returncode != 0 or seen["first"] is None:
             raise SystemExit(f"the SDK's script failed: {result.stderr[-2000:]}")
-        return _last_write(root) - seen["first_wall"], seen["calls"]
+        return _last_write(root) - seen["first"], seen["calls"]
 
 
 def main() -> int:
