@@ -349,9 +349,9 @@ class _DraftChecks:
     arrive together are checked side by side instead of one after the other under one
     interpreter lock. Otherwise (elsewhere a fork is unsafe or missing), or when a worker
     process cannot be started or dies, they are checked one after the other in a worker thread
-    of their own. Either way the findings are
-    the same (`_draft_findings`), and the short work the other jobs hand to `asyncio.to_thread`
-    (a review's instructions, a write) never queues behind them.
+    of their own. Either way the findings are the same (`_draft_findings`), and the short work
+    the other jobs hand to `asyncio.to_thread` (a review's instructions, a write) never queues
+    behind them.
     """
 
     def __init__(self, prompts: PromptSet, drafts: int) -> None:
