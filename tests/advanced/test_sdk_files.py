@@ -7,6 +7,7 @@ without a branch read as `main`.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -84,3 +85,36 @@ async def test_a_session_the_sdk_never_branched_reads_as_main(
         await session.add_items([user("q2 on ours")])
         assert await session.get_items() == [user("q1"), bot("a1"), user("q2 on ours")]
         assert await session.get_items(branch_id="main") == TWO_TURNS
+
+
+async def test_a_write_to_main_of_a_session_the_sdk_branched_is_refused_before_storing(
+    sdk_memory: ModuleType, tmp_path: Path
+) -> None:
+    path = tmp_path / "sdk.db"
+    await write_with_the_sdk(sdk_memory, path)
+    async with (
+        AdvancedSQLiteSession(session_id="branched", db_path=path) as branched,
+        AdvancedSQLiteSession(session_id="plain", db_path=path) as plain,
+    ):
+        assert branched.current_branch_id == "main"
+        with pytest.raises(SessionSchemaError, match=r"OpenAI Agents SDK.*\('alt'\)"):
+            await branched.add_items([user("lost?")])
+        # Written together (one group commit): the refusal fails only its own write.
+        results = await asyncio.gather(
+            branched.add_items([user("lost?")]),
+            plain.add_items([user("q3")]),
+            return_exceptions=True,
+        )
+        assert isinstance(results[0], SessionSchemaError)
+        assert results[1] is None
+        assert await plain.get_items() == [*TWO_TURNS, user("q3")]
+    sdk = sdk_memory.AdvancedSQLiteSession(session_id="branched", db_path=path)
+    try:
+        assert await sdk.get_items(branch_id="main") == TWO_TURNS
+        assert [i["content"] for i in await sdk.get_items(branch_id="alt")] == [
+            "q1",
+            "a1",
+            "q2 on alt",
+        ]
+    finally:
+        sdk.close()

@@ -227,6 +227,12 @@ class SQLiteSchema:
             conn.execute(f"DELETE FROM {table_name} WHERE session_id IN {idle}", params)
         return int(conn.execute(f"DELETE FROM {sessions} WHERE {where}", params).rowcount)
 
+    def check_session(self, conn: sqlite3.Connection, session_id: str) -> None:
+        """Raise when this layout cannot hold the session's rows; this one holds every session.
+
+        Called in the transaction of each read and write of an item, before anything is written.
+        """
+
     def create(self, conn: sqlite3.Connection) -> None:
         """Create the tables if missing, check them, and record the schema version.
 

@@ -406,6 +406,8 @@ class Insert:
         """Insert the rows of several calls (same tables) in their order, two statements in all."""
         rows = [row for insert in inserts for row in insert.rows]
         session_ids = list(dict.fromkeys(insert.session_id for insert in inserts))
+        for session_id in session_ids:
+            self.schema.check_session(conn, session_id)
         conn.executemany(self.schema.touch_session, [(sid,) for sid in session_ids])
         conn.executemany(self.schema.insert, rows)
 

@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ...exceptions import SessionClosedError, SessionSchemaError
+from ...exceptions import SessionClosedError
 from .._store_helpers import parse_sqlite_time, utc
 from ..closing import Release
 from ..codec import encode_items, validate_table_names
@@ -176,15 +176,6 @@ class SQLiteStore(SessionStore):
 
     # --- the branches of AdvancedSQLiteSession ------------------------------------------------
 
-    def _refuse_sdk_branches(self, conn: sqlite3.Connection, session_id: str) -> None:
-        sdk = self._advanced.sdk_branches(conn, session_id)
-        if sdk:
-            raise SessionSchemaError(
-                f"session {session_id!r} in {self._path!r} has branches written by the OpenAI "
-                f"Agents SDK's AdvancedSQLiteSession ({', '.join(map(repr, sdk))}), which "
-                "turnstore does not read: their items would show up in 'main'"
-            )
-
     def _has_branch_tables(self, conn: sqlite3.Connection) -> bool:
         if not self._has_tables(conn):
             return False
@@ -211,7 +202,7 @@ class SQLiteStore(SessionStore):
     def _main_counts(self, conn: sqlite3.Connection, infos: list[SessionInfo]) -> list[SessionInfo]:
         """`infos` with each item count replaced by the items of `main`, in a branched file."""
         for info in infos:
-            self._refuse_sdk_branches(conn, info.session_id)
+            self._advanced.check_session(conn, info.session_id)
         if not self._branched(conn):
             return infos
         return [
@@ -245,7 +236,7 @@ class SQLiteStore(SessionStore):
         def work(conn: sqlite3.Connection) -> list[SessionRecord]:
             if not self._has_tables(conn):
                 return []
-            self._refuse_sdk_branches(conn, session_id)
+            self._advanced.check_session(conn, session_id)
             if not self._branched(conn):
                 if branch != MAIN:
                     raise ValueError(f"session {session_id!r} has no branch {branch!r}")
@@ -293,7 +284,7 @@ class SQLiteStore(SessionStore):
             if replace:
                 conn.execute(advanced.delete_messages, (session_id,))
                 advanced.delete_side_rows(conn, session_id)
-            self._refuse_sdk_branches(conn, session_id)
+            self._advanced.check_session(conn, session_id)
             conn.execute(advanced.touch_session, (session_id,))
             branches = Branches(conn, advanced, session_id)
             for name in dict.fromkeys(name for name, _d, _s in rows if name != MAIN):

@@ -11,7 +11,6 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from ....exceptions import SessionSchemaError
 from ...codec import MAX_LIMIT, decode_item
 from ..reads import decode_checked, read_all, read_latest
 from .items import is_user
@@ -36,15 +35,7 @@ class Branches:
         self.conn = conn
         self.schema = schema
         self.sid = sid
-        sdk = schema.sdk_branches(conn, sid)
-        if sdk:
-            raise SessionSchemaError(
-                f"session {sid!r} has branches written by the OpenAI Agents SDK's "
-                f"AdvancedSQLiteSession ({', '.join(map(repr, sdk))}), kept in its "
-                "message_structure table, which turnstore does not read: it would show their "
-                "items in 'main'. Open this session with the SDK's class, or use another session "
-                "id or file"
-            )
+        schema.check_session(conn, sid)
         self.rows: dict[str, _Branch] = {
             name: _Branch(parent, before, bool(deleted), created, deleted == CLEARED)
             for name, parent, before, deleted, created in conn.execute(

@@ -254,30 +254,43 @@ class AdvancedSQLiteSchema(SQLiteSchema):
             "ORDER BY id"
         )
 
-    def sdk_branches(self, conn: sqlite3.Connection, session_id: str) -> list[str]:
-        """The branches other than `main` that the OpenAI Agents SDK's class wrote in a session.
+    def check_session(self, conn: sqlite3.Connection, session_id: str) -> None:
+        """Refuse a session that the OpenAI Agents SDK's class branched, for reads and writes.
 
         The SDK's `AdvancedSQLiteSession` keeps its branches in a `message_structure` table
         (one row per message and branch) whose foreign key names the messages table. Its rows
-        are not ours: this class would read them all as `main`.
+        are not ours: this class would read them all as `main`, and an item it wrote to `main`
+        would be readable by neither library.
+
+        Raises:
+            SessionSchemaError: The SDK wrote branches other than `main` in this session.
         """
         if not conn.execute(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'message_structure'"
         ).fetchone():
-            return []
+            return
         targets = {
             str(row[2]).lower()
             for row in conn.execute("PRAGMA foreign_key_list(message_structure)")
         }
         columns = {row[1] for row in conn.execute("PRAGMA table_info(message_structure)")}
         if self.messages_table.lower() not in targets or "branch_id" not in columns:
-            return []
+            return
         rows = conn.execute(
             "SELECT DISTINCT branch_id FROM message_structure WHERE session_id = ? "
             "AND branch_id <> ? ORDER BY branch_id LIMIT 5",
             (session_id, MAIN),
         )
-        return [str(row[0]) for row in rows]
+        sdk = [str(row[0]) for row in rows]
+        if sdk:
+            raise SessionSchemaError(
+                f"session {session_id!r} has branches written by the OpenAI Agents SDK's "
+                f"AdvancedSQLiteSession ({', '.join(map(repr, sdk))}), kept in its "
+                "message_structure table, which turnstore does not read: it would show their "
+                "items in 'main', and an item written to 'main' would be readable by neither "
+                "library. Nothing was read or written. Open this session with the SDK's class, "
+                "or use another session id or file"
+            )
 
     @property
     def select_branches(self) -> str:
