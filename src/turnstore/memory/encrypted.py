@@ -175,7 +175,8 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
     elsewhere they stay stored until the wrapped session's own expiry (a Redis `ttl`) or a
     retention job removes them. Stored items that
     are not envelopes (plaintext written around this wrapper) are skipped with a logged
-    warning: they were never authenticated.
+    warning: they were never authenticated. This session never deletes them (nor anything else
+    it cannot read): not when it prunes, rotates or pops.
     An envelope that none of the keys authenticates, or a damaged one (`__enc__` set, the rest
     missing), raises [`SessionDecryptionError`][turnstore.SessionDecryptionError] and changes
     nothing: a wrong key never reads as an empty history, and `pop_item` does not remove what
@@ -463,18 +464,29 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the newest unexpired item; expired ones above it go with it.
 
-        The newest stored item is authenticated before it is removed: with a wrong key this
-        raises [`SessionDecryptionError`][turnstore.SessionDecryptionError] and removes
-        nothing.
+        The item removed is the one `get_items()` returns last. What this session cannot read
+        is never removed: the newest stored item is authenticated before anything is removed
+        (with a wrong key, or a damaged envelope, this raises
+        [`SessionDecryptionError`][turnstore.SessionDecryptionError] and removes nothing), and
+        plaintext items (not envelopes) above the newest readable item stay where they are:
+        that item is removed from under them in one atomic replacement, which rewrites the
+        stored items below it.
 
         Returns:
             The removed item, or `None` when no unexpired item is left.
+
+        Raises:
+            SessionDecryptionError: The newest stored item cannot be read; or plaintext items
+                lie above the newest readable item and the wrapped session has no atomic
+                replacement to remove it from under them. Nothing was removed.
         """
         while True:
             newest = await self.underlying_session.get_items(1)
             if not newest:
                 return None
-            self._open(newest[0], "the newest item")  # raises before anything is removed
+            # Raises before anything is removed; plaintext on top is never popped.
+            if self._open(newest[0], "the newest item") is None:
+                return await self._pop_under_plaintext()
             popped = await self.underlying_session.pop_item()
             if popped is None:
                 return None
@@ -484,8 +496,55 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
                 # Another writer added an unreadable item in between: put it back.
                 await self.underlying_session.add_items([popped])
                 raise
-            if opened is not None and not self._expired(opened[1], time.time()):
+            if opened is None:
+                # Another writer added a plaintext item in between: put it back, and look again.
+                await self.underlying_session.add_items([popped])
+                continue
+            if not self._expired(opened[1], time.time()):
                 return cast("TResponseInputItem", opened[0])
+
+    async def _pop_under_plaintext(self) -> TResponseInputItem | None:
+        """Remove the newest readable, unexpired item from under plaintext items, atomically."""
+        from ..exceptions import SessionStorageError
+
+        underlying = self.underlying_session
+        if not is_atomic_replacement_session(underlying):
+            raise SessionDecryptionError(
+                f"the newest item of encrypted session {self.session_id!r} is not an encrypted "
+                "envelope (plaintext written around this wrapper): pop_item does not remove "
+                f"what it cannot read, and the wrapped {type(underlying).__name__} has no "
+                "atomic replacement to remove the readable item below it. Nothing was removed; "
+                "remove the plaintext item with `.underlying_session.pop_item()` if it should go"
+            )
+        for _ in range(_ROTATE_ATTEMPTS):
+            snapshot = await underlying.snapshot_history()
+            now = time.time()
+            for index in range(len(snapshot.items) - 1, -1, -1):
+                opened = self._open(snapshot.items[index], f"item {index}")
+                if opened is not None and not self._expired(opened[1], now):
+                    break
+            else:
+                return None  # only plaintext and expired items: nothing this session returns
+            below = snapshot.items[:index]
+            if len(snapshot.item_rows) != len(snapshot.items):
+                # The wrapped session does not map items to rows: replace the whole history.
+                replaced, kept = snapshot, [*below, *snapshot.items[index + 1 :]]
+            else:
+                replaced, kept = snapshot.prefix(index + 1), below
+                if len(replaced.rows) != len(replaced.items):
+                    raise SessionStorageError(
+                        f"encrypted session {self.session_id!r} holds stored rows that "
+                        f"{type(underlying).__name__} cannot decode below its newest readable "
+                        "item, under plaintext items: removing that item would delete them. "
+                        "Nothing was removed"
+                    )
+            # Envelopes and plaintext below are stored again as they are: no archive copy.
+            if await underlying.replace_history(replaced, kept, archive=False):
+                return cast("TResponseInputItem", opened[0])
+        raise SessionStorageError(
+            f"the history of encrypted session {self.session_id!r} kept changing during "
+            f"{_ROTATE_ATTEMPTS} attempts to pop its newest item; nothing was removed"
+        )
 
     async def clear_session(self) -> None:
         """Remove every item of the wrapped session."""
@@ -498,8 +557,8 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
 
         Every stored envelope is decrypted (with whichever key opens it) and encrypted again
         with the first key, keeping its original timestamp (so `ttl` still counts from when the
-        item was added); expired items and non-envelopes are dropped. Afterwards the other keys
-        are no longer needed for this session.
+        item was added); expired items are dropped, and plaintext items (not envelopes) stay
+        as they are. Afterwards the other keys are no longer needed for this session.
 
         On a `SQLiteSession` (and so an `AdvancedSQLiteSession`) every row the session owns is
         re-encrypted in place in one transaction: every branch, and the compaction archive;
@@ -507,7 +566,7 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
         replaced in one atomic replacement.
 
         Returns:
-            How many items the history holds after the rotation.
+            How many readable, unexpired items the history holds after the rotation.
 
         Raises:
             SessionDecryptionError: An envelope opens with none of the keys; nothing changed.
@@ -535,13 +594,19 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
         return encode_items([self._reseal(stored, opened[2])])[0]
 
     async def prune_expired(self) -> int:
-        """Delete the expired items (and non-envelopes) from storage, in one atomic replacement.
+        """Delete the expired items from storage, in one atomic replacement.
+
+        Only envelopes that a key opens and whose `ttl` has passed are deleted. What this session
+        cannot read stays: plaintext items (not envelopes), and rows the wrapped session cannot
+        decode (the replacement stops before the first of them). An envelope that no key
+        opens raises and changes nothing (the sweep after `add_items` logs a warning then).
 
         Returns:
-            How many items the history holds afterwards.
+            How many readable, unexpired items the history holds afterwards.
 
         Raises:
-            SessionDecryptionError: An envelope opens with none of the keys; nothing changed.
+            SessionDecryptionError: An envelope opens with none of the keys, or is damaged;
+                nothing changed.
             UserError: The wrapped session has no atomic replacement (see
                 [`AtomicReplacementSession`][turnstore.memory.AtomicReplacementSession]).
         """
@@ -560,21 +625,41 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
         for _ in range(_ROTATE_ATTEMPTS):
             snapshot = await underlying.snapshot_history()
             now = time.time()
-            kept: list[dict[str, Any]] = []
+            mapped = len(snapshot.item_rows) == len(snapshot.items)
+            # Never deleted: what this session cannot read. An envelope no key opens raises
+            # (nothing changes); plaintext is stored again as it is; and a prune covers no row
+            # the wrapped session cannot decode (it stops before the first one).
+            clean = len(snapshot.items)
+            if mapped and not rotate:
+                clean = next(
+                    (i for i, row in enumerate(snapshot.item_rows) if row != i), len(snapshot.items)
+                )
+            kept: list[tuple[int, dict[str, Any]]] = []
+            readable, covered = 0, 0
             for index, stored in enumerate(snapshot.items):
                 element = cast(dict[str, Any], stored)
                 opened = self._open(element, f"item {index}")
-                if opened is None or self._expired(opened[1], now):
-                    continue
-                if rotate and opened[2] != 0:
-                    element = self._reseal(element, opened[2])
-                kept.append(element)
-            if kept == snapshot.items and len(kept) == len(snapshot.rows):
-                return len(kept)  # nothing to drop or re-encrypt
-            new_items = cast("list[TResponseInputItem]", kept)
+                if opened is not None and index < clean:
+                    if self._expired(opened[1], now):
+                        covered = index + 1
+                        continue
+                    if rotate and opened[2] != 0:
+                        element = self._reseal(element, opened[2])
+                        covered = index + 1
+                if opened is not None and not self._expired(opened[1], now):
+                    readable += 1
+                kept.append((index, element))
+            if covered == 0:
+                return readable  # nothing to drop or re-encrypt
+            replaced = snapshot
+            if mapped:
+                # Only the rows up to the last item that changes; the later ones stay as stored.
+                replaced = snapshot.prefix(covered)
+                kept = [(index, element) for index, element in kept if index < covered]
+            new_items = cast("list[TResponseInputItem]", [element for _, element in kept])
             # No archive: no ciphertext under an old key may stay behind.
-            if await underlying.replace_history(snapshot, new_items, archive=False):
-                return len(kept)
+            if await underlying.replace_history(replaced, new_items, archive=False):
+                return readable
         raise SessionStorageError(
             f"the history of encrypted session {self.session_id!r} kept changing during "
             f"{_ROTATE_ATTEMPTS} attempts to rewrite it; nothing was changed"

@@ -1,0 +1,180 @@
+"""EncryptedSession never deletes what it cannot read: plaintext items, undecodable rows.
+
+Its expiry sweep (after a write, or `prune_expired`), `rotate` and `pop_item`, on a SQLite file,
+PostgreSQL (directly and through PgBouncer), Redis and the Redis Cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.fernet import Fernet
+
+from support.backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
+from support.sqlite_rows import corrupt_newest_row, count_rows
+from turnstore import EncryptedSession, SessionDecryptionError, SQLiteSession
+from turnstore.memory.encrypted import _master_bytes, _session_fernet
+
+KEY = Fernet.generate_key().decode()
+OLD = Fernet.generate_key().decode()
+
+
+def msg(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def aged_envelope(key: str, session_id: str, item: Any, age: float) -> dict[str, Any]:
+    fernet = _session_fernet(_master_bytes(key, 0), session_id)
+    token = fernet.encrypt_at_time(json.dumps(item).encode(), int(time.time() - age))
+    return {"__enc__": 1, "v": 1, "kid": "hkdf-v1", "payload": token.decode()}
+
+
+def plaintext(stored: list[Any]) -> list[Any]:
+    return [item for item in stored if "__enc__" not in item]
+
+
+async def test_the_first_write_keeps_plaintext_items_already_stored(backend: Backend) -> None:
+    raw = backend.session()
+    sid = raw.session_id
+    await raw.add_items([msg("plain 1"), msg("plain 2")])
+    session = EncryptedSession(sid, backend.session(sid), KEY)  # ttl=600: the write sweeps
+    await session.add_items([msg("secret")])
+    stored = await raw.get_items()
+    assert stored[:2] == [msg("plain 1"), msg("plain 2")]
+    assert len(stored) == 3
+    assert await session.get_items() == [msg("secret")]
+
+
+async def test_the_sweep_drops_only_expired_envelopes_and_keeps_plaintext_in_place(
+    backend: Backend,
+) -> None:
+    raw = backend.session()
+    sid = raw.session_id
+    await raw.add_items(
+        [
+            msg("plain 1"),
+            aged_envelope(KEY, sid, msg("stale"), 3600),
+            msg("plain 2"),
+            aged_envelope(KEY, sid, msg("recent"), 5),
+            msg("plain 3"),
+        ]
+    )
+    session = EncryptedSession(sid, backend.session(sid), KEY, ttl=60)
+    await session.add_items([msg("fresh")])
+    stored = await raw.get_items()
+    assert plaintext(stored) == [msg("plain 1"), msg("plain 2"), msg("plain 3")]
+    assert stored[0] == msg("plain 1")
+    assert stored[1] == msg("plain 2")
+    assert len(stored) == 5  # only the stale envelope went
+    assert await session.get_items() == [msg("recent"), msg("fresh")]
+    assert await session.prune_expired() == 2  # nothing left to drop: readable items counted
+    assert await raw.get_items() == stored
+
+
+async def test_rotate_keeps_plaintext_items(backend: Backend) -> None:
+    raw = backend.session()
+    sid = raw.session_id
+    await EncryptedSession(sid, backend.session(sid), OLD, ttl=None).add_items([msg("a")])
+    await raw.add_items([msg("plain")])
+    await EncryptedSession(sid, backend.session(sid), OLD, ttl=None).add_items([msg("b")])
+    both = EncryptedSession(sid, backend.session(sid), [KEY, OLD], ttl=None)
+    assert await both.rotate() == 2
+    assert plaintext(await raw.get_items()) == [msg("plain")]
+    only_new = EncryptedSession(sid, backend.session(sid), KEY, ttl=None)
+    assert await only_new.get_items() == [msg("a"), msg("b")]
+
+
+async def test_pop_item_over_plaintext_removes_nothing(backend: Backend) -> None:
+    raw = backend.session()
+    sid = raw.session_id
+    await raw.add_items([msg("plain 1"), msg("plain 2")])
+    session = EncryptedSession(sid, backend.session(sid), KEY)
+    assert await session.pop_item() is None
+    assert await raw.get_items() == [msg("plain 1"), msg("plain 2")]
+
+
+async def test_pop_item_removes_the_newest_readable_item_from_under_plaintext(
+    backend: Backend,
+) -> None:
+    raw = backend.session()
+    sid = raw.session_id
+    session = EncryptedSession(sid, backend.session(sid), KEY)
+    await session.add_items([msg("a")])
+    await raw.add_items([msg("plain 1")])
+    await session.add_items([msg("b")])
+    await raw.add_items([msg("plain 2")])
+    assert await session.get_items() == [msg("a"), msg("b")]
+    assert await session.pop_item() == msg("b")
+    stored = await raw.get_items()
+    assert stored[1:] == [msg("plain 1"), msg("plain 2")]
+    assert len(stored) == 3
+    assert await session.get_items() == [msg("a")]
+    assert await session.pop_item() == msg("a")
+    assert await raw.get_items() == [msg("plain 1"), msg("plain 2")]
+    assert await session.pop_item() is None
+    assert await raw.get_items() == [msg("plain 1"), msg("plain 2")]
+
+
+async def test_pop_item_still_pops_a_readable_newest_item_directly(backend: Backend) -> None:
+    raw = backend.session()
+    sid = raw.session_id
+    await raw.add_items([msg("plain")])
+    session = EncryptedSession(sid, backend.session(sid), KEY)
+    await session.add_items([msg("a"), msg("b")])
+    assert await session.pop_item() == msg("b")
+    assert await session.pop_item() == msg("a")
+    assert await raw.get_items() == [msg("plain")]
+
+
+class _NoReplacement:
+    """A session without an atomic replacement (it wraps a SQLiteSession)."""
+
+    def __init__(self, real: SQLiteSession) -> None:
+        self.real = real
+        self.session_id = real.session_id
+        self.session_settings = None
+
+    async def get_items(self, limit: int | None = None) -> list[Any]:
+        items: list[Any] = await self.real.get_items(limit)
+        return items
+
+    async def add_items(self, items: list[Any]) -> None:
+        await self.real.add_items(items)
+
+    async def pop_item(self) -> Any:
+        return await self.real.pop_item()
+
+    async def clear_session(self) -> None:
+        await self.real.clear_session()
+
+
+async def test_pop_item_under_plaintext_without_atomic_replacement_raises_and_keeps_all(
+    tmp_path: Path,
+) -> None:
+    async with SQLiteSession("s", tmp_path / "s.db") as real:
+        session = EncryptedSession("s", _NoReplacement(real), KEY)
+        await session.add_items([msg("a")])
+        await real.add_items([msg("plain")])
+        before = await real.get_items()
+        with pytest.raises(SessionDecryptionError, match="not an encrypted envelope"):
+            await session.pop_item()
+        assert await real.get_items() == before
+        await real.pop_item()  # what the message advises; then the readable item pops
+        assert await session.pop_item() == msg("a")
+
+
+async def test_the_sweep_keeps_rows_the_wrapped_session_cannot_decode(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    async with SQLiteSession("s", path) as raw:
+        await raw.add_items([msg("to corrupt")])
+        corrupt_newest_row(str(path), "s")
+        await raw.add_items([aged_envelope(KEY, "s", msg("stale"), 3600)])
+        session = EncryptedSession("s", SQLiteSession("s", path), KEY, ttl=60)
+        await session.add_items([msg("fresh")])
+        assert count_rows(str(path), "s") == 3  # the undecodable row stays
+        assert await session.get_items() == [msg("fresh")]
+        await session.close()
