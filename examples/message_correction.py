@@ -1,4 +1,4 @@
-"""Correcting a message: two `pop_item` calls remove an answer and its question.
+"""Correcting a message: pop items until the question is gone, then ask again.
 
 Try it without an API key, against the bundled fake OpenAI server (its replies
 quote the user messages they received: you see the history the model got):
@@ -27,13 +27,13 @@ async def main() -> None:
         result = await Runner.run(agent, "What's 2 + 2?", session=session)
         print(f"assistant: {result.final_output}")
 
-        # The user meant another question: drop the answer, then the question.
-        answer = await session.pop_item()
-        question = await session.pop_item()
-        print(
-            f"removed: {question and question.get('content')!r} and its answer"
-        )
-        assert answer is not None
+        # The user meant another question. Pop items until the question is gone:
+        # an answer may hold several items (reasoning, tool calls and outputs).
+        while (item := await session.pop_item()) is not None:
+            if item.get("role") == "user":
+                break
+        question = item.get("content") if item is not None else None
+        print(f"removed: {question!r} and its answer")
 
         result = await Runner.run(agent, "What's 2 + 3?", session=session)
         print(f"assistant: {result.final_output}")
