@@ -57,8 +57,8 @@ def evaluate(expression: str, context: Mapping[str, Any]) -> bool:
 
     Supports what the workflows here use: property paths (a missing one is null), 'strings',
     true/false/null, `==`, `!=`, `&&`, `||`, `!` and parentheses; string comparison is
-    case-insensitive, as on GitHub. Anything else raises ValueError. `!` binds as Python's
-    `not` does (looser than `==`): write `!(a == b)`, never `!a == b`.
+    case-insensitive, as on GitHub. Anything else (functions included) raises ValueError. `!`
+    binds as Python's `not` does (looser than `==`): write `!(a == b)`, never `!a == b`.
     """
     text = expression.strip()
     if text.startswith("${{") and text.endswith("}}"):
@@ -70,6 +70,8 @@ def evaluate(expression: str, context: Mapping[str, Any]) -> bool:
         if match is None:
             raise ValueError(f"cannot evaluate {expression!r} at {text[position:]!r}")
         string, operator, name = match.groups()
+        if name and text[match.end() :].lstrip().startswith("("):
+            raise ValueError(f"cannot evaluate {expression!r}: no functions ({name})")
         if string is not None:
             python.append(repr(string[1:-1].lower()))
         elif operator is not None:

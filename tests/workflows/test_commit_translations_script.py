@@ -25,13 +25,15 @@ class Repo:
         self.origin = tmp_path / "origin.git"
         self.work = tmp_path / "work"
         self.other = tmp_path / "other"
+        self.outputs = tmp_path / "github_output"
+        self.outputs.touch()
         self.git(tmp_path, "init", "-q", "--bare", "-b", "main", str(self.origin))
         self.git(tmp_path, "clone", "-q", str(self.origin), str(self.other))
         for path, text in {
             "docs/index.md": "# Home\n",
             "docs/ja/index.md": "# ホーム\n",
             "docs/ko/index.md": "# 홈\n",
-            "i18n/manifest.json": "{}\n",
+            "docs/i18n/manifest.json": "{}\n",
             "README.md": "readme\n",
         }.items():
             self.write(self.other, path, text)
@@ -55,11 +57,11 @@ class Repo:
         )
         self.git(clone, "push", "-q", "origin", "HEAD:refs/heads/main")
 
-    def run(self) -> subprocess.CompletedProcess[str]:
+    def run(self, *options: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [str(SCRIPT), "main"],
+            [str(SCRIPT), *options, "main"],
             cwd=self.work,
-            env=_env(self.home),
+            env={**_env(self.home), "GITHUB_OUTPUT": str(self.outputs)},
             capture_output=True,
             text=True,
             check=False,
@@ -81,7 +83,7 @@ def test_commits_only_translations_and_manifest(repo: Repo) -> None:
     repo.write(repo.work, "docs/ja/index.md", "# ホーム（更新）\n")
     (repo.work / "docs" / "ko" / "index.md").unlink()  # a deleted translation is committed too
     repo.write(repo.work, "docs/zh/index.md", "# 首页\n")  # a new language folder
-    repo.write(repo.work, "i18n/manifest.json", '{"v": 1}\n')
+    repo.write(repo.work, "docs/i18n/manifest.json", '{"v": 1}\n')
     repo.write(repo.work, "docs/index.md", "# Home, edited locally\n")  # not a translation
     repo.write(repo.work, "stray.txt", "left behind\n")
 
@@ -93,7 +95,7 @@ def test_commits_only_translations_and_manifest(repo: Repo) -> None:
         "docs/ja/index.md",
         "docs/ko/index.md",
         "docs/zh/index.md",
-        "i18n/manifest.json",
+        "docs/i18n/manifest.json",
     }
     assert "::warning title=Untranslated changes left out::" in result.stdout
     assert "docs/index.md" in result.stdout
@@ -124,22 +126,37 @@ def test_rebases_onto_a_moved_remote(repo: Repo) -> None:
     assert repo.origin_files() == {"docs/ja/index.md"}
 
 
-def test_a_conflicting_remote_fails_without_pushing(repo: Repo) -> None:
+def test_a_conflict_resets_to_the_new_tip_and_asks_for_a_second_translation(repo: Repo) -> None:
     repo.write(repo.other, "docs/ja/index.md", "# 人の手で\n")
     repo.commit(repo.other, "hand-edited translation")
     repo.write(repo.work, "docs/ja/index.md", "# ボット\n")
 
     result = repo.run()
 
-    assert result.returncode == 1
-    assert "::error title=Rebase conflict::" in result.stdout
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "translating again from its new tip" in result.stdout
+    assert repo.outputs.read_text(encoding="utf-8") == "retranslate=true\n"
     assert [line.split("|")[1] for line in repo.origin_log()] == [
         "hand-edited translation",
         "initial",
     ]
-    # The rebase was aborted: the workspace is not left mid-rebase.
+    # The workspace is the new tip, clean and not mid-rebase: the next translation starts there.
+    assert repo.git(repo.work, "rev-parse", "HEAD") == repo.git(repo.origin, "rev-parse", "main")
+    assert repo.git(repo.work, "status", "--porcelain") == ""
+
+
+def test_a_second_conflict_fails_without_pushing(repo: Repo) -> None:
+    repo.write(repo.other, "docs/ja/index.md", "# 人の手で\n")
+    repo.commit(repo.other, "hand-edited translation")
+    repo.write(repo.work, "docs/ja/index.md", "# ボット\n")
+
+    result = repo.run("--last")
+
+    assert result.returncode == 1
+    assert "::error title=Rebase conflict::" in result.stdout
+    assert repo.outputs.read_text(encoding="utf-8") == ""
+    assert len(repo.origin_log()) == 2
     assert not (repo.work / ".git" / "rebase-merge").exists()
-    assert not (repo.work / ".git" / "rebase-apply").exists()
 
 
 def test_with_a_token_it_pushes_through_the_authenticated_url_not_the_checkouts_remote(
