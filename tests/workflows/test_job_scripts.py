@@ -1,14 +1,18 @@
-"""`.github/scripts/commit-translations.sh` on its own, against a local bare origin."""
+"""The update-docs job's scripts on their own: `translate.sh` with a stand-in for the tool
+(its contract: exit 0, 1 naming failed pages on stderr, 2), `commit-translations.sh` against a
+local bare origin."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / ".github" / "scripts" / "commit-translations.sh"
+SCRIPTS = Path(__file__).resolve().parents[2] / ".github" / "scripts"
+SCRIPT = SCRIPTS / "commit-translations.sh"
 BOT = "github-actions[bot] <41898282+github-actions[bot]@users.noreply.github.com>"
 
 
@@ -190,3 +194,63 @@ def test_with_a_token_it_pushes_through_the_authenticated_url_not_the_checkouts_
     ]
     # The token was never written into the clone's configuration.
     assert "tok-123" not in (repo.work / ".git" / "config").read_text(encoding="utf-8")
+
+
+# -- translate.sh ----------------------------------------------------------------------------------
+
+STAND_IN = """\
+import sys
+print("translated: 5, failed: 1")
+print("[6/6] ja/guide.md: progress on stderr", file=sys.stderr)
+print("docs/ja/guide.md:7: a code block of the English is missing", file=sys.stderr)
+sys.exit({status})
+"""
+
+
+def _translate(tmp_path: Path, status: int, *options: str) -> subprocess.CompletedProcess[str]:
+    """Run translate.sh in `tmp_path` on a stand-in tool that exits with `status`."""
+    (tmp_path / "scripts").mkdir(exist_ok=True)
+    (tmp_path / "scripts" / "translate_docs.py").write_text(STAND_IN.format(status=status))
+    (tmp_path / "runner").mkdir(exist_ok=True)
+    env = {
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "RUNNER_TEMP": str(tmp_path / "runner"),
+        "OPENAI_API_KEY": "sk-test",
+    }
+    return subprocess.run(
+        [str(SCRIPTS / "translate.sh"), *options],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_failed_pages_do_not_fail_the_translation_and_the_report_names_them(
+    tmp_path: Path,
+) -> None:
+    translated = _translate(tmp_path, 1)
+    assert translated.returncode == 0, translated.stdout + translated.stderr
+    # The tool's stdout and stderr both reach the log.
+    assert "translated: 5, failed: 1" in translated.stdout
+    assert "docs/ja/guide.md:7: a code block" in translated.stdout
+
+    report = _translate(tmp_path, 0, "--report")
+    assert report.returncode == 1
+    assert report.stdout.splitlines() == [
+        "::error file=docs/ja/guide.md,line=7,title=Translation failed::"
+        "docs/ja/guide.md:7: a code block of the English is missing",
+        "The other pages were pushed; the next run retries the failed ones.",
+    ]
+
+
+@pytest.mark.parametrize("status", [0, 2])
+def test_a_clean_run_reports_nothing_and_a_usage_error_fails_at_once(
+    tmp_path: Path, status: int
+) -> None:
+    _translate(tmp_path, 1)  # what an earlier failed translation left is replaced
+    translated = _translate(tmp_path, status)
+    assert translated.returncode == status
+    report = _translate(tmp_path, 0, "--report")
+    assert (report.returncode, report.stdout) == (0, "Every page was translated.\n")
