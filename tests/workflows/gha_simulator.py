@@ -6,7 +6,7 @@ What is real and what is emulated:
   for `shell: bash` (`bash --noprofile --norc -eo pipefail FILE`), in the workspace, with the
   workflow's, the job's and the step's `env:` merged in that order.
 - `${{ expr }}` expressions are replaced from an explicit mapping given by the test (for example
-  `secrets.OPENAI_API_KEY`, `inputs.scope`); an expression missing from the mapping is an error,
+  `secrets.OPENAI_API_KEY`); an expression missing from the mapping is an error,
   so nothing is silently substituted.
 - The runner's default variables are set: `CI`, `GITHUB_ACTIONS`, `GITHUB_WORKSPACE`,
   `GITHUB_REF`, `GITHUB_REF_NAME`, `GITHUB_EVENT_NAME`, `RUNNER_TEMP`, `GITHUB_ENV`,
