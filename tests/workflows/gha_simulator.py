@@ -6,7 +6,7 @@ What is real and what is emulated:
   for `shell: bash` (`bash --noprofile --norc -eo pipefail FILE`), in the workspace, with the
   workflow's, the job's and the step's `env:` merged in that order.
 - `${{ expr }}` expressions are replaced from an explicit mapping given by the test (for example
-  `secrets.OPENAI_API_KEY`, `inputs.scope`); an expression missing from the mapping is an error,
+  `secrets.OPENAI_API_KEY`); an expression missing from the mapping is an error,
   so nothing is silently substituted.
 - The runner's default variables are set: `CI`, `GITHUB_ACTIONS`, `GITHUB_WORKSPACE`,
   `GITHUB_REF`, `GITHUB_REF_NAME`, `GITHUB_EVENT_NAME`, `RUNNER_TEMP`, `GITHUB_ENV`,
@@ -14,8 +14,9 @@ What is real and what is emulated:
 - `uses:` steps are handled by emulators the test supplies by step id (the checkout emulator
   clones the origin repository); a `uses:` step without an emulator is skipped and recorded.
 - Steps named in `skip` (by id, with the reason) are not executed and are recorded as skipped.
-- As on GitHub, the first failing step stops the job; later steps do not run. Steps with their
-  own `if:` are not supported (the simulated job has none), so none is evaluated wrongly.
+- A step's `if:` is evaluated (see `evaluate`) against the outputs earlier steps wrote to their
+  own `GITHUB_OUTPUT` file; a false one skips the step.
+- As on GitHub, the first failing step stops the job; later steps do not run.
 """
 
 from __future__ import annotations
@@ -31,9 +32,11 @@ from typing import Any
 
 import yaml
 
-__all__ = ["JobSimulation", "StepResult", "clean_base_env", "substitute"]
+__all__ = ["JobSimulation", "StepResult", "clean_base_env", "evaluate", "substitute"]
 
 _EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
+_OPERATORS = {"==": "==", "!=": "!=", "&&": " and ", "||": " or ", "!": " not ", "(": "(", ")": ")"}
+_TOKEN = re.compile(r"\s*(?:('[^']*')|(==|!=|&&|\|\||!|\(|\))|([A-Za-z_][\w.-]*))")
 BASH = ["bash", "--noprofile", "--norc", "-eo", "pipefail"]
 
 
@@ -47,6 +50,41 @@ def substitute(text: str, expressions: Mapping[str, str]) -> str:
         return expressions[expr]
 
     return _EXPRESSION.sub(_value, text)
+
+
+def evaluate(expression: str, context: Mapping[str, Any]) -> bool:
+    """The truth of a GitHub expression (`${{ }}` optional) over `context`, like GitHub's.
+
+    Supports what the workflows here use: property paths (a missing one is null), 'strings',
+    true/false/null, `==`, `!=`, `&&`, `||`, `!` and parentheses; string comparison is
+    case-insensitive, as on GitHub. Anything else (functions included) raises ValueError. `!`
+    binds as Python's `not` does (looser than `==`): write `!(a == b)`, never `!a == b`.
+    """
+    text = expression.strip()
+    if text.startswith("${{") and text.endswith("}}"):
+        text = text[3:-2]
+    python: list[str] = []
+    position = 0
+    while position < len(text.rstrip()):
+        match = _TOKEN.match(text, position)
+        if match is None:
+            raise ValueError(f"cannot evaluate {expression!r} at {text[position:]!r}")
+        string, operator, name = match.groups()
+        if name and text[match.end() :].lstrip().startswith("("):
+            raise ValueError(f"cannot evaluate {expression!r}: no functions ({name})")
+        if string is not None:
+            python.append(repr(string[1:-1].lower()))
+        elif operator is not None:
+            python.append(_OPERATORS[operator])
+        elif name in ("true", "false", "null"):
+            python.append({"true": "True", "false": "False", "null": "None"}[name])
+        else:
+            value: Any = context
+            for part in name.split("."):
+                value = value.get(part) if isinstance(value, Mapping) else None
+            python.append(repr(value.lower() if isinstance(value, str) else value))
+        position = match.end()
+    return bool(eval("".join(python), {"__builtins__": {}}))  # only literals remain
 
 
 @dataclass
@@ -111,14 +149,13 @@ class JobSimulation:
         results: list[StepResult] = []
         with tempfile.TemporaryDirectory(prefix="runner-temp-") as runner_temp:
             temp = Path(runner_temp)
-            env_file, output_file = temp / "github_env", temp / "github_output"
+            env_file = temp / "github_env"
             env_file.touch()
-            output_file.touch()
+            steps: dict[str, dict[str, Any]] = {}
             for step_id, step in self.steps():
-                if "if" in step:
-                    raise ValueError(
-                        f"step {step_id!r} has an `if:`, which this simulator does not evaluate"
-                    )
+                if "if" in step and not evaluate(str(step["if"]), {"steps": steps}):
+                    results.append(StepResult(step_id, "skipped", output=f"if: {step['if']}"))
+                    continue
                 if step_id in self.before_step:
                     self.before_step[step_id]()
                 if step_id in self.skip:
@@ -131,7 +168,10 @@ class JobSimulation:
                     else:
                         results.append(StepResult(step_id, "skipped", output=step["uses"]))
                     continue
+                output_file = temp / f"github_output_{step_id}"
+                output_file.touch()
                 result = self._run_step(step_id, step, temp, env_file, output_file)
+                steps[step_id] = {"outputs": _name_values(output_file)}
                 results.append(result)
                 if result.returncode != 0:
                     break
@@ -158,11 +198,7 @@ class JobSimulation:
             GITHUB_ENV=str(env_file),
             GITHUB_OUTPUT=str(output_file),
         )
-        # Variables earlier steps exported through $GITHUB_ENV (NAME=value lines).
-        for line in env_file.read_text("utf-8").splitlines():
-            name, sep, value = line.partition("=")
-            if sep:
-                env[name] = value
+        env.update(_name_values(env_file))  # what earlier steps exported through $GITHUB_ENV
         for scope in (self.workflow.get("env"), self.job.get("env"), step.get("env")):
             for name, value in (scope or {}).items():
                 env[str(name)] = substitute(str(value), self.expressions)
@@ -186,6 +222,12 @@ class JobSimulation:
             timeout=240,
         )
         return StepResult(step_id, "run", completed.returncode, completed.stdout)
+
+
+def _name_values(path: Path) -> dict[str, str]:
+    """The NAME=value lines of a `GITHUB_ENV` or `GITHUB_OUTPUT` file."""
+    lines = (line.partition("=") for line in path.read_text("utf-8").splitlines())
+    return {name: value for name, sep, value in lines if sep}
 
 
 def clean_base_env() -> dict[str, str]:

@@ -1,6 +1,6 @@
 """One definition of the CI services: `.ci/services` starts every service the suite's fixtures
-name, `.ci/run` and the GitHub workflow both run it before their tests, and the translation
-workflow gives its write token to the push step only."""
+name, `.ci/run` and the GitHub workflow both run it before their tests, and no checkout keeps
+credentials."""
 
 from __future__ import annotations
 
@@ -122,24 +122,6 @@ def test_the_contributing_page_lists_what_the_workflow_starts() -> None:
         assert service in section
     for port in sorted(set(required_services().values())):
         assert str(port) in section
-
-
-def test_the_translation_workflow_gives_its_write_token_to_the_push_step_only() -> None:
-    workflow = _load("update-docs.yml")
-    assert workflow["permissions"] == {"contents": "write"}
-    steps = workflow["jobs"]["translate"]["steps"]
-    checkout = next(s for s in steps if str(s.get("uses", "")).startswith("actions/checkout"))
-    assert checkout["with"]["persist-credentials"] is False
-    with_token = [
-        s["id"] for s in steps if re.search(r"secrets\.GITHUB_TOKEN|github\.token", yaml.dump(s))
-    ]
-    assert with_token == ["commit"]
-    ids = [s.get("id") for s in steps]
-    # the push comes last but for the step that fails the job for pages that failed (no token)
-    assert ids[-2:] == ["commit", "failed-pages"]
-    commit = steps[-2]
-    assert commit["env"] == {"GITHUB_TOKEN": "${{ secrets.GITHUB_TOKEN }}"}
-    assert "commit-translations.sh" in commit["run"]
 
 
 def test_no_checkout_in_any_workflow_keeps_credentials_it_does_not_need() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gha_simulator import JobSimulation, clean_base_env, substitute
+from gha_simulator import JobSimulation, clean_base_env, evaluate, substitute
 
 WORKFLOW = """\
 on: push
@@ -28,6 +28,14 @@ jobs:
         env:
           SECRET: ${{ secrets.TOKEN }}
         run: echo "level=$LEVEL secret=$SECRET earlier=$FROM_EARLIER ref=$GITHUB_REF_NAME"
+      - id: out
+        run: echo "go=yes" >> "$GITHUB_OUTPUT"
+      - id: when
+        if: ${{ steps.out.outputs.go == 'yes' }}
+        run: echo "ran"
+      - id: unless
+        if: steps.out.outputs.go != 'yes'
+        run: echo "must not run"
       - id: pipefail
         run: false | true
       - id: never
@@ -55,6 +63,9 @@ def test_steps_run_in_order_and_stop_at_the_first_failure(tmp_path: Path) -> Non
         ("checkout", "skipped", 0),
         ("export", "run", 0),
         ("show", "run", 0),
+        ("out", "run", 0),
+        ("when", "run", 0),
+        ("unless", "skipped", 0),  # its `if:` is false
         ("pipefail", "run", 1),  # bash -eo pipefail, as GitHub runs `shell: bash`
     ]
     assert "level=job secret=t0k earlier=yes ref=main" in results[2].output
@@ -82,3 +93,16 @@ def test_an_unmapped_expression_is_an_error() -> None:
 def test_the_workflow_must_use_bash(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="shell: bash"):
         _job(tmp_path, WORKFLOW.replace("shell: bash", "shell: sh"))
+
+
+def test_expressions_evaluate_as_on_github() -> None:
+    context = {"github": {"event_name": "push", "event": {"repository": {"fork": False}}}}
+    condition = """${{ !github.event.repository.fork
+        && (github.event_name != 'workflow_run' || github.event.missing == 'x') }}"""
+    assert evaluate(condition, context)
+    assert not evaluate("github.event.repository.fork", context)
+    assert evaluate("github.event_name == 'PUSH'", context)  # strings compare case-insensitively
+    assert evaluate("github.nothing.here == null", context)
+    for unsupported in ("contains(github.event_name, 'p')", "success()", "1 + 1"):
+        with pytest.raises(ValueError, match="cannot evaluate"):
+            evaluate(unsupported, context)

@@ -150,27 +150,52 @@ def test_update_docs_steps() -> None:
     steps = {step["id"]: step for step in job["steps"]}
     assert list(steps) == [
         "checkout",
-        "check-secret",
         "setup-python",
         "install",
         "translate",
         "docs-build",
-        "commit",
+        "push",
+        "retranslate",
+        "docs-rebuild",
+        "push-again",
         "failed-pages",
     ]
-    assert steps["checkout"]["with"]["fetch-depth"] == 0
+    # The tip of main, not the commit that queued the run; no credentials kept in .git/config.
+    assert steps["checkout"]["with"] == {
+        "ref": "main",
+        "fetch-depth": 0,
+        "persist-credentials": False,
+    }
     assert steps["setup-python"]["with"]["cache"] == "pip"
-    assert "scripts/translate_docs.py" in steps["translate"]["run"]
-    assert "--force" in steps["translate"]["run"]
-    assert "mkdocs build --strict" in steps["docs-build"]["run"]
-    assert steps["commit"]["run"].startswith(".github/scripts/commit-translations.sh")
-    assert "TRANSLATIONS_FAILED" in steps["translate"]["run"]
-    assert "TRANSLATIONS_FAILED" in steps["failed-pages"]["run"]
-    # The key reaches only the steps that need it; no step deploys.
-    for step_id, step in steps.items():
-        uses_key = "secrets.OPENAI_API_KEY" in str(step.get("env", {}))
-        assert uses_key == (step_id in {"check-secret", "translate"}), step_id
-        assert "deploy" not in str(step).lower(), step_id
+    for step_id in ("translate", "retranslate"):
+        assert steps[step_id]["run"] == ".github/scripts/translate.sh"
+    assert steps["failed-pages"]["run"] == ".github/scripts/translate.sh --report"
+    assert steps["push"]["run"] == ".github/scripts/commit-translations.sh main"
+    assert steps["push-again"]["run"] == ".github/scripts/commit-translations.sh --last main"
+    for step_id in ("docs-build", "docs-rebuild"):
+        assert "mkdocs build --strict" in steps[step_id]["run"]
+    # The second pass runs only after the push step's rebase conflicted; nothing else is skipped.
+    again = "${{ steps.push.outputs.retranslate == 'true' }}"
+    conditions = {k: s["if"] for k, s in steps.items() if "if" in s}
+    assert conditions == dict.fromkeys(("retranslate", "docs-rebuild", "push-again"), again)
+    assert "deploy" not in str(job).lower()
+
+
+def test_update_docs_gives_each_secret_to_its_steps_only() -> None:
+    workflow = _load("update-docs.yml")
+    (job,) = workflow["jobs"].values()
+    assert "env" not in workflow
+    assert "env" not in job
+    for step in job["steps"]:
+        text = yaml.dump(step)
+        openai = "OPENAI_API_KEY" in text
+        write = bool(re.search(r"secrets\.GITHUB_TOKEN|github\.token|\btoken:", text))
+        assert openai == (step["id"] in {"translate", "retranslate"}), step["id"]
+        assert write == (step["id"] in {"push", "push-again"}), step["id"]
+        if openai:
+            assert step["env"] == {"OPENAI_API_KEY": "${{ secrets.OPENAI_API_KEY }}"}
+        if write:
+            assert step["env"] == {"GITHUB_TOKEN": "${{ secrets.GITHUB_TOKEN }}"}
 
 
 # -- tests.yml -----------------------------------------------------------------------------------
