@@ -234,6 +234,7 @@ class SQLiteSession(SessionABC, AsyncCloseable):
                 item = decode_item(data, where=f"row {row_id} of session {session_id!r}")
                 if item is not None:
                     conn.execute(schema.delete_row, (row_id,))
+                    schema.touch(conn, [session_id])
                     return item
             return None
 
@@ -342,7 +343,7 @@ class SQLiteSession(SessionABC, AsyncCloseable):
             conn.executemany(
                 schema.insert_with_time, [(session_id, data, at) for data, at in later]
             )
-            conn.execute(schema.touch_session, (session_id,))
+            schema.touch(conn, [session_id])
             return True
 
         replaced: bool = await self._write(replace)
@@ -406,7 +407,7 @@ class Insert:
         """Insert the rows of several calls (same tables) in their order, two statements in all."""
         rows = [row for insert in inserts for row in insert.rows]
         session_ids = list(dict.fromkeys(insert.session_id for insert in inserts))
-        conn.executemany(self.schema.touch_session, [(sid,) for sid in session_ids])
+        self.schema.touch(conn, session_ids)
         conn.executemany(self.schema.insert, rows)
 
 
