@@ -149,9 +149,8 @@ class EncodedWrite:
     encoded: list[str]
     """The encoded items, oldest first."""
     created: list[datetime]
-    """When each item was added."""
-    now: datetime
-    """The time of this write: the session's latest activity."""
+    """When each item was added (the session's activity is stamped by the storage's clock when
+    the write commits)."""
     replace: bool
     """Remove the session's items (and archive) first, in the same transaction."""
 
@@ -428,7 +427,7 @@ class SessionStore(AsyncCloseable):
             return
         now = datetime.now(UTC)
         created = [record.created_at or now for record in records]
-        await self._write_encoded(EncodedWrite(session_id, encoded, created, now, replace))
+        await self._write_encoded(EncodedWrite(session_id, encoded, created, replace))
 
     @abstractmethod
     async def _write_encoded(self, write: EncodedWrite) -> None:
