@@ -261,7 +261,11 @@ class SessionStore(AsyncCloseable):
 
         A session is idle from its last write (`add_items`, `pop_item`, an import), recorded to
         the millisecond (SQLite, Redis) or the microsecond (PostgreSQL, MySQL/MariaDB) and
-        compared at that precision: a session written after the cutoff is never deleted. A
+        compared at that precision: a session written after the cutoff is never deleted. The
+        time of a write is the storage's clock when the write ends, just before it commits
+        (the last statement of its transaction; on Redis, inside its script), not when it
+        began: a write still open when the cutoff passes, however long it takes, keeps its
+        session. The cutoff is this machine's clock: keep it and the storage's in sync. A
         whole-second time stored by an earlier release or by the OpenAI Agents SDK counts as the
         end of its second. Its items (and, on SQLite, its archived items) go with it. On SQLite
         and SQL databases it is one transaction, so a write that comes while it runs waits and
