@@ -149,9 +149,8 @@ class EncodedWrite:
     encoded: list[str]
     """The encoded items, oldest first."""
     created: list[datetime]
-    """When each item was added."""
-    now: datetime
-    """The time of this write: the session's latest activity."""
+    """When each item was added (the session's activity is stamped by the storage's clock when
+    the write commits)."""
     replace: bool
     """Remove the session's items (and archive) first, in the same transaction."""
 
@@ -262,7 +261,11 @@ class SessionStore(AsyncCloseable):
 
         A session is idle from its last write (`add_items`, `pop_item`, an import), recorded to
         the millisecond (SQLite, Redis) or the microsecond (PostgreSQL, MySQL/MariaDB) and
-        compared at that precision: a session written after the cutoff is never deleted. A
+        compared at that precision: a session written after the cutoff is never deleted. The
+        time of a write is the storage's clock when the write ends, just before it commits
+        (the last statement of its transaction; on Redis, inside its script), not when it
+        began: a write still open when the cutoff passes, however long it takes, keeps its
+        session. The cutoff is this machine's clock: keep it and the storage's in sync. A
         whole-second time stored by an earlier release or by the OpenAI Agents SDK counts as the
         end of its second. Its items (and, on SQLite, its archived items) go with it. On SQLite
         and SQL databases it is one transaction, so a write that comes while it runs waits and
@@ -428,7 +431,7 @@ class SessionStore(AsyncCloseable):
             return
         now = datetime.now(UTC)
         created = [record.created_at or now for record in records]
-        await self._write_encoded(EncodedWrite(session_id, encoded, created, now, replace))
+        await self._write_encoded(EncodedWrite(session_id, encoded, created, replace))
 
     @abstractmethod
     async def _write_encoded(self, write: EncodedWrite) -> None:

@@ -5,7 +5,13 @@ in one hash slot on a Redis Cluster (see keys.py). The scripts check key types (
 first, so that no command can fail after a write: each script is all or nothing.
 
 For the session's scripts KEYS[1] is the session's item list, KEYS[2] its index; ARGV[1] the
-session id, ARGV[2] the TTL in milliseconds (0: none), ARGV[3] the time in milliseconds.
+session id, ARGV[2] the TTL in milliseconds (0: none).
+
+A write records the session's activity in the index with the server's clock (`TIME`), read when
+the write is done: a prune compares the index with its cutoff, so a write that a prune's cutoff
+precedes is never read as idle by that prune, however long the write took to reach the server.
+(A script that reads `TIME` and then writes needs effects replication: the default since
+Redis 5.)
 """
 
 from __future__ import annotations
@@ -48,13 +54,17 @@ end
 """
 
 
-# After a write: refresh the TTL and record the write, or drop an emptied session from the index.
-_RECORD_WRITE = """
+# The last step of every write: record it in the index at the server's time in milliseconds
+# (the session's last activity), or drop an emptied session from the index. ARGV[1] is the
+# session id; `ttl` (ARGV[2], checked first; 0 on import) refreshes the list's expiry.
+_INDEX_WRITE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  if tonumber(ARGV[2]) > 0 then
+  local clock = redis.call('TIME')
+  local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+  if ttl > 0 then
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
   end
-  redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+  redis.call('ZADD', KEYS[2], now_ms, ARGV[1])
 else
   redis.call('ZREM', KEYS[2], ARGV[1])
 end
@@ -64,15 +74,15 @@ ADD = (
     _CHECK_TTL
     + _CHECK_TYPES
     + """
-local first = 4
+local first = 3
 """
     + _push_from_first("RPUSH")
-    + _RECORD_WRITE
+    + _INDEX_WRITE
     + """
-return #ARGV - 3
+return #ARGV - 2
 """
 )
-"""Append ARGV[4..], refresh the TTL, record the write; returns how many."""
+"""Append ARGV[3..], refresh the TTL, record the write; returns how many."""
 
 POP = (
     _CHECK_TTL
@@ -96,17 +106,17 @@ end
 if not found then
   return false
 end
-redis.call('LSET', KEYS[1], index, ARGV[4])
-redis.call('LREM', KEYS[1], -1, ARGV[4])
+redis.call('LSET', KEYS[1], index, ARGV[3])
+redis.call('LREM', KEYS[1], -1, ARGV[3])
 """
-    + _RECORD_WRITE
+    + _INDEX_WRITE
     + """
 return found
 """
 )
 """Pop the newest VALID element ("<ms>|<JSON object>"), refresh the TTL and record the write; an
 emptied session leaves the index. Corrupt elements are skipped and left in place, as on every
-backend: the valid one is swapped for the unique marker ARGV[4], which LREM then removes."""
+backend: the valid one is swapped for the unique marker ARGV[3], which LREM then removes."""
 
 CLEAR = (
     _CHECK_TYPES
@@ -122,25 +132,25 @@ REPLACE = (
     _CHECK_TTL
     + _CHECK_TYPES
     + """
--- ARGV[4] = n, ARGV[5..4+n] the snapshot's elements, ARGV[5+n..] the new elements in REVERSE
+-- ARGV[3] = n, ARGV[4..3+n] the snapshot's elements, ARGV[4+n..] the new elements in REVERSE
 -- order (LPUSH puts each one before the previous).
-local n = tonumber(ARGV[4])
+local n = tonumber(ARGV[3])
 if n > 0 then
   local current = redis.call('LRANGE', KEYS[1], 0, n - 1)
   if #current ~= n then
     return 0
   end
   for i = 1, n do
-    if current[i] ~= ARGV[4 + i] then
+    if current[i] ~= ARGV[3 + i] then
       return 0
     end
   end
   redis.call('LTRIM', KEYS[1], n, -1)
 end
-local first = 5 + n
+local first = 4 + n
 """
     + _push_from_first("LPUSH")
-    + _RECORD_WRITE
+    + _INDEX_WRITE
     + """
 return 1
 """
@@ -156,21 +166,18 @@ IMPORT = (
 if ARGV[2] == '1' then
   redis.call('DEL', KEYS[1])
 end
-local first = 4
+local ttl = 0
+local first = 3
 """
     + _push_from_first("RPUSH")
+    + _INDEX_WRITE
     + """
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
-else
-  redis.call('ZREM', KEYS[2], ARGV[1])
-end
-return #ARGV - 3
+return #ARGV - 2
 """
 )
 """The CLI import's write of one session: with ARGV[2] == '1' the list is cleared first, in the
-same script (`--replace`); then ARGV[4..] are appended, keeping any expiry. ARGV[1] is the session
-id, ARGV[3] the index score."""
+same script (`--replace`); then ARGV[3..] are appended, keeping any expiry, and the write is
+recorded as the session's activity. ARGV[1] is the session id."""
 
 PRUNE = """
 local removed = 0

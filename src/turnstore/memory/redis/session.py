@@ -366,8 +366,8 @@ class RedisSession(PooledSession):
             f"{operation} on session {self.session_id!r} failed: {type(exc).__name__}: {exc}"
         )
 
-    def _keys_and_args(self, stamp: int) -> tuple[list[str], list[Any]]:
-        return [self._items_key, self._index_key], [self.session_id, self._ttl_ms, stamp]
+    def _keys_and_args(self) -> tuple[list[str], list[Any]]:
+        return [self._items_key, self._index_key], [self.session_id, self._ttl_ms]
 
     async def _read(self, count: int | None) -> list[TResponseInputItem]:
         where = f"session {self.session_id!r}"
@@ -382,12 +382,12 @@ class RedisSession(PooledSession):
         return decode_elements(raw, where)[-count:]
 
     async def _append(self, encoded: list[str]) -> None:
-        stamp = _now_ms()
-        keys, args = self._keys_and_args(stamp)
+        stamp = _now_ms()  # when each item was added; the script records the write's own time
+        keys, args = self._keys_and_args()
         await self._add(keys=keys, args=[*args, *(encode_element(stamp, text) for text in encoded)])
 
     async def _pop_newest(self) -> TResponseInputItem | None:
-        keys, args = self._keys_and_args(_now_ms())
+        keys, args = self._keys_and_args()
         marker = f"turnstore-pop-{uuid.uuid4().hex}"
         raw = await self._pop(keys=keys, args=[*args, marker])
         if raw is None:
@@ -410,7 +410,7 @@ class RedisSession(PooledSession):
 
     async def _replace(self, snapshot: HistorySnapshot, encoded: list[str]) -> bool:
         stamp = _now_ms()
-        keys, args = self._keys_and_args(stamp)
+        keys, args = self._keys_and_args()
         new = [encode_element(stamp, text) for text in reversed(encoded)]
         replaced = await self._replace_script(
             keys=keys,

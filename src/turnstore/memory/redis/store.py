@@ -317,7 +317,7 @@ class RedisStore(SessionStore):
         stamps = [to_ms(at) for at in write.created]
         elements = [encode_element(s, data) for s, data in zip(stamps, write.encoded, strict=True)]
         keys = [self._layout.items_key(session_id), self._layout.index_key(session_id)]
-        args = [session_id, "1" if write.replace else "0", to_ms(write.now), *elements]
+        args = [session_id, "1" if write.replace else "0", *elements]
 
         async def work() -> None:
             await self._write(keys=keys, args=args)

@@ -61,6 +61,7 @@ __all__ = [
     "lock_session_row",
     "now",
     "session_tables",
+    "touch_session",
 ]
 
 MAX_SESSION_ID_LENGTH = 255
@@ -105,6 +106,35 @@ def _now_mysql(element: _Now, compiler: Any, **kw: Any) -> str:
 @compiles(_Now, "sqlite")
 def _now_sqlite(element: _Now, compiler: Any, **kw: Any) -> str:
     return "strftime('%Y-%m-%d %H:%M:%f000', 'now')"
+
+
+class _Clock(_Now):
+    """The database's clock when the statement runs (see `touch_session`)."""
+
+    inherit_cache = True
+
+
+@compiles(_Clock, "postgresql")
+def _clock_postgresql(element: _Clock, compiler: Any, **kw: Any) -> str:
+    # now() is the time the transaction began; clock_timestamp() the time it is read.
+    return "clock_timestamp()"
+
+
+async def touch_session(conn: AsyncConnection, s: Table, session_id: str) -> None:
+    """Stamp a session's `updated_at`: the last statement of every write transaction.
+
+    A session's last activity is when its write commits, not when its transaction began: a
+    prune whose cutoff falls while the write is open then keeps the session (a prune that
+    waited for the row's lock reads the new stamp). The stamp is the database's clock when
+    this statement runs (`clock_timestamp()` on PostgreSQL, whose `now()` is the start of
+    the transaction; elsewhere the clock of `now`, which is read per statement).
+
+    Args:
+        conn: A connection inside the write's transaction, holding the session row's lock.
+        s: The sessions table.
+        session_id: The session written to.
+    """
+    await conn.execute(update(s).where(s.c.session_id == session_id).values(updated_at=_Clock()))
 
 
 def _timestamp(name: str) -> Column[Any]:

@@ -19,7 +19,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise missing_extra("SQLAlchemySession", "postgres") from exc
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -42,8 +42,8 @@ from .schema import (
     create_missing_tables,
     insert_messages,
     lock_session_row,
-    now,
     session_tables,
+    touch_session,
 )
 
 if TYPE_CHECKING:
@@ -418,6 +418,7 @@ class SQLAlchemySession(PooledSession):
         async with self._engine.begin() as conn:
             await self._lock_session_row(conn, create=True)
             await insert_messages(conn, self._messages, sid, rows)
+            await self._touch(conn)
 
     async def _pop_newest(self) -> TResponseInputItem | None:
         return await self._write(self._pop)
@@ -458,10 +459,7 @@ class SQLAlchemySession(PooledSession):
                 before = rows[-1][0]
 
     async def _touch(self, conn: AsyncConnection) -> None:
-        s = self._sessions
-        await conn.execute(
-            update(s).where(s.c.session_id == self.session_id).values(updated_at=now())
-        )
+        await touch_session(conn, self._sessions, self.session_id)
 
     async def _clear(self) -> None:
         await self._write(self._delete_session)

@@ -208,7 +208,7 @@ class SQLAlchemyStore(SessionStore):
         from sqlalchemy import delete
 
         from .engine import retry_deadlocks
-        from .schema import insert_messages
+        from .schema import insert_messages, touch_session
 
         session = self.session(session_id)
 
@@ -220,6 +220,7 @@ class SQLAlchemyStore(SessionStore):
                 await insert_messages(
                     conn, self._m, session_id, write.encoded, created_at=write.created
                 )
+                await touch_session(conn, self._s, session_id)
 
         try:
             async with self._errors(missing_table_ok=False):

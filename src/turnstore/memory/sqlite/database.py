@@ -38,6 +38,7 @@ from typing import Any
 from ...exceptions import SessionClosedError, SessionStorageError
 from . import forkgate
 from .jobs import Job, JobFailed, Schema, Stop, Wake, Work, claim, dropped, post, post_all
+from .schema import forget_touched, stamp_touched
 
 __all__ = ["Job", "SQLiteDatabase", "Work"]
 
@@ -451,6 +452,7 @@ class SQLiteDatabase:
 
     def _transaction(self, conn: sqlite3.Connection, jobs: list[Job]) -> list[tuple[bool, Any]]:
         conn.execute("BEGIN IMMEDIATE")
+        forget_touched()  # what a rolled-back attempt touched
         prepared: set[Hashable] = set()
         outcomes: list[tuple[bool, Any]] = []
         index = 0
@@ -483,6 +485,8 @@ class SQLiteDatabase:
                     raise
                 raise JobFailed(_map_error(exc, self.path)) from exc
             index = end
+        # The last statement: the written sessions' activity time is now, at the commit.
+        stamp_touched(conn)
         conn.execute("COMMIT")
         self.commits += 1
         self.prepared.update(prepared)

@@ -21,6 +21,8 @@ release migrates a file in place from that number, and this release refuses (wit
 from __future__ import annotations
 
 import sqlite3
+import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -30,8 +32,10 @@ __all__ = [
     "NOW",
     "SCHEMA_VERSION",
     "SQLiteSchema",
+    "forget_touched",
     "quote_identifier",
     "sqlite_time",
+    "stamp_touched",
     "table_columns",
 ]
 
@@ -56,6 +60,21 @@ def sqlite_time(value: datetime) -> str:
         f"{value.year:04d}-{value.month:02d}-{value.day:02d} "
         f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}.{value.microsecond // 1000:03d}"
     )
+
+
+_touched = threading.local()
+"""On the writer thread: the sessions its open transaction wrote to, by `stamp_session` SQL."""
+
+
+def forget_touched() -> None:
+    """On the writer thread, as a transaction begins: no session is waiting for its stamp."""
+    _touched.__dict__.pop("stamps", None)
+
+
+def stamp_touched(conn: sqlite3.Connection) -> None:
+    """On the writer thread, just before `COMMIT`: stamp every session `touch` recorded."""
+    for sql, session_ids in _touched.__dict__.pop("stamps", {}).items():
+        conn.executemany(sql, [(sid,) for sid in sorted(session_ids)])
 
 
 def quote_identifier(name: str) -> str:
@@ -308,12 +327,37 @@ class SQLiteSchema:
 
     @property
     def touch_session(self) -> str:
-        """Create the session's row, or bump its `updated_at` (to the millisecond)."""
+        """Create the session's row, or bump its `updated_at` (to the millisecond).
+
+        A write on the writer thread calls `touch` instead, which also stamps the row again
+        just before the transaction commits.
+        """
         return (
             f"INSERT INTO {quote_identifier(self.sessions_table)} "
             f"(session_id, created_at, updated_at) VALUES (?, {NOW}, {NOW}) "
             f"ON CONFLICT (session_id) DO UPDATE SET updated_at = {NOW}"
         )
+
+    @property
+    def stamp_session(self) -> str:
+        """Set an existing session's `updated_at` to now (one `?`: the session id)."""
+        return (
+            f"UPDATE {quote_identifier(self.sessions_table)} SET updated_at = {NOW} "
+            "WHERE session_id = ?"
+        )
+
+    def touch(self, conn: sqlite3.Connection, session_ids: Iterable[str]) -> None:
+        """Record a write to these sessions: create their rows now, stamp them at the commit.
+
+        The row is created (or bumped) at once, and `stamp_touched`, which the writer runs as
+        the last statement before `COMMIT`, sets `updated_at` again: a session's last activity
+        is when its write committed, not when its transaction began, so a prune whose cutoff
+        falls while the write's transaction is open keeps the session.
+        """
+        ids = list(session_ids)
+        conn.executemany(self.touch_session, [(sid,) for sid in ids])
+        touched: dict[str, set[str]] = _touched.__dict__.setdefault("stamps", {})
+        touched.setdefault(self.stamp_session, set()).update(ids)
 
     @property
     def idle_before(self) -> str:

@@ -234,6 +234,7 @@ class SQLiteSession(SessionABC, AsyncCloseable):
                 item = decode_item(data, where=f"row {row_id} of session {session_id!r}")
                 if item is not None:
                     conn.execute(schema.delete_row, (row_id,))
+                    schema.touch(conn, [session_id])
                     return item
             return None
 
@@ -342,7 +343,7 @@ class SQLiteSession(SessionABC, AsyncCloseable):
             conn.executemany(
                 schema.insert_with_time, [(session_id, data, at) for data, at in later]
             )
-            conn.execute(schema.touch_session, (session_id,))
+            schema.touch(conn, [session_id])
             return True
 
         replaced: bool = await self._write(replace)
@@ -408,7 +409,7 @@ class Insert:
         session_ids = list(dict.fromkeys(insert.session_id for insert in inserts))
         for session_id in session_ids:
             self.schema.check_session(conn, session_id)
-        conn.executemany(self.schema.touch_session, [(sid,) for sid in session_ids])
+        self.schema.touch(conn, session_ids)
         conn.executemany(self.schema.insert, rows)
 
 

@@ -285,7 +285,7 @@ class SQLiteStore(SessionStore):
                 conn.execute(advanced.delete_messages, (session_id,))
                 advanced.delete_side_rows(conn, session_id)
             self._advanced.check_session(conn, session_id)
-            conn.execute(advanced.touch_session, (session_id,))
+            advanced.touch(conn, [session_id])
             branches = Branches(conn, advanced, session_id)
             for name in dict.fromkeys(name for name, _d, _s in rows if name != MAIN):
                 if name not in branches.rows:
@@ -314,7 +314,7 @@ class SQLiteStore(SessionStore):
             if write.replace:
                 conn.execute(schema.delete_messages, (session_id,))
                 schema.delete_side_rows(conn, session_id)
-            conn.execute(schema.touch_session, (session_id,))
+            schema.touch(conn, [session_id])
             conn.executemany(
                 schema.insert_with_time,
                 [

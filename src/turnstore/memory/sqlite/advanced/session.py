@@ -200,7 +200,7 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
 
         def add(branches: Branches, name: str) -> None:
             conn = branches.conn
-            conn.execute(schema.touch_session, (session_id,))
+            schema.touch(conn, [session_id])
             if name == MAIN:
                 conn.executemany(schema.insert, [(session_id, data) for data in encoded])
                 return
@@ -328,7 +328,7 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
                     row_id = conn.execute(schema.insert_with_time, (session_id, data, at)).lastrowid
                 if name != MAIN:
                     conn.execute(schema.insert_branch_item, (row_id, session_id, name))
-            conn.execute(schema.touch_session, (session_id,))
+            schema.touch(conn, [session_id])
             branches.collect()
             return True
 
