@@ -2,8 +2,10 @@
 
 ```text
 settings  = session.session_settings overlaid by run_config.session_settings
+(wait for the writes other runs on this session have in flight: an abandoned run's last one)
 history   = await load_history(session, settings)    the window that fits the limits
-pending   = tool calls the history ends with, without outputs: run and saved first
+pending   = tool calls after the history's last message without outputs, inside the window or
+            not (load_unfinished_turn): run and saved first; sent only with their call
 model_in  = merge(history, input, callback)          pure (session_input.py)
 await session.add_items(new_input)                   before the first model call
 loop: response = model(call_model_input_filter(model_in + generated))
@@ -116,7 +118,10 @@ class Runner:
         the window that fits the session settings' `limit`, `limit_turns` and `limit_tokens`,
         without tool outputs whose call is outside it. When the history ends with tool calls
         that have no output (a streamed run was interrupted), those tools run first and their
-        outputs are saved.
+        outputs are saved, including calls the window leaves out (the model then gets an output
+        only with its call). A write that another run on the same session id (in this event
+        loop) has in progress, such as the last write of a run just cancelled, lands before the
+        history is read.
 
         Args:
             agent: The agent to run.
@@ -232,7 +237,10 @@ class Runner:
         as it is complete (a model item when the stream reports it done, a reasoning item with
         the item it precedes, a tool output when its tool returns), before its `RunItemEvent`;
         no item is saved twice. A cancelled or failed streamed run keeps every item it
-        completed, and `Runner.run(agent, [], session=session)` resumes from them.
+        completed, and `Runner.run(agent, [], session=session)` resumes from them, at once: the
+        resumed run waits for a write the cancelled one still had in progress. Leaving the
+        `stream_events()` loop cancels the run; `await result.aclose()` also waits until it has
+        let go.
 
         Returns:
             A [`RunResultStreaming`][turnstore.RunResultStreaming]; iterate its

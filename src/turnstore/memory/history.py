@@ -11,9 +11,9 @@ starts with a tool output.
 alone, so it works on every session (the OpenAI Agents SDK's included): with a turn or token limit
 it reads the latest 64 items and doubles the read until the window is complete.
 
-[`load_unfinished_turn`][turnstore.memory.history.load_unfinished_turn] reads what a run left
-after the history's last message (tool calls and outputs of an interrupted turn), whatever the
-window: a run completes those calls even when a limit cut them off.
+`load_unfinished_turn` reads what a run left after the history's last message (the tool calls
+and outputs of an interrupted turn), whatever the window: a run completes those calls even when a
+limit cut them off.
 """
 
 from __future__ import annotations
