@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
+import weakref
+from collections.abc import AsyncGenerator, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
@@ -197,7 +198,7 @@ class RunResultStreaming(RunResultBase):
         if self._queue is not None:
             self._queue.put_nowait(event)
 
-    async def stream_events(self) -> AsyncIterator[StreamEvent]:
+    def stream_events(self) -> AsyncGenerator[StreamEvent, None]:
         """Run the agent and yield its events as they happen.
 
         Yields [`TextDeltaEvent`][turnstore.TextDeltaEvent]s while text is generated,
@@ -205,17 +206,27 @@ class RunResultStreaming(RunResultBase):
         [`RawResponseEvent`][turnstore.RawResponseEvent]s for every API event, and last a
         [`RunCompleteEvent`][turnstore.RunCompleteEvent] with the final result.
 
-        Leaving the loop early cancels the run once the event loop closes the abandoned
-        generator (at once inside `async with contextlib.aclosing(result.stream_events())`), as
-        does [`cancel`][turnstore.RunResultStreaming.cancel]: every item completed before that
-        (each is saved as soon as it is done) stays saved.
+        Leaving the loop early (`break`) cancels the run at once, as does
+        [`cancel`][turnstore.RunResultStreaming.cancel]: every item completed before that (each
+        is saved as soon as it is done) stays saved. A write the run had started still lands;
+        the next run on the same session waits for it before reading the history. To wait for
+        it yourself, `await result.aclose()`. (Where the loop keeps a reference to the events,
+        as in `events = result.stream_events()`, the run goes on until `events` is closed or
+        dropped.)
 
         Raises:
-            UserError: The events were already consumed (a run streams once).
+            UserError: The events were already consumed (a run streams once), or the result
+                was closed.
             AgentsError: The run failed; raised after the events that came before the failure.
         """
+        return _EventStream(self._events(), self._abandon)
+
+    async def _events(self) -> AsyncGenerator[StreamEvent, None]:
         if self._start is None:
-            raise UserError("stream_events() can be consumed once per run_streamed() call")
+            raise UserError(
+                "stream_events() can be consumed once per run_streamed() call, and not after "
+                "aclose()"
+            )
         start, self._start = self._start, None
         queue: asyncio.Queue[Any] = asyncio.Queue()
         self._queue = queue
@@ -238,6 +249,83 @@ class RunResultStreaming(RunResultBase):
                 task.exception()  # retrieved: the caller saw it or left early
 
     def cancel(self) -> None:
-        """Cancel the run; `stream_events()` then stops with `asyncio.CancelledError`."""
+        """Cancel the run; `stream_events()` then stops with `asyncio.CancelledError`.
+
+        The run stops at once, except for a write it has started, which lands first. The next
+        run on the same session (in this event loop) waits for that write before it reads the
+        history, so `Runner.run(agent, [], session=session)` right after resumes without running
+        a tool twice. To wait until the run has let go, `await result.aclose()`.
+        """
         if self._task is not None and not self._task.done():
             self._task.cancel()
+
+    async def aclose(self) -> None:
+        """Cancel the run if it is still going, and wait until it has let go of its session.
+
+        When it returns, every write the run started has landed or failed, and no other will
+        start. A run that finished is left as it is; one that never started never will. Calling
+        it again does nothing. `async with contextlib.aclosing(result):` calls it on leaving
+        the block.
+
+        Example:
+            ```python
+            result = Runner.run_streamed(agent, "Plan my trip", session=session)
+            async for event in result.stream_events():
+                if user_pressed_stop():
+                    break
+            await result.aclose()  # the abandoned run has let go of the session
+            await Runner.run(agent, "Only the first day, please", session=session)
+            ```
+        """
+        self._start = None
+        task = self._task
+        if task is None:
+            return
+        task.cancel()
+        await asyncio.wait((task,))
+        if not task.cancelled():
+            task.exception()  # retrieved: the caller closed the run and does not want it
+
+    def _abandon(self) -> None:
+        """Cancel the run when its event stream is dropped unfinished (a `break` out of it)."""
+        task = self._task
+        if task is None or task.done():
+            return
+        loop = task.get_loop()
+        try:
+            on_loop = asyncio.get_running_loop() is loop
+        except RuntimeError:
+            on_loop = False
+        if on_loop:
+            task.cancel()  # at once: the caller's next statement may start another run
+        elif not loop.is_closed():
+            loop.call_soon_threadsafe(task.cancel)
+
+
+class _EventStream(AsyncGenerator[StreamEvent, None]):
+    """The events of a streamed run, which is cancelled when they are dropped unfinished.
+
+    An abandoned async generator is closed only later, by the event loop; this wrapper is
+    dropped at once when an `async for` loop over it is left, and cancels the run then.
+    """
+
+    def __init__(
+        self, events: AsyncGenerator[StreamEvent, None], on_drop: Callable[[], None]
+    ) -> None:
+        self._events = events
+        weakref.finalize(self, on_drop).atexit = False
+
+    def __aiter__(self) -> _EventStream:
+        return self
+
+    def __anext__(self) -> Coroutine[Any, Any, StreamEvent]:
+        return self._events.__anext__()
+
+    def asend(self, value: None) -> Coroutine[Any, Any, StreamEvent]:
+        return self._events.asend(value)
+
+    def athrow(self, *args: Any) -> Coroutine[Any, Any, StreamEvent]:
+        return self._events.athrow(*args)
+
+    def aclose(self) -> Coroutine[Any, Any, None]:
+        return self._events.aclose()

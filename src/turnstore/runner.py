@@ -2,8 +2,10 @@
 
 ```text
 settings  = session.session_settings overlaid by run_config.session_settings
+(wait for the writes other runs on this session have in flight: an abandoned run's last one)
 history   = await load_history(session, settings)    the window that fits the limits
-pending   = tool calls the history ends with, without outputs: run and saved first
+pending   = tool calls after the history's last message without outputs, inside the window or
+            not (load_unfinished_turn): run and saved first; sent only with their call
 model_in  = merge(history, input, callback)          pure (session_input.py)
 await session.add_items(new_input)                   before the first model call
 loop: response = model(call_model_input_filter(model_in + generated))
@@ -22,7 +24,7 @@ import copy
 import dataclasses
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 from openai import AsyncOpenAI, OpenAIError
 from openai.types.responses import Response, ResponseFunctionToolCall
@@ -32,7 +34,7 @@ from .conversion import clean_input_item, input_items_from, output_item_to_input
 from .exceptions import MaxTurnsExceeded, ModelBehaviorError, ModelCallError, UserError
 from .items import TResponseInputItem
 from .memory.codec import encode_items
-from .memory.history import load_history
+from .memory.history import drop_orphan_tool_outputs, load_history, load_unfinished_turn
 from .memory.mutation import await_session_mutation
 from .memory.session import (
     Session,
@@ -116,7 +118,10 @@ class Runner:
         the window that fits the session settings' `limit`, `limit_turns` and `limit_tokens`,
         without tool outputs whose call is outside it. When the history ends with tool calls
         that have no output (a streamed run was interrupted), those tools run first and their
-        outputs are saved.
+        outputs are saved, including calls the window leaves out (the model then gets an output
+        only with its call). A write that another run on the same session id (in this event
+        loop) has in progress, such as the last write of a run just cancelled, lands before the
+        history is read.
 
         Args:
             agent: The agent to run.
@@ -232,7 +237,10 @@ class Runner:
         as it is complete (a model item when the stream reports it done, a reasoning item with
         the item it precedes, a tool output when its tool returns), before its `RunItemEvent`;
         no item is saved twice. A cancelled or failed streamed run keeps every item it
-        completed, and `Runner.run(agent, [], session=session)` resumes from them.
+        completed, and `Runner.run(agent, [], session=session)` resumes from them, at once: the
+        resumed run waits for a write the cancelled one still had in progress. Leaving the
+        `stream_events()` loop cancels the run; `await result.aclose()` also waits until it has
+        let go.
 
         Returns:
             A [`RunResultStreaming`][turnstore.RunResultStreaming]; iterate its
@@ -350,23 +358,27 @@ async def _execute(
         # Load -> merge -> save the input: one read, one write, before any model call.
         if session is not None:
             # The window that fits the limits; it never starts with an orphaned tool output.
+            # A run abandoned a moment ago may still be finishing a write: read after it.
+            await _writes_landed(session)
             stored = await load_history(session, session_history_settings(session, config))
             history = [clean_input_item(item) for item in stored]
-            pending = _pending_tool_calls(history)
+            pending = _pending_tool_calls(await load_unfinished_turn(session, stored))
             if pending:
-                # An interrupted streamed run saved tool calls whose outputs it never produced:
-                # complete that turn first (the Responses API rejects a call without output).
+                # An interrupted run saved tool calls whose outputs it never produced (some may
+                # be outside the window): complete that turn first, or the calls stay without
+                # output in the history and the Responses API rejects every window holding one.
                 completed = await _run_tools(
                     pending, tools, agent, on_output=_item_saver(session, streaming)
                 )
                 if streaming is None:
-                    await await_session_mutation(session.add_items(completed))
-                history.extend(completed)
+                    await _write(session, session.add_items(completed))
+                # Sent with the window only when their call is in it.
+                history = drop_orphan_tool_outputs([*history, *completed])
                 state.new_items.extend(completed)
             merged = await merge_session_input(history, new_items, config.session_input_callback)
             model_input = merged.model_input
             if merged.to_save:
-                await await_session_mutation(session.add_items(merged.to_save))
+                await _write(session, session.add_items(merged.to_save))
         else:
             model_input = new_items
 
@@ -426,7 +438,7 @@ async def _execute(
             if session is not None:
                 if streaming is None:
                     # One write per turn: a tool call is never stored without its output.
-                    await await_session_mutation(session.add_items(turn_items))
+                    await _write(session, session.add_items(turn_items))
                 await _maybe_compact(session, response, settings.store, state)
             state.new_items.extend(turn_items)
             if previous_response_id is not None:
@@ -439,7 +451,7 @@ async def _execute(
                 state.final_output = _message_text(response)
                 if is_usage_recording_session(session):
                     # The run's usage goes with the turn it answered: no call to forget.
-                    await await_session_mutation(session.record_turn_usage(state.usage))
+                    await _write(session, session.record_turn_usage(state.usage))
                 return
         raise MaxTurnsExceeded(
             f"agent {agent.name!r} made {max_turns} model calls without a final answer "
@@ -546,6 +558,45 @@ def _message_text(response: Response) -> str:
     return "".join(part.text for part in last.content if part.type == "output_text")
 
 
+_T = TypeVar("_T")
+
+_writes_in_flight: dict[tuple[asyncio.AbstractEventLoop, object], set[asyncio.Future[None]]] = {}
+"""The writes of runs still in progress, by event loop and session id."""
+
+
+def _write_key(session: object) -> tuple[asyncio.AbstractEventLoop, object]:
+    session_id = getattr(session, "session_id", None)
+    return asyncio.get_running_loop(), session_id if isinstance(session_id, str) else id(session)
+
+
+async def _write(session: object, mutation: Awaitable[_T]) -> _T:
+    """Run one of a run's session writes to its end, even if the run is cancelled.
+
+    Until it has landed (or failed), the write is listed in `_writes_in_flight`, where the next
+    run on the same session id waits for it before reading the history (`_writes_landed`): a
+    cancelled or abandoned run's last write can never land after that read, which would store
+    a tool output twice.
+    """
+    key = _write_key(session)
+    landed: asyncio.Future[None] = key[0].create_future()
+    writes = _writes_in_flight.setdefault(key, set())
+    writes.add(landed)
+    try:
+        return await await_session_mutation(mutation)
+    finally:
+        landed.set_result(None)
+        writes.discard(landed)
+        if not writes and _writes_in_flight.get(key) is writes:
+            del _writes_in_flight[key]
+
+
+async def _writes_landed(session: object) -> None:
+    """Wait until the writes that runs have in progress on this session id have landed."""
+    writes = _writes_in_flight.get(_write_key(session))
+    if writes:
+        await asyncio.wait(set(writes))
+
+
 _ItemSaver = Callable[[list[TResponseInputItem]], Awaitable[None]]
 """Saves (and, in a streamed run, announces) items as they are produced."""
 
@@ -557,7 +608,7 @@ def _item_saver(session: Session | None, streaming: RunResultStreaming | None) -
 
     async def save(items: list[TResponseInputItem]) -> None:
         if session is not None:
-            await await_session_mutation(session.add_items(items))
+            await _write(session, session.add_items(items))
         for item in items:
             streaming._emit(RunItemEvent(item=item))
 
@@ -613,28 +664,20 @@ def _storable(items: list[TResponseInputItem], what: str) -> list[TResponseInput
     return items
 
 
-def _pending_tool_calls(history: list[TResponseInputItem]) -> list[ResponseFunctionToolCall]:
-    """Function calls at the end of the history (after its last message) that have no output."""
-    tail_start = len(history)
-    while tail_start > 0:
-        previous = cast(Mapping[str, Any], history[tail_start - 1])
-        if previous.get("type", "message") == "message" or "role" in previous:
-            break
-        tail_start -= 1
-    tail = [cast(Mapping[str, Any], item) for item in history[tail_start:]]
-    answered = {item.get("call_id") for item in tail if item.get("type") == "function_call_output"}
-    pending: list[ResponseFunctionToolCall] = []
-    for item in tail:
-        if item.get("type") == "function_call" and item.get("call_id") not in answered:
-            pending.append(
-                ResponseFunctionToolCall(
-                    type="function_call",
-                    name=str(item.get("name")),
-                    arguments=str(item.get("arguments")),
-                    call_id=str(item.get("call_id")),
-                )
-            )
-    return pending
+def _pending_tool_calls(tail: list[TResponseInputItem]) -> list[ResponseFunctionToolCall]:
+    """The function calls of `tail` (the items after the history's last message) without output."""
+    items = [cast(Mapping[str, Any], item) for item in tail]
+    answered = {item.get("call_id") for item in items if item.get("type") == "function_call_output"}
+    return [
+        ResponseFunctionToolCall(
+            type="function_call",
+            name=str(item.get("name")),
+            arguments=str(item.get("arguments")),
+            call_id=str(item.get("call_id")),
+        )
+        for item in items
+        if item.get("type") == "function_call" and item.get("call_id") not in answered
+    ]
 
 
 async def _filter_model_input(

@@ -8,9 +8,22 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from turnstore import Agent, RunConfig, RunItemEvent, Runner, SQLiteSession, function_tool
+import pytest
+
+from support.backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
+from turnstore import (
+    Agent,
+    RunConfig,
+    RunItemEvent,
+    Runner,
+    SQLiteSession,
+    UserError,
+    function_tool,
+)
+from turnstore.memory import await_session_mutation
 from turnstore.testing import (
     FakeOpenAIServer,
+    ScriptedModel,
     function_call_item,
     response_body,
     text_response,
@@ -225,3 +238,169 @@ async def test_a_resume_runs_only_the_tools_whose_output_was_not_saved(
         "call_slow",
         "message",
     ]
+
+
+class HeldOutputSession:
+    """A real session on any backend whose first tool-output write is held back.
+
+    The write waits until the run making it is cancelled (through `await_session_mutation`'s
+    `on_cancel`, as a write queued behind a busy database does) or a read has ended, and then
+    while a read is in progress. A run that read the history while an abandoned run's write was
+    still pending therefore sees the history without that output, as a slower database would
+    let it; a run that waits for the write reads it.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.session_id = inner.session_id
+        self.session_settings = None
+        self.write_held = asyncio.Event()
+        self._release = asyncio.Event()
+        self._reads = 0
+        self._no_read = asyncio.Event()
+        self._no_read.set()
+
+    async def get_items(self, limit: int | None = None) -> list[Any]:
+        self._reads += 1
+        self._no_read.clear()
+        try:
+            return list(await self.inner.get_items(limit))
+        finally:
+            self._reads -= 1
+            if not self._reads:
+                self._no_read.set()
+            self._release.set()
+
+    async def add_items(self, items: list[Any]) -> None:
+        outputs = [item for item in items if item.get("type") == "function_call_output"]
+        if outputs and not self.write_held.is_set():
+            self.write_held.set()
+            await await_session_mutation(self._release.wait(), on_cancel=self._release.set)
+        await self._no_read.wait()
+        await self.inner.add_items(items)
+
+    async def pop_item(self) -> Any:
+        return await self.inner.pop_item()
+
+    async def clear_session(self) -> None:
+        await self.inner.clear_session()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres", "redis"], indirect=True)
+@pytest.mark.parametrize("leave", ["cancel_then_break", "break"])
+async def test_a_run_right_after_leaving_a_stream_waits_for_its_pending_write(
+    fake_openai: FakeOpenAIServer, backend: Backend, leave: str
+) -> None:
+    finished: list[str] = []
+
+    @function_tool
+    async def lookup(key: str) -> str:
+        """Look a key up."""
+        finished.append(key)
+        return f"value of {key}"
+
+    fake_openai.enqueue(
+        tool_call_response("lookup", {"key": "a"}, call_id="call_1"), text_response("done")
+    )
+    session = HeldOutputSession(backend.session())
+    agent = Agent(name="A", tools=[lookup])
+    async with fake_openai.async_client() as client:
+        config = RunConfig(openai_client=client)
+        result = Runner.run_streamed(agent, "look up a", session=session, run_config=config)
+        async for event in result.stream_events():
+            if isinstance(event, RunItemEvent) and event.item["type"] == "function_call":
+                await session.write_held.wait()  # the tool returned; its output is being saved
+                if leave == "cancel_then_break":
+                    result.cancel()
+                break
+        resumed = await Runner.run(agent, [], session=session, run_config=config)
+    assert resumed.final_output == "done"
+    history = await backend.session(session.session_id).get_items()
+    assert _shape(history) == ["user", "function_call", "function_call_output", "message"]
+    assert finished == ["a"]  # the resume found the output saved: the tool did not run again
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres", "redis"], indirect=True)
+async def test_breaking_out_as_a_tool_returns_stops_the_run_before_it_saves_the_output(
+    fake_openai: FakeOpenAIServer, backend: Backend
+) -> None:
+    started, go = asyncio.Event(), asyncio.Event()
+    finished: list[str] = []
+
+    @function_tool
+    async def lookup(key: str) -> str:
+        """Look a key up."""
+        started.set()
+        await go.wait()
+        finished.append(key)
+        return f"value of {key}"
+
+    fake_openai.enqueue(
+        tool_call_response("lookup", {"key": "a"}, call_id="call_1"), text_response("done")
+    )
+    session = HeldOutputSession(backend.session())
+    agent = Agent(name="A", tools=[lookup])
+    async with fake_openai.async_client() as client:
+        config = RunConfig(openai_client=client)
+        result = Runner.run_streamed(agent, "look up a", session=session, run_config=config)
+        async for event in result.stream_events():
+            if isinstance(event, RunItemEvent) and event.item["type"] == "function_call":
+                await started.wait()
+                go.set()  # the tool can return now: leaving the loop must stop it first
+                break
+        await Runner.run(agent, [], session=session, run_config=config)
+    history = await backend.session(session.session_id).get_items()
+    assert _shape(history) == ["user", "function_call", "function_call_output", "message"]
+    assert finished == ["a"]  # once, by the resume
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres", "redis"], indirect=True)
+async def test_aclose_returns_once_the_abandoned_run_has_saved_what_it_started(
+    fake_openai: FakeOpenAIServer, backend: Backend
+) -> None:
+    finished: list[str] = []
+
+    @function_tool
+    async def lookup(key: str) -> str:
+        """Look a key up."""
+        finished.append(key)
+        return f"value of {key}"
+
+    fake_openai.enqueue(tool_call_response("lookup", {"key": "a"}, call_id="call_1"))
+    session = HeldOutputSession(backend.session())
+    async with fake_openai.async_client() as client:
+        result = Runner.run_streamed(
+            Agent(name="A", tools=[lookup]),
+            "look up a",
+            session=session,
+            run_config=RunConfig(openai_client=client),
+        )
+        events = result.stream_events()  # kept: leaving the loop does not drop it
+        async for event in events:
+            if isinstance(event, RunItemEvent) and event.item["type"] == "function_call":
+                await session.write_held.wait()
+                break
+        await result.aclose()
+        # The output the run had started to save is stored; nothing more will be.
+        assert _shape(await backend.session(session.session_id).get_items()) == [
+            "user",
+            "function_call",
+            "function_call_output",
+        ]
+        await result.aclose()  # again: nothing to do
+        with pytest.raises(asyncio.CancelledError):  # the run it streamed was cancelled
+            async for _event in events:
+                pass
+    assert finished == ["a"]
+
+
+async def test_aclose_before_streaming_means_the_run_never_starts(tmp_path: Path) -> None:
+    model = ScriptedModel(["never sent"])
+    async with SQLiteSession("s", tmp_path / "chats.db") as session:
+        result = Runner.run_streamed(Agent(name="A", model=model), "hi", session=session)
+        await result.aclose()
+        with pytest.raises(UserError, match="aclose"):
+            async for _event in result.stream_events():
+                pass
+        assert await session.get_items() == []
+    assert model.calls == []

@@ -119,14 +119,16 @@ async def test_cancel_stops_the_stream() -> None:
     assert len(await session.get_items()) == 2
 
 
-async def test_breaking_out_of_the_loop_cancels_once_the_generator_is_finalised() -> None:
+async def test_breaking_out_of_the_loop_cancels_the_run_at_once() -> None:
     result, session = stalled_run("st-break", then="never")
     async for event in result.stream_events():
         if isinstance(event, RunItemEvent):
             break
     task = result._task
     assert task is not None
-    # The event loop closes the abandoned generator (its finaliser hook), which cancels the run.
+    # Cancelled by the time the next statement runs, not later when the event loop gets round to
+    # closing the abandoned generator.
+    assert task.cancelling()
     await asyncio.wait_for(asyncio.wait((task,)), 10)
     assert task.cancelled()
     assert len(await session.get_items()) == 2

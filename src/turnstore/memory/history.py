@@ -10,6 +10,10 @@ starts with a tool output.
 [`load_history`][turnstore.load_history] reads the window through `get_items(limit)`
 alone, so it works on every session (the OpenAI Agents SDK's included): with a turn or token limit
 it reads the latest 64 items and doubles the read until the window is complete.
+
+`load_unfinished_turn` reads what a run left after the history's last message (the tool calls
+and outputs of an interrupted turn), whatever the window: a run completes those calls even when a
+limit cut them off.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ __all__ = [
     "fit_history",
     "is_user_message",
     "load_history",
+    "load_unfinished_turn",
 ]
 
 _OUTPUT_TYPES = frozenset(OUTPUT_TYPE_OF_CALL.values())
@@ -204,3 +209,50 @@ async def load_history(
         if exhausted or _window_complete(items, resolved):
             return fit_history(items, resolved)
         read = read * 2 if limit is None else min(read * 2, limit)
+
+
+def _after_last_message(items: list[TResponseInputItem]) -> int | None:
+    """Index just after the last message of `items` (any role), or `None` when it holds none."""
+    for index in range(len(items) - 1, -1, -1):
+        item = items[index]
+        if isinstance(item, Mapping) and (
+            item.get("type", "message") == "message" or "role" in item
+        ):
+            return index + 1
+    return None
+
+
+async def load_unfinished_turn(
+    session: Any, window: list[TResponseInputItem]
+) -> list[TResponseInputItem]:
+    """Read the items stored after the last message of `session`'s history, beyond `window`.
+
+    These are the tool calls (and the outputs of some of them) of a turn that was interrupted
+    before its tools all returned. A history window can cut them off, wholly or in part (a
+    `limit` of 1 keeps the last call of a parallel turn, a `limit_tokens` smaller than a call
+    keeps none), so the window alone does not tell which calls still need an output. When
+    `window` holds a message, the items after it are the answer and nothing is read; otherwise
+    the latest 64 items are read, and the read doubles until it reaches a message or the start
+    of the history.
+
+    Args:
+        session: Any session (an object with `get_items(limit)`).
+        window: The latest items of the history, oldest first, as
+            [`load_history`][turnstore.load_history] returned them.
+
+    Returns:
+        The items after the last message, oldest first (empty when the history ends with one).
+
+    Raises:
+        Exception: Whatever `session.get_items` raises; nothing is swallowed.
+    """
+    start = _after_last_message(window)
+    if start is not None:
+        return list(window[start:])
+    read = _FIRST_READ
+    while True:
+        items = list(await session.get_items(read))
+        start = _after_last_message(items)
+        if start is not None or len(items) < read:
+            return items[start or 0 :]
+        read *= 2
