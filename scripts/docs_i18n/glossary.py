@@ -7,6 +7,7 @@ do-not-translate names, reference-link labels and a term's `other_senses` are no
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -30,12 +31,14 @@ def prose(text: str) -> str:
     return _LABEL.sub(" ", text)
 
 
+@functools.lru_cache(maxsize=None)
 def _name(name: str) -> re.Pattern[str]:
     """A do-not-translate `name` as written, its words split by any whitespace."""
     words = r"\s+".join(map(re.escape, name.split()))
     return re.compile(rf"(?<![A-Za-z0-9_-]){words}(?![A-Za-z0-9_-])")
 
 
+@functools.lru_cache(maxsize=None)
 def _word(term: str) -> re.Pattern[str]:
     """`term` as a whole word, case-insensitive, with plural and -ies/-ied forms."""
     stem = r"\s+".join(map(re.escape, term.split()))
@@ -61,32 +64,37 @@ class Glossary:
     accept: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     other_senses: dict[str, list[str]] = field(default_factory=dict)
     units: dict[str, dict[str, str]] = field(default_factory=dict)
+    _cache: dict[tuple[str, str], list[str]] = field(default_factory=dict, repr=False)
+
+    def _found(self, text: str, lang: str | None) -> tuple[list[str], str]:
+        """The terms of `lang` (None: the do-not-translate names) in `text`, longest first,
+        and `text` without them."""
+        words = self.terms.get(lang, {}) if lang else self.do_not_translate
+        found, low = [], text.lower()
+        for word in sorted(words, key=len, reverse=True):
+            if word.lower().rstrip("y").split()[0] not in low:
+                continue  # a quick test before the pattern
+            pattern = _word(word) if lang else _name(word)
+            text, count = pattern.subn(" ", text)
+            if count:
+                found.append(word)
+                low = text.lower()
+        return found, text
 
     def names_in(self, english: str) -> list[str]:
-        """The do-not-translate words in the prose of `english`, longest first."""
-        text, found = prose(english), []
-        for name in sorted(self.do_not_translate, key=len, reverse=True):
-            pattern = _name(name)
-            if pattern.search(text):
-                found.append(name)
-                text = pattern.sub(" ", text)
-        return found
+        """The do-not-translate words in the prose of `english`."""
+        return self._found(prose(english), None)[0]
 
     def terms_in(self, english: str, lang: str) -> list[str]:
         """The glossary terms of `lang` in the prose of `english`, longest term first."""
-        text = " ".join(prose(english).split())
-        for name in sorted(self.do_not_translate, key=len, reverse=True):
-            text = _name(name).sub(" ", text)
-        for senses in self.other_senses.values():
-            for sense in senses:
-                text = re.sub(sense, " ", text, flags=re.I)
-        found = []
-        for term in sorted(self.terms.get(lang, {}), key=len, reverse=True):
-            pattern = _word(term)
-            if pattern.search(text):
-                found.append(term)
-                text = pattern.sub(" ", text)
-        return found
+        key = (english, lang)
+        if key not in self._cache:
+            text = self._found(" ".join(prose(english).split()), None)[1]
+            for senses in self.other_senses.values():
+                for sense in senses:
+                    text = re.sub(sense, " ", text, flags=re.I)
+            self._cache[key] = self._found(text, lang)[0]
+        return self._cache[key]
 
     def forms(self, term: str, lang: str) -> list[str]:
         """The rendering of `term` in `lang` and the other forms the checks accept."""
@@ -98,7 +106,8 @@ class Glossary:
             term: [self.forms(term, lang), self.forbid.get(lang, {}).get(term, [])]
             for term in self.terms_in(english, lang)
         }
-        return text_hash(json.dumps([used, self.names_in(english)], ensure_ascii=False))
+        names = sorted(self.names_in(english))
+        return text_hash(json.dumps([dict(sorted(used.items())), names], ensure_ascii=False))
 
     def check(self, english: str, translation: str, lang: str) -> list[str]:
         """Findings of the terms in a translated section against its English."""
@@ -134,5 +143,5 @@ def load_glossary(path: Path) -> Glossary:
         raise ValueError(f"{path}: not a readable YAML glossary ({exc})") from exc
     if not isinstance(data, dict):
         raise ValueError(f"{path}: the glossary must be a mapping")
-    known = set(Glossary.__dataclass_fields__)
+    known = {name for name in Glossary.__dataclass_fields__ if not name.startswith("_")}
     return Glossary(**{key: value or {} for key, value in data.items() if key in known})
