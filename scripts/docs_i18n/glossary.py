@@ -21,7 +21,7 @@ from .pages import mask, text_hash
 __all__ = ["Glossary", "load_glossary", "prose"]
 
 _MARKER = re.compile(r"^[ \t]*(?:!!!|\?\?\?\+?|===\+?)[ \t]*[\w-]*", re.M)
-_LABEL = re.compile(r"\[[^\]\n]*\]\[\]|\]\[[^\]\n]*\]|\]\([^)\n]*\)|<[^>\n]+>|\{[^}\n]*\}")
+_LABEL = re.compile(r"^[ \t]*\[[^\]^\n][^\]\n]*\]:[^\n]*|\[[^\]\n]*\]\[\]|\]\[[^\]\n]*\]|\]\([^)\n]*\)|<[^>\n]+>|\{[^}\n]*\}", re.M)
 
 
 def prose(text: str) -> str:

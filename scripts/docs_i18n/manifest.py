@@ -161,7 +161,7 @@ def plan_page(
             section.status = "glossary"
         elif section.entry and section.entry["tr"] != text_hash(section.translation):
             section.status = "edited"
-        elif refresh_code(section.english, section.translation) != section.translation:
+        elif section.entry and refresh_code(section.english, section.translation) != section.translation:
             section.status = "code"
     if force:
         for section in plan.sections:
