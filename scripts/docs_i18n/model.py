@@ -103,11 +103,11 @@ class Translator:
             terms="\n".join(terms) or "(none in this section)",
         )
 
-    async def _ask(self, instructions: str, text: str, **extra: Any) -> str:
+    async def _ask(self, instructions: str, request: str, **extra: Any) -> str:
         """One request; an incomplete or failed reply raises `RuntimeError`."""
         try:
             response = await self.client.responses.create(
-                model=self.model, instructions=instructions, input=text, **extra
+                model=self.model, instructions=instructions, input=request, **extra
             )
         except openai.OpenAIError as exc:
             raise RuntimeError(f"the API call failed: {exc}") from exc
@@ -184,7 +184,7 @@ class Translator:
                 text={"format": fmt},
             )
             items = json.loads(reply)["findings"]
-        except (RuntimeError, ValueError, KeyError, TypeError):
+        except (RuntimeError, ValueError, KeyError):
             return []  # a review that fails is no finding: the code checks passed
         flat = " ".join(translation.split())
         return [
