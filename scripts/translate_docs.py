@@ -44,17 +44,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--review", action="store_true", help="a separate review call for each draft"
     )
-    parser.add_argument(
-        "--concurrency", type=int, default=8, help="requests in flight (default 8)"
-    )
+    parser.add_argument("--concurrency", type=int, default=8, help="requests in flight (default 8)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
         "--check", action="store_true", help="no model: report stale, unsound, unadopted pages"
     )
     mode.add_argument("--dry-run", action="store_true", help="list what would be sent")
-    mode.add_argument(
-        "--adopt", action="store_true", help="record hand edits that pass the checks"
-    )
+    mode.add_argument("--adopt", action="store_true", help="record hand edits that pass the checks")
     return parser
 
 
@@ -76,7 +72,9 @@ def _lock(root: Path) -> int:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        print("another translate_docs.py run is working on this checkout; try later", file=sys.stderr)
+        print(
+            "another translate_docs.py run is working on this checkout; try later", file=sys.stderr
+        )
         raise SystemExit(2) from None
     return fd
 

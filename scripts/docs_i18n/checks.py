@@ -23,7 +23,7 @@ _LINK = re.compile(r"\]\(\s*<?([^)\s>]*)>?(?:\s+\"[^\"]*\")?\s*\)|\[([^\]\n]*)\]
 _REF_DEF = re.compile(r"^[ \t]*\[([^\]^][^\]]*)\]:[ \t]*(\S+)", re.M)
 _FOOTNOTE = re.compile(r"\[\^([^\]\s]+)\]")
 _NUMBER = re.compile(r"(?<![\w.@])\d+(?:[.,]\d+)*")
-_WORDS = "zero one two three four five six seven eight nine ten".split()
+_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
 _ADMONITION = re.compile(r"^[ \t]*(!!!|\?\?\?\+?|===\+?)[ \t]*([\w-]*)")
 _LIST_ITEM = re.compile(r"^([ \t]*)(?:[-*+]|\d+[.)])[ \t]+", re.M)
 
@@ -127,7 +127,8 @@ def _with_units(text: str, units: dict[str, dict[str, str]], lang: str) -> Count
     """Each number written with a unit: `250 ms` -> `250 ms` (the unit's name)."""
     found: Counter[str] = Counter()
     for unit, forms in units.items():
-        pattern = rf"(?<![\w.])(\d+(?:[.,]\d+)*)[ \t\u00a0]*(?:{forms.get(lang, re.escape(unit))})(?![a-zA-Z])"
+        form = forms.get(lang, re.escape(unit))
+        pattern = rf"(?<![\w.])(\d+(?:[.,]\d+)*)[ \t\u00a0]*(?:{form})(?![a-zA-Z])"
         for number in re.findall(pattern, text):
             found[f"{number.replace(',', '')} {unit}"] += 1
     return found
@@ -150,8 +151,11 @@ def _compare_block(en: str, tr: str, glossary: Glossary, lang: str) -> list[str]
         if en_rows != tr_rows:
             findings.append(f"table of {len(tr_rows)} rows differs in shape from the English")
         else:
-            for row, (en_row, tr_row) in enumerate(zip(en.split("\n"), tr.split("\n"))):
-                if sorted(re.findall(r"@@C\d+@@", en_row)) != sorted(re.findall(r"@@C\d+@@", tr_row)):
+            rows = zip(en.split("\n"), tr.split("\n"), strict=True)
+            for row, (en_row, tr_row) in enumerate(rows):
+                if sorted(re.findall(r"@@C\d+@@", en_row)) != sorted(
+                    re.findall(r"@@C\d+@@", tr_row)
+                ):
                     findings.append(f"table row {row + 1}: its code is not the English row's")
     en_items = [len(m) for m in _LIST_ITEM.findall(en)]
     tr_items = [len(m) for m in _LIST_ITEM.findall(tr)]
@@ -164,7 +168,9 @@ def _compare_block(en: str, tr: str, glossary: Glossary, lang: str) -> list[str]
     en_prose, tr_prose = prose(en), prose(tr)
     en_numbers, tr_numbers = _numbers(en_prose, True), _numbers(tr_prose, False)
     en_digits = _numbers(en_prose, False)
-    scaled = re.search(r"\b(?:hundred|thousand|million|billion|tenth|half|dozen)s?\b", en_prose, re.I)
+    scaled = re.search(
+        r"\b(?:hundred|thousand|million|billion|tenth|half|dozen)s?\b", en_prose, re.I
+    )
     for number in sorted(set(en_numbers) | set(tr_numbers)):
         if number.isdigit() and int(number) <= 10:
             if en_digits[number] and not tr_numbers[number]:
@@ -191,7 +197,9 @@ def check_section(english: str, translation: str, lang: str, glossary: Glossary)
     if sorted(en_mask.codes) != sorted(tr.codes):
         missing = Counter(en_mask.codes) - Counter(tr.codes)
         extra = Counter(tr.codes) - Counter(en_mask.codes)
-        what = [f"missing {c[:40]!r}" for c in missing] + [f"not in the English {c[:40]!r}" for c in extra]
+        what = [f"missing {c[:40]!r}" for c in missing] + [
+            f"not in the English {c[:40]!r}" for c in extra
+        ]
         return [Finding(0, "code differs from the English: " + "; ".join(what[:3]))]
     # Number the translation's placeholders as the English numbers the same code.
     spare = {}
@@ -207,13 +215,14 @@ def check_section(english: str, translation: str, lang: str, glossary: Glossary)
     en_kinds = [_kind(b) for _, b in en_blocks]
     tr_kinds = [_kind(b) for _, b in tr_blocks]
     if en_kinds != tr_kinds:
-        at = next((i for i, pair in enumerate(zip(en_kinds, tr_kinds)) if pair[0] != pair[1]), None)
+        pairs = enumerate(zip(en_kinds, tr_kinds, strict=False))
+        at = next((i for i, (en_kind, tr_kind) in pairs if en_kind != tr_kind), None)
         at = min(len(en_kinds), len(tr_kinds)) if at is None else at
         line = tr_blocks[at][0] if at < len(tr_blocks) else translation.count("\n")
         what = en_kinds[at] if at < len(en_kinds) else "nothing"
         findings.append(Finding(line, f"the blocks differ from the English here (expected {what})"))
     else:
-        for (_, en_block), (line, tr_block) in zip(en_blocks, tr_blocks):
+        for (_, en_block), (line, tr_block) in zip(en_blocks, tr_blocks, strict=False):
             for message in _compare_block(en_block, tr_block, glossary, lang):
                 findings.append(Finding(line, message))
     en_ids = [ident for _, _, ident in anchor_ids(english)]

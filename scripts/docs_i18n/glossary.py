@@ -21,24 +21,31 @@ from .pages import mask, text_hash
 __all__ = ["Glossary", "load_glossary", "prose"]
 
 _MARKER = re.compile(r"^[ \t]*(?:!!!|\?\?\?\+?|===\+?)[ \t]*[\w-]*", re.M)
-_LABEL = re.compile(r"^[ \t]*\[[^\]^\n][^\]\n]*\]:[^\n]*|\[[^\]\n]*\]\[\]|\]\[[^\]\n]*\]|\]\([^)\n]*\)|<[^>\n]+>|\{[^}\n]*\}", re.M)
+_LABEL = re.compile(
+    r"^[ \t]*\[[^\]^\n][^\]\n]*\]:[^\n]*"  # a reference definition
+    r"|\[[^\]\n]*\]\[\]|\]\[[^\]\n]*\]|\]\([^)\n]*\)"  # link labels and targets
+    r"|<[^>\n]+>|\{[^}\n]*\}",  # HTML tags, attribute lists
+    re.M,
+)
 
 
 def prose(text: str) -> str:
     """`text` without code, link targets, collapsed reference labels, HTML tags, attributes."""
-    text = re.sub(r"^([ \t]*)(`{3,}|~{3,})mermaid.*?^\1\2[ \t]*$", " ", mask(text).text, flags=re.M | re.S)
+    text = re.sub(
+        r"^([ \t]*)(`{3,}|~{3,})mermaid.*?^\1\2[ \t]*$", " ", mask(text).text, flags=re.M | re.S
+    )
     text = _MARKER.sub(" ", re.sub(r"@@[BC]\d+@@", " ", text))
     return _LABEL.sub(" ", text)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _name(name: str) -> re.Pattern[str]:
     """A do-not-translate `name` as written, its words split by any whitespace."""
     words = r"\s+".join(map(re.escape, name.split()))
     return re.compile(rf"(?<![A-Za-z0-9_-]){words}(?![A-Za-z0-9_-])")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _word(term: str) -> re.Pattern[str]:
     """`term` as a whole word, case-insensitive, with plural and -ies/-ied forms."""
     stem = r"\s+".join(map(re.escape, term.split()))

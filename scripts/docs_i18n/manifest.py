@@ -67,7 +67,10 @@ class Manifest:
         for langs in self.pages.values():
             if moved is not None and langs.get(lang) is moved:
                 del langs[lang]
-        self.pages.setdefault(page, {})[lang] = {"source": source_hash(english), "sections": sections}
+        self.pages.setdefault(page, {})[lang] = {
+            "source": source_hash(english),
+            "sections": sections,
+        }
         self.pages = {page: langs for page, langs in self.pages.items() if langs}
 
     def forget_missing(self, docs: Path) -> list[str]:
@@ -161,7 +164,10 @@ def plan_page(
             section.status = "glossary"
         elif section.entry and section.entry["tr"] != text_hash(section.translation):
             section.status = "edited"
-        elif section.entry and refresh_code(section.english, section.translation) != section.translation:
+        elif (
+            section.entry
+            and refresh_code(section.english, section.translation) != section.translation
+        ):
             section.status = "code"
     if force:
         for section in plan.sections:

@@ -64,7 +64,7 @@ def pin_ids(english: str, translation: str) -> str:
     if len(ids) != len(headings):
         return translation
     lines = translation.split("\n")
-    for (index, title, _), ident in zip(headings, ids):
+    for (index, title, _), ident in zip(headings, ids, strict=False):
         indent = lines[index][: len(lines[index]) - len(lines[index].lstrip())]
         lines[index] = f"{indent}{title} {{#{ident}}}"
     return "\n".join(lines)

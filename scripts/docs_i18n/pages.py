@@ -232,7 +232,8 @@ def split_page(text: str) -> Page:
         front, text = match.group(0), text[match.end() :]
     lines = text.split("\n")
     starts = [0] + [i for i in prose_lines(lines) if i and lines[i].startswith("## ")]
-    sections = ["\n".join(lines[a:b]) for a, b in zip(starts, [*starts[1:], len(lines)])]
+    ends = [*starts[1:], len(lines)]
+    sections = ["\n".join(lines[a:b]) for a, b in zip(starts, ends, strict=True)]
     return Page(front, [s + "\n" for s in sections[:-1]] + [sections[-1]])
 
 

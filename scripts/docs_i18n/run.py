@@ -136,7 +136,9 @@ def adopt(options: Options, manifest: Manifest, glossary: Glossary) -> int:
         if not wanted or plan.translation is None:
             continue
         if not plan.recorded and any(s.status != "unrecorded" for s in plan.sections):
-            _say(f"docs/{plan.lang}/{plan.page}", [(1, "its sections do not pair with the English")])
+            _say(
+                f"docs/{plan.lang}/{plan.page}", [(1, "its sections do not pair with the English")]
+            )
             refused += 1
             continue
         problems = []

@@ -34,7 +34,7 @@ def fixture_pairs() -> dict[str, str]:
         english = split_page((case / "en.md").read_text(encoding="utf-8"))
         for lang in LANGS:
             page = split_page((case / f"{lang}.md").read_text(encoding="utf-8"))
-            for en, tr in zip(english.sections, page.sections):
+            for en, tr in zip(english.sections, page.sections, strict=False):
                 source = mask(en)
                 pairs[f"{LANGUAGES[lang]}\n{source.text.strip()}"] = _mask_like(tr, source).strip()
     return pairs
@@ -54,7 +54,9 @@ class Site:
 
     def __init__(self, root: Path, server: FakeOpenAIServer) -> None:
         self.root, self.server = root, server
-        shutil.copytree(REPO / "scripts", root / "scripts", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            REPO / "scripts", root / "scripts", ignore=shutil.ignore_patterns("__pycache__")
+        )
         shutil.copytree(REPO / "docs" / "i18n" / "prompts", root / "docs" / "i18n" / "prompts")
         shutil.copy(FIXTURES / "glossary.yml", root / "docs" / "i18n" / "glossary.yml")
 
@@ -70,7 +72,9 @@ class Site:
         import translate_docs
 
         out, err = io.StringIO(), io.StringIO()
-        saved = {k: os.environ.get(k) for k in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL")}
+        saved = {
+            k: os.environ.get(k) for k in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL")
+        }
         os.environ.update(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=self.server.base_url)
         os.environ.pop("OPENAI_MODEL", None)
         try:
@@ -86,12 +90,20 @@ class Site:
 
     def process(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
         """Run scripts/translate_docs.py as a process with `args` against the fake server."""
-        environ = {**os.environ, "OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": self.server.base_url}
+        environ = {
+            **os.environ,
+            "OPENAI_API_KEY": "sk-test",
+            "OPENAI_BASE_URL": self.server.base_url,
+        }
         environ.pop("OPENAI_MODEL", None)
         environ.update(env)
         return subprocess.run(
             [sys.executable, str(self.root / "scripts" / "translate_docs.py"), *args],
-            capture_output=True, text=True, env=environ, timeout=120, check=False,
+            capture_output=True,
+            text=True,
+            env=environ,
+            timeout=120,
+            check=False,
         )
 
     def path(self, name: str) -> Path:

@@ -30,7 +30,7 @@ UNITS = {
     "Korean": {"seconds": "초", "second": "초"},
     "Simplified Chinese": {"seconds": "秒", "second": "秒"},
 }
-_WIDE = dict(zip(",.;:!?", "，。；：！？"))
+_WIDE = dict(zip(",.;:!?", "，。；：！？", strict=False))
 _PROSE_LINE = re.compile(
     r"^([ \t]*(?:#{1,6} |[-*+] |\d+[.)] |\| |> )?)(?=\S)"
     r"(?!@@B\d+@@\s*$|!!!|\?\?\?|===|\|?[ \-:|]+$|```|~~~|\[[^\]]+\]:)"
@@ -49,11 +49,15 @@ def echo(source: str, language: str, terms: dict[str, str]) -> str:
         head = re.match(r"^(#{1,6} .*?)( \{#[^}]+\})?$", line)
         line = head.group(1) if head else line
         for term in sorted(terms, key=len, reverse=True):
-            line = re.sub(rf"(?<![\w@-]){re.escape(term)}s?(?![\w-])", terms[term], line, flags=re.I)
+            line = re.sub(
+                rf"(?<![\w@-]){re.escape(term)}s?(?![\w-])", terms[term], line, flags=re.I
+            )
         for word, unit in UNITS[language].items():
             line = re.sub(rf"(?<=\d )\b{word}\b", unit, line)
         if language == "Simplified Chinese":
-            line = re.sub(r"(?<=[\u4e00-\u9fff])([,.;:!?])(?=\s|$)", lambda m: _WIDE[m.group(1)], line)
+            line = re.sub(
+                r"(?<=[\u4e00-\u9fff])([,.;:!?])(?=\s|$)", lambda m: _WIDE[m.group(1)], line
+            )
         out.append(_PROSE_LINE.sub(lambda m: f"{m.group(1)}{TAGS[language]} ", line, count=1))
     return "\n".join(out)
 
@@ -62,7 +66,9 @@ class EchoTranslator:
     """The stand-in model (see the module docstring)."""
 
     def __init__(self, pairs: dict[str, str] | None = None) -> None:
-        self.pairs = {" ".join(k.split()): v for k, v in (pairs or {}).items()}  # "Language\nsource"
+        self.pairs = {
+            " ".join(k.split()): v for k, v in (pairs or {}).items()
+        }  # "Language\nsource"
         self.faults: list[Callable[[str], str | dict[str, Any]]] = []
         self.review_findings: list[dict[str, str]] = []
         self.calls = 0
@@ -84,7 +90,9 @@ class EchoTranslator:
             return text_response(json.dumps({"findings": self.review_findings}))
         source = re.search(r"<source>\n(.*?)\n</source>", body["input"], re.S)
         assert source, "no <source> in the request"
-        terms = dict(re.findall(r"^- (.+?): (.+)$", body["instructions"].split("# Terms")[-1], re.M))
+        terms = dict(
+            re.findall(r"^- (.+?): (.+)$", body["instructions"].split("# Terms")[-1], re.M)
+        )
         draft = self.pairs.get(" ".join(f"{language.group(1)}\n{source.group(1)}".split()))
         if draft is None:
             draft = echo(source.group(1), language.group(1), terms)

@@ -5,6 +5,7 @@ is accepted in each language, and each fault a translation can have is refused, 
 from __future__ import annotations
 
 import pytest
+
 from conftest import Site
 
 CASES = ("basic", "nested_terms", "code_in_ratio")
@@ -39,8 +40,12 @@ FAULTS = [
     ("ja", "最大 10000 アイテム", "最大 500 アイテム", "10000"),  # numbers swapped between blocks
     ("ja", "| `get_items()` | アイテムを古い", "| `pop_item()` | アイテムを古い", "code"),
     ("ko", "- 항목은 순서대로 저장됩니다.\n", "", "list items"),  # a list item dropped
-    ("zh", "随后日志会显示一次“Saved.”。参见[指南](guide.md#redis)和 [Redis][redis]。\n\n", "",
-     "blocks differ"),  # a paragraph dropped
+    (
+        "zh",
+        "随后日志会显示一次“Saved.”。参见[指南](guide.md#redis)和 [Redis][redis]。\n\n",
+        "",
+        "blocks differ",
+    ),  # a paragraph dropped
     ("ja", "(guide.md#redis)", "(guide.md#sessions)", "link targets"),
     ("ko", "## 항목 저장 {#storing}", "## 항목 저장 {#saving}", "heading ids"),
     ("zh", '!!! note "上限"', '!!! tip "上限"', "admonition"),
@@ -82,9 +87,11 @@ def test_quoted_plain_form_and_full_width_table_cells_are_accepted(site: Site) -
 
 def test_a_collapsed_reference_link_may_keep_or_translate_its_label(site: Site) -> None:
     site.write("docs/page.md", "# Links\n\nSee [sessions][] for more.\n\n[sessions]: s.md\n")
-    for lang, text in (("ja", "詳しくは [sessions][] を参照してください。"),
-                       ("ko", "자세한 내용은 [세션][sessions]을 참고하십시오."),
-                       ("zh", "详见[会话][sessions]。")):
+    for lang, text in (
+        ("ja", "詳しくは [sessions][] を参照してください。"),
+        ("ko", "자세한 내용은 [세션][sessions]을 참고하십시오."),
+        ("zh", "详见[会话][sessions]。"),
+    ):
         head = {"ja": "リンク", "ko": "링크", "zh": "链接"}[lang]
         site.write(f"docs/{lang}/page.md", f"# {head} {{#links}}\n\n{text}\n\n[sessions]: s.md\n")
     ran = site.run("--adopt")
