@@ -23,7 +23,7 @@ This hook instead:
    object's own entry ranks first for its name (source listings are kept out of the index by
    docs_hooks/source_links.py);
 4. adds the glossary's search synonyms for the language (`search_synonyms` in
-   i18n/glossary.yml: 圧縮 finds コンパクション) to the index's config, where the search worker
+   docs/i18n/glossary.yml: 圧縮 finds コンパクション) to the index's config, where the search worker
    of docs_hooks/search_cjk.py reads them;
 5. rewrites `base` in the config of every translated page to that language's root, so the page
    loads its language's index and resolves result links against it.
