@@ -92,14 +92,16 @@ class Section:
 
     english: str
     translation: str | None  # the current translated section (the text to keep), if any
-    status: str  # current, edited, code, changed, new, glossary, unrecorded
+    # current, edited, code, changed, revised (changed, and edited by hand since recorded), new,
+    # glossary, unrecorded
+    status: str
     entry: dict[str, str] | None = None
     index: int | None = None  # the translated section's place in the translation file
 
     @property
     def needs_model(self) -> bool:
         """Whether the section must be sent to the model."""
-        return self.status in ("changed", "new", "glossary")
+        return self.status in ("changed", "revised", "new", "glossary")
 
 
 @dataclass
@@ -139,10 +141,11 @@ def plan_page(
     tr_sections = translation.sections if translation else []
     en_hashes = [norm_hash(s) for s in english.sections]
     if entry is None or len(old) != len(tr_sections):
-        # Not recorded (or not pairable): sections pair by position when the counts agree.
+        # Not recorded, or rewritten by hand to another shape: sections pair by position when the
+        # counts agree, and --adopt records them after the checks.
         same = translation is not None and len(tr_sections) == len(english.sections)
         for i, text in enumerate(english.sections):
-            status = "unrecorded" if same and entry is None else "new"
+            status = "unrecorded" if same else "new"
             kept = tr_sections[i] if same else None
             plan.sections.append(Section(text, kept, status, None, i if same else None))
         plan.recorded = plan.recorded and len(old) == len(tr_sections)
@@ -154,6 +157,8 @@ def plan_page(
                 kept = tr_sections[i] if i is not None else None
                 record = old[i] if i is not None else None
                 status = "current" if op == "equal" else ("changed" if kept else "new")
+                if status == "changed" and record and record["tr"] != text_hash(kept or ""):
+                    status = "revised"  # a person edited it: maybe already for the new English
                 plan.sections.append(Section(english.sections[j], kept, status, record, i))
     for section in plan.sections:
         if section.status not in ("current", "unrecorded") or section.translation is None:

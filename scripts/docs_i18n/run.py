@@ -24,6 +24,7 @@ __all__ = ["Options", "adopt", "check", "dry_run", "english_pages", "translate"]
 NEW_FRONT = "---\nmachine_translated: true\n---\n\n"
 _STALE = {
     "changed": "the English changed",
+    "revised": "the English changed after a hand edit",
     "new": "to translate",
     "glossary": "the glossary changed",
     "code": "the English code changed",
@@ -90,13 +91,17 @@ def page_problems(plan: Plan, glossary: Glossary, docs: Path) -> list[tuple[int,
     problems: list[tuple[int, str]] = []
     statuses = [s.status for s in plan.sections]
     if "unrecorded" in statuses:
-        problems.append((1, "not in the manifest: check the page and run --adopt"))
+        problems.append((1, "not recorded for this English: check the page and run --adopt"))
     elif not plan.recorded:
         problems.append((1, "its sections do not pair with the English: run the tool"))
     for status, note in _STALE.items():
         count = statuses.count(status)
         if count and plan.recorded:
-            problems.append((1, f"stale, {note} ({count} sections): run scripts/translate_docs.py"))
+            sections = f"{count} section{'s' if count > 1 else ''}"
+            action = "run scripts/translate_docs.py"
+            if status == "revised":
+                action += ", or --adopt if the edit already follows the new English"
+            problems.append((1, f"stale, {note} ({sections}): {action}"))
     if len(plan.translation.sections) > len(plan.sections) and plan.recorded:
         problems.append((1, "stale, sections were removed in English: run the tool"))
     for section in plan.sections:
@@ -132,7 +137,8 @@ def adopt(options: Options, manifest: Manifest, glossary: Glossary) -> int:
     """`--adopt`: record hand edits of sections whose English is current, after the checks."""
     adopted, refused = [], 0
     for plan in plans(options, manifest, glossary):
-        wanted = [s for s in plan.sections if s.status in ("edited", "unrecorded", "glossary")]
+        adoptable = ("edited", "revised", "unrecorded", "glossary")
+        wanted = [s for s in plan.sections if s.status in adoptable]
         if not wanted or plan.translation is None:
             continue
         if not plan.recorded and any(s.status != "unrecorded" for s in plan.sections):

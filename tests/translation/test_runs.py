@@ -110,7 +110,7 @@ def test_a_glossary_change_retranslates_the_sections_using_the_term_in_prose(sit
     site.run()
     calls = len(site.requests())
     site.edit("docs/i18n/glossary.yml", "条目, limit: 上限}", "条目, limit: 限度}")
-    assert "glossary changed (1 sections)" in site.run("--check").stderr
+    assert "glossary changed (1 section)" in site.run("--check").stderr
     assert site.run().returncode == 0
     assert len(site.requests()) - calls == 1  # the zh section that says limit, nothing else
     assert "限度" in site.read("docs/zh/page.md")
@@ -123,7 +123,7 @@ def test_a_new_do_not_translate_word_is_stale_and_the_next_run_translates_it(sit
     site.requests().clear()
     site.server.requests.clear()
     site.edit("docs/i18n/glossary.yml", "SQLiteSession]", "SQLiteSession, Reads]")
-    assert site.run("--check").stderr.count("the glossary changed (1 sections)") == 3
+    assert site.run("--check").stderr.count("the glossary changed (1 section)") == 3
     assert site.run().returncode == 0
     assert len(site.requests()) == 3
     assert site.run("--check").returncode == 0
@@ -256,3 +256,32 @@ def test_a_killed_run_leaves_no_process_and_a_consistent_manifest(
     checked = site.run("--check")
     assert "edited by hand" not in checked.stderr
     assert "Traceback" not in checked.stderr
+
+
+def test_a_hand_translation_of_changed_english_is_adopted_after_the_checks(site: Site) -> None:
+    adopted(site, "code_in_ratio")
+    site.edit("docs/code_in_ratio.md", "Reads are not affected.", "Reads are never affected.")
+    site.edit("docs/ja/code_in_ratio.md", "影響しません。", "決して影響しません。")
+    assert "--adopt if the edit already follows" in site.run("--check", "--lang", "ja").stderr
+    assert site.run("--adopt", "--lang", "ja").stdout.strip() == "adopted docs/ja/code_in_ratio.md"
+    assert site.run("--check", "--lang", "ja").returncode == 0
+    # The languages nobody edited stay stale: --adopt never records a translation it was not given.
+    assert site.run("--adopt", "--lang", "ko").stdout.strip() == "nothing to adopt"
+    assert "stale, the English changed (1 section)" in site.run("--check", "--lang", "ko").stderr
+
+
+def test_a_page_rewritten_by_hand_to_a_new_english_shape_is_adopted(site: Site) -> None:
+    adopted(site, "code_in_ratio")
+    english = site.read("docs/code_in_ratio.md")
+    site.write("docs/code_in_ratio.md", english + "\n## More {#more}\n\nReads are fine.\n")
+    zh = site.read("docs/zh/code_in_ratio.md")
+    site.write("docs/zh/code_in_ratio.md", zh + "\n## 更多 {#more}\n\n读取没有问题。\n")
+    assert site.run("--adopt", "--lang", "zh").stdout.strip() == "adopted docs/zh/code_in_ratio.md"
+    assert site.run("--check", "--lang", "zh").returncode == 0
+    # A section added in a way the checks refuse is not adopted.
+    site.write(
+        "docs/ja/code_in_ratio.md", site.read("docs/ja/code_in_ratio.md") + "\n## 追加\n\n5 件。\n"
+    )
+    refused = site.run("--adopt", "--lang", "ja")
+    assert refused.returncode == 1
+    assert "not adopted" in refused.stderr
