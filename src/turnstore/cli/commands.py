@@ -322,6 +322,10 @@ async def _import(store: SessionStore, args: argparse.Namespace) -> None:
             except TypeError as exc:
                 reason = str(exc).removeprefix("item 0 ")
                 raise CommandError(f"{line}: the item cannot be stored: it {reason}") from exc
+        try:
+            store.check_records(session_id, [record for _, record in entries])
+        except ValueError as exc:
+            raise CommandError(f"{where}: {exc}. Nothing was imported") from exc
     # 2. A plain import never mixes a file into sessions that already hold items.
     occupied = []
     for session_id in by_session:
