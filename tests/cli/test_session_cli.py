@@ -151,11 +151,12 @@ def test_list_show_stats_clear(backend: Backend, capsys: pytest.CaptureFixture[s
     code, out, _ = run_cli(capsys, *backend.args, "list")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split()[:2] == ["SESSION", "ID"]
+    assert lines[0].split() == ["ITEMS", "LAST", "ACTIVITY", "(UTC)", "SESSION", "ID"]
     assert len(lines) == 5
+    start = lines[0].index("SESSION ID")
     for session_id, items in ITEMS.items():
-        row = next(line for line in lines if line.startswith(session_id + " "))
-        assert row[len(session_id) :].split()[0] == str(len(items))
+        row = next(line for line in lines[1:4] if line[start:] == session_id)
+        assert row.split()[0] == str(len(items))
     assert "page 1: sessions 1-3" in lines[-1]
 
     code, out, _ = run_cli(capsys, *backend.args, "list", "--json")
@@ -267,7 +268,7 @@ def test_import_replace_and_bad_files(
     )
     code, _, err = run_cli(capsys, *backend.args, "import", str(bad))
     assert code == 1
-    assert "line 2 is not JSON" in err
+    assert "line 2, column 2 is not JSON" in err
     assert backend.items("gamma") == []  # nothing written: the file is checked first
     bad.write_text(json.dumps({"session_id": "gamma", "item": [1]}) + "\n", encoding="utf-8")
     code, _, err = run_cli(capsys, *backend.args, "import", str(bad))

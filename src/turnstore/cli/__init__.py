@@ -24,10 +24,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
 import os
+import re
 import sys
 from collections.abc import Sequence
 from datetime import timedelta
+from typing import NoReturn
 
 from .. import __version__
 from ..memory.open_store import open_session_store
@@ -45,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     Returns:
         The parser, with one sub-command per action.
     """
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="turnstore",
         description="Inspect and move the sessions stored in SQLite, PostgreSQL or Redis.",
         epilog=f"The storage can also be given in the {_ENV_TARGET} environment variable. "
@@ -54,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"turnstore {__version__}")
     _add_storage_options(parser, defaults=True)
     # The same options after the command: SUPPRESS leaves the value given before it in place.
-    storage = argparse.ArgumentParser(add_help=False)
+    storage = _Parser(add_help=False)
     _add_storage_options(storage, defaults=False)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -130,8 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     clear = command(
         "clear",
-        "remove every item of a session",
-        "Remove one session and every item it holds, in one transaction.",
+        "delete a session and every item it holds",
+        "Delete one session and every item it holds, in one transaction: it no longer "
+        "appears in list or stats.",
     )
     clear.add_argument("session_id", metavar="ID")
 
@@ -159,6 +163,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     stats.add_argument("--json", action="store_true", help="print JSON")
     return parser
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser that suggests the command meant by a mistyped one."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print the usage and `message` (with a "did you mean" for a command typo); exit 2."""
+        bad = re.match(r"argument COMMAND: invalid choice: '(.*?)'", message)
+        if bad is not None:
+            names = [*self._subcommands()]
+            close = difflib.get_close_matches(bad.group(1), names, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            message = f"unknown command {bad.group(1)!r}: {hint}(commands: {', '.join(names)})"
+        super().error(message)
+
+    def _subcommands(self) -> list[str]:
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                return list(action.choices)
+        return []
 
 
 def _add_storage_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
@@ -190,9 +214,12 @@ def _add_storage_options(parser: argparse.ArgumentParser, *, defaults: bool) -> 
 
 
 def _positive(text: str) -> int:
-    value = _non_negative(text)
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
     return value
 
 

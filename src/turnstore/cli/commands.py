@@ -13,8 +13,6 @@ import contextlib
 import json
 import os
 import sys
-import tempfile
-import unicodedata
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime
 from typing import IO, Any
@@ -22,6 +20,7 @@ from typing import IO, Any
 from ..exceptions import TurnstoreError
 from ..memory.codec import encode_items
 from ..memory.store import SessionInfo, SessionRecord, SessionStore
+from .atomic_file import temp_beside
 
 __all__ = ["COMMANDS", "UNITS", "CommandError", "load_export", "run"]
 
@@ -72,35 +71,15 @@ async def _list(store: SessionStore, args: argparse.Namespace) -> None:
     if not infos:
         print("no sessions" if args.page == 1 else f"no sessions on page {args.page}")
         return
-    header = "SESSION ID"
-    width = max(_display_width(header), *(_display_width(info.session_id) for info in infos))
-    print(f"{_pad(header, width)}  {'ITEMS':>7}  LAST ACTIVITY (UTC)")
+    # The id last: the columns before it have a fixed width, and a long id pads no other row.
+    print(f"{'ITEMS':>7}  {'LAST ACTIVITY (UTC)':<19}  SESSION ID")
     for info in infos:
-        print(f"{_pad(info.session_id, width)}  {info.item_count:>7}  {_time(info.last_activity)}")
+        print(f"{info.item_count:>7}  {_time(info.last_activity):<19}  {info.session_id}")
     first = offset + 1
     footer = f"page {args.page}: sessions {first}-{offset + len(infos)}"
     if more:
         footer += f"; next page: --page {args.page + 1}"
     print(footer)
-
-
-def _display_width(text: str) -> int:
-    """Columns `text` takes in a terminal.
-
-    Wide and fullwidth characters (CJK) take two columns, combining marks and control
-    characters none, everything else one.
-    """
-    width = 0
-    for char in text:
-        if unicodedata.combining(char) or unicodedata.category(char) in ("Cc", "Cf"):
-            continue
-        width += 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
-    return width
-
-
-def _pad(text: str, width: int) -> str:
-    """`text` left-aligned in `width` terminal columns."""
-    return text + " " * max(0, width - _display_width(text))
 
 
 async def _require(store: SessionStore, session_id: str) -> SessionInfo:
@@ -206,9 +185,7 @@ async def _export_to_file(
             f"cannot write {path}: the directory {os.path.dirname(path)!r} does not exist"
         )
     try:
-        fd, temp = await asyncio.to_thread(
-            tempfile.mkstemp, prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory
-        )
+        fd, temp = await asyncio.to_thread(temp_beside, path)
     except OSError as exc:
         raise CommandError(f"cannot write {path}: {exc.strerror or exc}") from exc
     try:
@@ -267,8 +244,11 @@ def _read_export(lines: Iterable[bytes], source: str) -> _Entries:
             continue
         try:
             data = json.loads(line)
-        except ValueError as exc:
-            raise CommandError(f"{where} is not JSON: {exc}") from exc
+        except json.JSONDecodeError as exc:
+            raise CommandError(
+                f"{where}, column {exc.colno} is not JSON: {exc.msg.removesuffix(' at')}; "
+                "an export has one JSON object a line"
+            ) from exc
         try:
             record = SessionRecord.from_json(data, where=where)
         except ValueError as exc:
@@ -322,6 +302,10 @@ async def _import(store: SessionStore, args: argparse.Namespace) -> None:
             except TypeError as exc:
                 reason = str(exc).removeprefix("item 0 ")
                 raise CommandError(f"{line}: the item cannot be stored: it {reason}") from exc
+        try:
+            store.check_records(session_id, [record for _, record in entries])
+        except ValueError as exc:
+            raise CommandError(f"{where}: {exc}. Nothing was imported") from exc
     # 2. A plain import never mixes a file into sessions that already hold items.
     occupied = []
     for session_id in by_session:
@@ -332,7 +316,7 @@ async def _import(store: SessionStore, args: argparse.Namespace) -> None:
         raise CommandError(
             f"nothing imported: {len(occupied)} of the file's sessions already "
             f"{'holds' if len(occupied) == 1 else 'hold'} items in "
-            f"{store.target}: {', '.join(occupied)}. Pass --append to add to them, or "
+            f"{store.target}: {_some(occupied)}. Pass --append to add to them, or "
             "--replace to replace their items"
         )
     # 3. One transaction per session (one script on Redis): a session is written whole or not.
@@ -345,7 +329,7 @@ async def _import(store: SessionStore, args: argparse.Namespace) -> None:
         except (TurnstoreError, TypeError, ValueError, OSError) as exc:
             written = (
                 f"{_count(len(done), 'session')} {'was' if len(done) == 1 else 'were'} imported "
-                f"before it ({', '.join(map(repr, done))}); "
+                f"before it ({_some([repr(d) for d in done])}); "
                 "rerun with --replace to import the file again without duplicates"
                 if done
                 else "nothing was imported"
@@ -360,6 +344,12 @@ async def _import(store: SessionStore, args: argparse.Namespace) -> None:
         f"imported {_count(total, 'item')} into {_count(len(by_session), 'session')}",
         file=sys.stderr,
     )
+
+
+def _some(names: list[str], shown: int = 5) -> str:
+    """The first few of `names` and how many more: `'a', 'b' and 1,998 more`."""
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more:,} more" if more > 0 else "")
 
 
 async def _clear(store: SessionStore, args: argparse.Namespace) -> None:

@@ -396,6 +396,29 @@ class SessionStore(AsyncCloseable):
             )
         return await self.read_records(session_id)
 
+    def check_records(self, session_id: str, records: list[SessionRecord]) -> None:
+        """Raise the `ValueError` that `write_records` would raise for these records' branches.
+
+        Writes nothing: the command line's import checks every session of a file with it
+        before its first write.
+
+        Args:
+            session_id: The session the records go to.
+            records: The records.
+
+        Raises:
+            ValueError: A record belongs to a branch other than `main` and this storage keeps
+                no branches (only a SQLite file does), or a branch name is not valid there.
+        """
+        branches = sorted({record.branch for record in records if record.branch is not None})
+        if branches:
+            raise ValueError(
+                f"the records of session {session_id!r} belong to the branches "
+                f"{', '.join(map(repr, branches))} of an AdvancedSQLiteSession, which only a "
+                "SQLite file keeps: import them into a SQLite file, or leave out their lines "
+                "(an export with --branch main has none)"
+            )
+
     async def write_records(
         self, session_id: str, records: list[SessionRecord], *, replace: bool = False
     ) -> None:
@@ -418,14 +441,7 @@ class SessionStore(AsyncCloseable):
                 no branches (only a SQLite file does); nothing was written.
             SessionStorageError: The storage failed; nothing was written.
         """
-        branches = sorted({record.branch for record in records if record.branch is not None})
-        if branches:
-            raise ValueError(
-                f"the records of session {session_id!r} belong to the branches "
-                f"{', '.join(map(repr, branches))} of an AdvancedSQLiteSession, which only a "
-                "SQLite file keeps: import them into a SQLite file, or leave out their lines "
-                "(an export with --branch main has none)"
-            )
+        self.check_records(session_id, records)
         encoded = encode_items([record.item for record in records])
         if not encoded and not replace:
             return

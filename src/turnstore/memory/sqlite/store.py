@@ -254,6 +254,11 @@ class SQLiteStore(SessionStore):
         result: list[SessionRecord] = await self._read(work)
         return result
 
+    def check_records(self, session_id: str, records: list[SessionRecord]) -> None:
+        """As `SessionStore.check_records`: a SQLite file keeps branches (names are checked)."""
+        for name in {record.branch for record in records if record.branch is not None}:
+            check_branch_id(name)
+
     async def write_records(
         self, session_id: str, records: list[SessionRecord], *, replace: bool = False
     ) -> None:
@@ -275,8 +280,7 @@ class SQLiteStore(SessionStore):
             (record.branch or MAIN, data, sqlite_time(utc(record.created_at or now)))
             for record, data in zip(records, encoded, strict=True)
         ]
-        for name, _data, _stamp in rows:
-            check_branch_id(name)
+        self.check_records(session_id, records)
         advanced = self._advanced
 
         def work(conn: sqlite3.Connection) -> None:
