@@ -20,8 +20,9 @@ This hook instead:
    both `pop_item` and `Session.pop_item` match it) and object entries get a boost, so the
    object's own entry ranks first for its name (source listings are kept out of the index by
    docs_hooks/source_links.py);
-4. teaches jieba the Chinese terms of the translation glossary (`i18n/glossary.yml`), so
-   "智能体" is one word of the index, not "智能" + "体";
+4. adds the glossary's search synonyms for the language (`search_synonyms` in
+   i18n/glossary.yml: 圧縮 finds コンパクション) to the index's config, where the search worker
+   of docs_hooks/search_cjk.py reads them;
 5. rewrites `base` in the config of every translated page to that language's root, so the page
    loads its language's index and resolves result links against it.
 
@@ -43,13 +44,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import yaml
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.plugins import event_priority
 from mkdocs.structure.pages import Page
 from mkdocs.utils import get_relative_url, write_file
+from search_cjk import read_glossary
 
-GLOSSARY = Path("i18n") / "glossary.yml"
 ZERO_WIDTH_SPACE = "\u200b"
 # Languages whose words Material's jieba segmentation must not split (it is meant for Chinese).
 UNSEGMENTED = frozenset({"ja"})
@@ -150,12 +150,13 @@ def with_dot_separator(separator: str) -> str:
     return separator
 
 
-def glossary_terms(root: Path, language: str) -> list[str]:
-    """The glossary's translations for `language` (an empty list without a glossary)."""
-    path = root / GLOSSARY
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
-    terms = ((data or {}).get("terms") or {}).get(language) or {}
-    return [str(term) for term in terms.values()]
+def search_synonyms(root: Path, language: str) -> dict[str, list[str]]:
+    """The glossary's search synonyms for `language`: a word readers type -> the pages' words."""
+    table = (read_glossary(root).get("search_synonyms") or {}).get(language) or {}
+    return {
+        str(word): [str(v) for v in (targets if isinstance(targets, list) else [targets])]
+        for word, targets in table.items()
+    }
 
 
 def _merged_index_not_made(config: MkDocsConfig) -> None:
@@ -163,14 +164,8 @@ def _merged_index_not_made(config: MkDocsConfig) -> None:
 
 
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
-    """No merged index (see the module's docstring); jieba knows the glossary's Chinese terms."""
+    """mkdocs-static-i18n makes no merged index (see the module's docstring)."""
     _i18n(config).reconfigure_search_index = _merged_index_not_made
-    try:
-        import jieba
-    except ImportError:  # Material then indexes Chinese without segmentation at all
-        return config
-    for term in glossary_terms(Path(config.config_file_path or ".").resolve().parent, "zh"):
-        jieba.add_word(term)
     return config
 
 
@@ -185,10 +180,14 @@ def on_post_build(config: MkDocsConfig) -> None:
     # The plugin keeps every language's entries, before its de-duplication, in build order.
     groups = split_by_language(i18n.search_entries, languages, default)
     fields = copy.deepcopy(_search(config).config.fields)
+    root = Path(config.config_file_path or ".").resolve().parent
     for language in languages:
         docs = name_api_objects(groups.get(language, []))
         settings: dict[str, Any] = {**material_search_settings(config, language), "fields": fields}
         settings["separator"] = with_dot_separator(settings["separator"])
+        synonyms = search_synonyms(root, language)
+        if synonyms:
+            settings["synonyms"] = synonyms
         subdir = "" if language == default else language
         path = os.path.join(config.site_dir, subdir, "search", "search_index.json")
         data = {"config": settings, "docs": docs}
