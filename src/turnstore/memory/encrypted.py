@@ -159,54 +159,54 @@ async def _off_loop_if_large(work: Callable[[list[Any]], _T], batch: list[Any]) 
 
 
 class EncryptedSession(WrapperSessionABC, AsyncCloseable):
-    """A wrapper that encrypts every item before the wrapped session stores it.
+    """A session wrapper that encrypts every item before the wrapped session stores it.
 
-    Works on any session ([`SQLiteSession`][turnstore.SQLiteSession],
+    Use it when the stored history must be unreadable without your key: a shared database,
+    backups, or a retention rule. It wraps any session
+    ([`SQLiteSession`][turnstore.SQLiteSession],
     [`SQLAlchemySession`][turnstore.SQLAlchemySession],
-    [`RedisSession`][turnstore.RedisSession], your own): the storage only ever sees
-    ciphertext. Each session id gets its own key, derived from the master key with HKDF, so one
-    session's ciphertext cannot be moved into another.
+    [`RedisSession`][turnstore.RedisSession], your own). The storage only ever sees ciphertext.
+    Each session id gets its own key, derived from the master key, so one session's items
+    cannot be moved into another.
 
-    Reading: items older than `ttl` seconds are skipped (an item stays readable for its whole
-    `ttl`, and up to a second longer: the token's time is whole seconds). Writing: on a
-    session with an atomic replacement (`SQLiteSession`, `SQLAlchemySession`,
-    `RedisSession`), `add_items` also
-    deletes the expired items from storage, at most once a minute per session object;
-    elsewhere they stay stored until the wrapped session's own expiry (a Redis `ttl`) or a
-    retention job removes them. Stored items that
-    are not envelopes (plaintext written around this wrapper) are skipped with a logged
-    warning: they were never authenticated. This session never deletes them (nor anything else
-    it cannot read): not when it prunes, rotates or pops.
-    An envelope that none of the keys authenticates, or a damaged one (`__enc__` set, the rest
-    missing), raises [`SessionDecryptionError`][turnstore.SessionDecryptionError] and changes
-    nothing: a wrong key never reads as an empty history, and `pop_item` does not remove what
-    it cannot read.
+    !!! warning "Items older than `ttl` are hidden, and expired ones deleted"
+        By default (`ttl=600`) an item is returned for 10 minutes only. Older items are skipped
+        by `get_items`, so the agent no longer sees them. Over `SQLiteSession`,
+        `SQLAlchemySession` and `RedisSession`, `add_items` also deletes the expired items
+        from storage. Pass `ttl=None` to keep items readable, or the retention you want (for
+        example `ttl=86400` for a day).
 
-    Over a session with an atomic replacement, this session has one too
-    ([`is_atomic_replacement_session`][turnstore.memory.is_atomic_replacement_session] tells):
-    wrapped in [`OpenAIResponsesCompactionSession`][turnstore.OpenAIResponsesCompactionSession], it
-    is compacted in one atomic step. Methods of the wrapped session do not pass through, since
-    they would work on ciphertext; only an allow-list does (branch switching and deletion,
-    `current_branch_id`, usage counts, connection attributes), and the turn, search, branching
-    and usage methods of an [`AdvancedSQLiteSession`][turnstore.AdvancedSQLiteSession] run on
-    the decrypted items. Any other raises `AttributeError` naming `.underlying_session`.
+    A wrong key never reads as an empty history. An item that none of the keys can decrypt
+    raises [`SessionDecryptionError`][turnstore.SessionDecryptionError] and changes nothing.
+    Stored items that are not encrypted (written around this wrapper) are skipped with a
+    logged warning. This session never deletes what it cannot read.
 
-    Key rotation: pass a list of keys. New items are encrypted with the first; every key of the
-    list decrypts. [`rotate`][turnstore.EncryptedSession.rotate] re-encrypts the stored history
-    with the first key (keeping each item's age), after which the old keys can be dropped.
+    Methods of the wrapped session do not pass through, since they would work on ciphertext.
+    The exceptions are branch switching and deletion, `current_branch_id`, usage counts and
+    connection attributes such as `db_path` or `engine`.
+    The turn, search, branching and usage methods of an
+    [`AdvancedSQLiteSession`][turnstore.AdvancedSQLiteSession] work on the decrypted items.
+    Any other method raises `AttributeError`, naming `.underlying_session`.
+    Wrapped in [`OpenAIResponsesCompactionSession`][turnstore.OpenAIResponsesCompactionSession],
+    it is compacted in one atomic step when the wrapped session supports that.
+
+    To rotate keys, pass a list of keys. The first encrypts new items; every key decrypts.
+    [`rotate`][turnstore.EncryptedSession.rotate] re-encrypts the stored history with the
+    first key. Then the old keys can be dropped.
 
     Args:
-        session_id: Identifies the conversation; also salts the key derivation.
-        underlying_session: The session that stores the envelopes. Its `session_settings` are
-            this session's settings.
-        encryption_key: The master key: a Fernet key (`Fernet.generate_key()`), or any other
-            high-entropy secret as text or bytes (a password is not: HKDF does not stretch it).
-            A list of keys enables rotation; the first encrypts.
-        ttl: Seconds after which an item is no longer returned; `None` keeps items readable
-            forever. The OpenAI Agents SDK's default, 600, applies when omitted.
-        max_scan_items: At most this many stored items are read by one `get_items` while it
-            looks for `limit` readable ones (past it, `RuntimeError`); `None` reads as many as
-            needed. As in the OpenAI Agents SDK.
+        session_id: Identifies the conversation. It also salts the key derivation.
+        underlying_session: The session that stores the encrypted items. Its
+            `session_settings` are this session's settings.
+        encryption_key: The master key: a Fernet key (`Fernet.generate_key()`), or another
+            high-entropy secret as text or bytes. A password is not enough: it is not
+            stretched. A list of keys enables rotation; the first encrypts.
+        ttl: Seconds an item stays readable, or `None` for ever. The default, 600 (10
+            minutes), is the OpenAI Agents SDK's: older items are hidden, and deleted over
+            `SQLiteSession`, `SQLAlchemySession` and `RedisSession`.
+        max_scan_items: The most stored items one `get_items` reads while it looks for
+            `limit` readable ones; past it, `RuntimeError`. `None` reads as many as needed.
+            As in the OpenAI Agents SDK.
 
     Raises:
         ImportError: The `encryption` extra is not installed.
@@ -222,10 +222,22 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
 
         key = Fernet.generate_key().decode()  # keep it in your secret store
         session = EncryptedSession(
-            "user_42", SQLiteSession("user_42", "chats.db"), encryption_key=key, ttl=86400
+            "user_42",
+            SQLiteSession("user_42", "chats.db"),
+            encryption_key=key,
+            ttl=86400,  # items stay readable for a day (the default is 10 minutes)
         )
         ```
     """
+
+    # Expiry: an item stays readable for its whole `ttl` and up to a second longer (a Fernet
+    # token's time is whole seconds). Over a session with an atomic replacement, `add_items`
+    # prunes expired items at most once a minute per session object; elsewhere they stay stored
+    # until the wrapped session's own expiry (a Redis `ttl`) or a retention job removes them.
+    # Keys: HKDF derives each session's key from the master key (it does not stretch a
+    # password). Plaintext items were never authenticated: they are skipped, never deleted,
+    # not when pruning, rotating or popping. A damaged envelope (`__enc__` set, the rest
+    # missing) raises SessionDecryptionError like an unknown key.
 
     def __new__(cls, *args: Any, **kwargs: Any) -> EncryptedSession:  # noqa: D102
         # Over a session with an atomic replacement, the wrapper has one too (so that
