@@ -27,7 +27,8 @@ from turnstore import (
     UserError,
 )
 from turnstore.memory import is_atomic_replacement_session
-from turnstore.memory.encrypted import _master_bytes, _session_fernet
+from turnstore.memory.envelopes import master_bytes as _master_bytes
+from turnstore.memory.envelopes import session_fernet as _session_fernet
 from turnstore.testing import SessionConformanceTests
 
 SECRET = "the launch code is 0000-SWORDFISH"

@@ -33,7 +33,8 @@ from turnstore import (
     SQLiteSession,
 )
 from turnstore.memory import is_atomic_replacement_session, is_usage_recording_session
-from turnstore.memory.encrypted import _master_bytes, _session_fernet
+from turnstore.memory.envelopes import master_bytes as _master_bytes
+from turnstore.memory.envelopes import session_fernet as _session_fernet
 from turnstore.testing import FakeCompactionAPI, FakeOpenAIServer, text_response
 
 KEY = Fernet.generate_key().decode()
