@@ -103,7 +103,8 @@ def test_testing_helpers_work_without_pytest() -> None:
 def test_encrypted_session_without_its_extra_names_the_install_command() -> None:
     done = _run(
         """
-        from turnstore import EncryptedSession, SQLiteSession
+        from turnstore import SQLiteSession
+        from turnstore.extensions.memory import EncryptedSession
         try:
             EncryptedSession("s", SQLiteSession("s"), "key")
         except ImportError as exc:
@@ -119,7 +120,8 @@ def test_encrypted_session_without_its_extra_names_the_install_command() -> None
 _STORE_ONLY = """
 import asyncio, contextlib, io, sys
 import turnstore
-from turnstore import SessionSettings, SQLiteSession, load_history
+from turnstore import SessionSettings, SQLiteSession
+from turnstore.memory import load_history
 import turnstore.cli
 
 async def main():

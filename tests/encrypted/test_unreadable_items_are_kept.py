@@ -16,7 +16,8 @@ from cryptography.fernet import Fernet
 
 from support.backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
 from support.sqlite_rows import corrupt_newest_row, count_rows
-from turnstore import EncryptedSession, SessionDecryptionError, SQLiteSession
+from turnstore import SessionDecryptionError, SQLiteSession
+from turnstore.extensions.memory import EncryptedSession
 from turnstore.memory.encrypted import _master_bytes, _session_fernet
 
 KEY = Fernet.generate_key().decode()

@@ -24,10 +24,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from .._extras import missing_extra
 from ..exceptions import SessionDecryptionError, UserError
 from .closing import AsyncCloseable, Closing, Release
 from .codec import WHOLE_HISTORY, check_limit, encode_items
-from .extras import missing_extra
 from .session import (
     AtomicReplacementSession,
     HistorySnapshot,
@@ -162,10 +162,10 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
     """A wrapper that encrypts every item before the wrapped session stores it.
 
     Works on any session ([`SQLiteSession`][turnstore.SQLiteSession],
-    [`SQLAlchemySession`][turnstore.SQLAlchemySession],
-    [`RedisSession`][turnstore.RedisSession], your own): the storage only ever sees
-    ciphertext. Each session id gets its own key, derived from the master key with HKDF, so one
-    session's ciphertext cannot be moved into another.
+    [`SQLAlchemySession`][turnstore.extensions.memory.SQLAlchemySession],
+    [`RedisSession`][turnstore.extensions.memory.RedisSession], your own): the storage only ever
+    sees ciphertext. Each session id gets its own key, derived from the master key with HKDF, so
+    one session's ciphertext cannot be moved into another.
 
     Reading: items older than `ttl` seconds are skipped (an item stays readable for its whole
     `ttl`, and up to a second longer: the token's time is whole seconds). Writing: on a
@@ -188,12 +188,14 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
     is compacted in one atomic step. Methods of the wrapped session do not pass through, since
     they would work on ciphertext; only an allow-list does (branch switching and deletion,
     `current_branch_id`, usage counts, connection attributes), and the turn, search, branching
-    and usage methods of an [`AdvancedSQLiteSession`][turnstore.AdvancedSQLiteSession] run on
-    the decrypted items. Any other raises `AttributeError` naming `.underlying_session`.
+    and usage methods of an
+    [`AdvancedSQLiteSession`][turnstore.extensions.memory.AdvancedSQLiteSession] run on the
+    decrypted items. Any other raises `AttributeError` naming `.underlying_session`.
 
     Key rotation: pass a list of keys. New items are encrypted with the first; every key of the
-    list decrypts. [`rotate`][turnstore.EncryptedSession.rotate] re-encrypts the stored history
-    with the first key (keeping each item's age), after which the old keys can be dropped.
+    list decrypts. [`rotate`][turnstore.extensions.memory.EncryptedSession.rotate] re-encrypts the
+    stored history with the first key (keeping each item's age), after which the old keys can be
+    dropped.
 
     Args:
         session_id: Identifies the conversation; also salts the key derivation.
@@ -218,7 +220,8 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
     Example:
         ```python
         from cryptography.fernet import Fernet
-        from turnstore import EncryptedSession, SQLiteSession
+        from turnstore import SQLiteSession
+        from turnstore.extensions.memory import EncryptedSession
 
         key = Fernet.generate_key().decode()  # keep it in your secret store
         session = EncryptedSession(

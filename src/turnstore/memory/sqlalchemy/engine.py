@@ -12,8 +12,8 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, DisconnectionError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from ..._extras import missing_extra
 from ...exceptions import SessionStorageError
-from ..extras import missing_extra
 from .libpq import split_libpq_params
 from .pgbouncer import split_pgbouncer_flag, watch_for_pooler
 from .timeouts import DEFAULT_COMMAND_TIMEOUT, check_command_timeout
