@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 
 from support.backends import unique_prefix
-from turnstore import AdvancedSQLiteSession, SQLiteSession
+from turnstore import SQLiteSession
 from turnstore.cli import main
+from turnstore.extensions.memory import AdvancedSQLiteSession
 
 
 def user(text: str) -> dict[str, Any]:

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from support.backends import delete_prefix, drop_tables, unique_prefix
-from turnstore import RedisSession, SQLAlchemySession, SQLiteSession
+from turnstore import SQLiteSession
 from turnstore.cli import main
+from turnstore.extensions.memory import RedisSession, SQLAlchemySession
 
 ITEMS = {
     "alpha": [

@@ -13,12 +13,11 @@ from support.backends import drop_tables, unique_prefix, unique_tables
 from turnstore import (
     OpenAIConversationsSession,
     OpenAIResponsesCompactionSession,
-    RedisSession,
     SessionClosedError,
     SessionSettings,
-    SQLAlchemySession,
     SQLiteSession,
 )
+from turnstore.extensions.memory import RedisSession, SQLAlchemySession
 from turnstore.testing import FakeOpenAIServer
 
 

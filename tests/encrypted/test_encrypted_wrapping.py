@@ -21,16 +21,18 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from support.backends import delete_prefix, drop_tables, unique_prefix, unique_tables
 from turnstore import (
-    AdvancedSQLiteSession,
     Agent,
-    EncryptedSession,
     OpenAIResponsesCompactionSession,
-    RedisSession,
     RunConfig,
     Runner,
     SessionDecryptionError,
-    SQLAlchemySession,
     SQLiteSession,
+)
+from turnstore.extensions.memory import (
+    AdvancedSQLiteSession,
+    EncryptedSession,
+    RedisSession,
+    SQLAlchemySession,
 )
 from turnstore.memory import is_atomic_replacement_session, is_usage_recording_session
 from turnstore.memory.envelopes import master_bytes as _master_bytes

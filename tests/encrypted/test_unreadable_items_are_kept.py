@@ -17,12 +17,8 @@ from cryptography.fernet import Fernet
 
 from support.backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
 from support.sqlite_rows import corrupt_newest_row, count_rows
-from turnstore import (
-    EncryptedSession,
-    OpenAIResponsesCompactionSession,
-    SessionDecryptionError,
-    SQLiteSession,
-)
+from turnstore import OpenAIResponsesCompactionSession, SessionDecryptionError, SQLiteSession
+from turnstore.extensions.memory import EncryptedSession
 from turnstore.memory.envelopes import master_bytes as _master_bytes
 from turnstore.memory.envelopes import session_fernet as _session_fernet
 from turnstore.testing import FakeCompactionAPI, FakeOpenAIServer

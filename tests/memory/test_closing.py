@@ -21,13 +21,8 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 
-from turnstore import (
-    EncryptedSession,
-    RedisSession,
-    SessionClosedError,
-    SQLAlchemySession,
-    SQLiteSession,
-)
+from turnstore import SessionClosedError, SQLiteSession
+from turnstore.extensions.memory import EncryptedSession, RedisSession, SQLAlchemySession
 
 USER = {"role": "user", "content": "hi"}
 

@@ -17,13 +17,9 @@ from redis.asyncio.cluster import RedisCluster
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
 from support.backends import delete_prefix, unique_prefix
-from turnstore import (
-    RedisSession,
-    Session,
-    SessionRecord,
-    SessionStorageError,
-    open_session_store,
-)
+from turnstore import Session, SessionStorageError
+from turnstore.admin import SessionRecord, open_session_store
+from turnstore.extensions.memory import RedisSession
 from turnstore.memory.redis.keys import ClusterLayout, SingleNodeLayout, slot_tag
 from turnstore.testing import SessionConformanceTests
 

@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("sqlalchemy")
 
-from turnstore import SQLAlchemySession
+from turnstore.extensions.memory import SQLAlchemySession
 
 
 @pytest.mark.parametrize(

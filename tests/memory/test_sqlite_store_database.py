@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from turnstore import SessionRecord, SessionStorageError, SQLiteSession, open_session_store
+from turnstore import SessionStorageError, SQLiteSession
+from turnstore.admin import SessionRecord, open_session_store
 from turnstore.memory.sqlite import database, forkgate
 
 SRC = Path(__file__).resolve().parents[2] / "src"

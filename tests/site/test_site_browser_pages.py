@@ -219,7 +219,7 @@ def test_wide_tables_show_they_scroll_on_a_phone(browser: Any, site_url: str) ->
     context = browser.new_context(viewport={"width": 375, "height": 812}, is_mobile=True)
     try:
         page = context.new_page()
-        page.goto(site_url + "ref/backends/#turnstore.SQLAlchemySession.from_url")
+        page.goto(site_url + "ref/backends/#turnstore.extensions.memory.SQLAlchemySession.from_url")
         page.locator("article table").first.wait_for()
         index = page.evaluate(
             """() => [...document.querySelectorAll('article .md-typeset__scrollwrap')]

@@ -109,8 +109,9 @@ class EncryptedSession(AtomicReplacement, WrapperSessionABC, AsyncCloseable):
     Use it when the stored history must be unreadable without your key: a shared database,
     backups, or a retention rule. It wraps any session
     ([`SQLiteSession`][turnstore.SQLiteSession],
-    [`SQLAlchemySession`][turnstore.SQLAlchemySession],
-    [`RedisSession`][turnstore.RedisSession], your own). The storage only ever sees ciphertext.
+    [`SQLAlchemySession`][turnstore.extensions.memory.SQLAlchemySession],
+    [`RedisSession`][turnstore.extensions.memory.RedisSession], your own). The storage only
+    ever sees ciphertext.
     Each session id gets its own key, derived from the master key, so one session's items
     cannot be moved into another.
 
@@ -130,14 +131,15 @@ class EncryptedSession(AtomicReplacement, WrapperSessionABC, AsyncCloseable):
     The exceptions are branch switching and deletion, `current_branch_id`, usage counts and
     connection attributes such as `db_path` or `engine`.
     The turn, search, branching and usage methods of an
-    [`AdvancedSQLiteSession`][turnstore.AdvancedSQLiteSession] work on the decrypted items.
+    [`AdvancedSQLiteSession`][turnstore.extensions.memory.AdvancedSQLiteSession] work on the
+    decrypted items.
     Any other method raises `AttributeError`, naming `.underlying_session`.
     Wrapped in [`OpenAIResponsesCompactionSession`][turnstore.OpenAIResponsesCompactionSession],
     it is compacted in one atomic step when the wrapped session supports that.
 
     To rotate keys, pass a list of keys. The first encrypts new items; every key decrypts.
-    [`rotate`][turnstore.EncryptedSession.rotate] re-encrypts the stored history with the
-    first key. Then the old keys can be dropped.
+    [`rotate`][turnstore.extensions.memory.EncryptedSession.rotate] re-encrypts the stored
+    history with the first key. Then the old keys can be dropped.
 
     Args:
         session_id: Identifies the conversation. It also salts the key derivation.
@@ -163,7 +165,8 @@ class EncryptedSession(AtomicReplacement, WrapperSessionABC, AsyncCloseable):
     Example:
         ```python
         from cryptography.fernet import Fernet
-        from turnstore import EncryptedSession, SQLiteSession
+        from turnstore import SQLiteSession
+        from turnstore.extensions.memory import EncryptedSession
 
         key = Fernet.generate_key().decode()  # keep it in your secret store
         session = EncryptedSession(

@@ -14,9 +14,9 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from .._extras import missing_extra
 from ..exceptions import SessionDecryptionError
 from .codec import encode_items
-from .extras import missing_extra
 
 if TYPE_CHECKING:
     from cryptography.fernet import Fernet

@@ -26,7 +26,7 @@ class SessionSettings:
     same keys is accepted too.
 
     A run loads the latest items of the history that fit every limit set here (see
-    [`load_history`][turnstore.load_history]); the window never starts with a tool output
+    [`load_history`][turnstore.memory.load_history]); the window never starts with a tool output
     whose call was cut off.
 
     Attributes:
@@ -38,7 +38,7 @@ class SessionSettings:
             no turn limit.
         limit_tokens: An estimated token budget for the history a run loads: the latest items
             whose estimated tokens add up to at most this many (see
-            [`estimate_item_tokens`][turnstore.estimate_item_tokens]: a quarter of the
+            [`estimate_item_tokens`][turnstore.memory.estimate_item_tokens]: a quarter of the
             length of each item's JSON, rounded up). `None`: no budget.
 
     Raises:

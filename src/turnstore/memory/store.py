@@ -1,9 +1,9 @@
 """Looking after every session in one storage: list, inspect, export, import, clear, count.
 
-The base [`SessionStore`][turnstore.SessionStore] and what it returns, plus helpers the
+The base [`SessionStore`][turnstore.admin.SessionStore] and what it returns, plus helpers the
 per-backend stores (`sqlite/store.py`, `sqlalchemy/store.py`, `redis/store.py`) share
 (the internal ones in `_store_helpers.py`).
-[`open_session_store`][turnstore.open_session_store] (in `open_store.py`, so that this module
+[`open_session_store`][turnstore.admin.open_session_store] (in `open_store.py`, so that this module
 imports no backend) picks the backend. The `turnstore` command line is built on them.
 """
 
@@ -50,7 +50,7 @@ class SessionInfo:
 
 @dataclass(frozen=True, slots=True)
 class SessionStats:
-    """Totals of one storage, from [`SessionStore.stats`][turnstore.SessionStore.stats].
+    """Totals of one storage, from [`SessionStore.stats`][turnstore.admin.SessionStore.stats].
 
     Attributes:
         backend: `"sqlite"`, the SQLAlchemy dialect name (`"postgresql"`, `"mysql"`, ...) or
@@ -100,7 +100,7 @@ class SessionRecord:
 
     @classmethod
     def from_json(cls, data: Any, *, where: str = "record") -> SessionRecord:
-        """Build a record from the dict that [`to_json`][turnstore.SessionRecord.to_json] made.
+        """Build a record from the dict that `to_json` made.
 
         Args:
             data: The decoded JSON value.
@@ -158,7 +158,7 @@ class EncodedWrite:
 class SessionStore(AsyncCloseable):
     """Every session in one storage, for listing, export, import and clean-up.
 
-    Get one with [`open_session_store`][turnstore.open_session_store]; close it with
+    Get one with [`open_session_store`][turnstore.admin.open_session_store]; close it with
     `await store.close()` or `async with`.
 
     Attributes:

@@ -18,8 +18,8 @@ from sqlalchemy.exc import (
 )
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from ..._extras import missing_extra
 from ...exceptions import SessionStorageError
-from ..extras import missing_extra
 from .libpq import split_libpq_params
 from .pgbouncer import split_pgbouncer_flag, watch_for_pooler
 from .timeouts import DEFAULT_COMMAND_TIMEOUT, check_command_timeout

@@ -355,7 +355,7 @@ class SQLiteSession(SessionABC, AsyncCloseable):
         Every row counts: the history, the archive, and, on an `AdvancedSQLiteSession`, the
         rows of every branch (they all live in the messages table). Row ids, order and
         `created_at` stay, so branches keep sharing what they shared. Used by
-        [`EncryptedSession.rotate`][turnstore.EncryptedSession.rotate].
+        [`EncryptedSession.rotate`][turnstore.extensions.memory.EncryptedSession.rotate].
 
         Args:
             rewrite: Called on the writer thread with each row's stored JSON text; returns the

@@ -65,7 +65,7 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
 
     Example:
         ```python
-        from turnstore import AdvancedSQLiteSession
+        from turnstore.extensions.memory import AdvancedSQLiteSession
 
         session = AdvancedSQLiteSession(session_id="u1", db_path="chat.db")
         await session.add_items([{"role": "user", "content": "Hi"}])
