@@ -1,8 +1,8 @@
 """A cancelled `add_items` on a database another process keeps locked gives up promptly.
 
-The database thread retries a busy database for up to `BUSY_RETRY_SECONDS` (60 s). A caller cancelled
-meanwhile must get its `CancelledError` without waiting for that: its write is dropped, whole,
-and nothing of it is ever stored. The lock is held by a real second process.
+The database thread retries a busy database for up to `BUSY_RETRY_SECONDS` (60 s). A caller
+cancelled meanwhile must get its `CancelledError` without waiting for that: its write is
+dropped, whole, and nothing of it is ever stored. The lock is held by a real second process.
 """
 
 from __future__ import annotations

@@ -54,6 +54,9 @@ is retried until `BUSY_RETRY_SECONDS`."""
 BUSY_RETRY_SECONDS = 60.0
 """How long a job keeps being retried while the database is busy."""
 
+MAX_GROUP = 512
+"""The most write jobs one transaction serves (group commit)."""
+
 IDLE_CHECK_SECONDS = 1.0
 """How often an idle thread checks that some session still holds its database."""
 
@@ -66,9 +69,11 @@ class Schema(Hashable, Protocol):
 
 
 class _Shared:
-    """What the thread and its jobs share (never the database itself, which the thread outlives
-    only weakly): the busy flag, the lock that makes taking and dropping a job exclusive, the
-    connection (so that a forked child never closes it), and the prepared schemas."""
+    """What the thread and its jobs share; never the database, which the thread holds weakly.
+
+    The busy flag, the lock that makes taking and dropping a job exclusive, the connection (so
+    that a forked child never closes it), and the prepared schemas.
+    """
 
     def __init__(self) -> None:
         self.busy = False
@@ -198,7 +203,7 @@ class SQLiteDatabase:
             return self._thread
 
 
-# --- the database thread ---------------------------------------------------------------------------
+# --- the database thread -------------------------------------------------------------------
 
 
 def _serve(
@@ -207,48 +212,95 @@ def _serve(
     jobs: queue.SimpleQueue[Job | _Stop],
     shared: _Shared,
 ) -> None:
+    item: Job | _Stop | None = None
     try:
         while True:
-            try:
-                job = jobs.get(timeout=IDLE_CHECK_SECONDS)
-            except queue.Empty:
-                if owner() is None:
-                    return  # every session of this database was garbage-collected
-                continue
-            if isinstance(job, _Stop):
+            if item is None:
+                try:
+                    item = jobs.get(timeout=IDLE_CHECK_SECONDS)
+                except queue.Empty:
+                    if owner() is None:
+                        return  # every session of this database was garbage-collected
+                    continue
+            if isinstance(item, _Stop):
                 return
-            with shared.lock:
-                if job.taken:
-                    continue  # dropped by its cancelled caller
-                job.taken = True
-            if job.future.done():
-                continue  # a read whose caller gave up
-            try:
-                if shared.conn is None:
-                    shared.conn = _connect(path)
-                ok, value = True, _run(shared, job)
-            except Exception as exc:
-                ok, value = False, exc
-                if isinstance(exc, sqlite3.Error):
-                    value = SessionStorageError(f"SQLite failed on {path!r}: {exc}")
-                    value.__cause__ = exc
-            # A RuntimeError: the caller's event loop is closed, nobody waits any more.
-            with contextlib.suppress(RuntimeError):
-                job.future.get_loop().call_soon_threadsafe(_resolve, job.future, ok, value)
-            del job  # a job waiting in the queue must not keep the database alive
+            group, item = [item], None
+            # Group commit: the writes waiting behind this one share its transaction.
+            while group[0].write and len(group) < MAX_GROUP:
+                try:
+                    item = jobs.get_nowait()
+                except queue.Empty:
+                    break
+                if isinstance(item, _Stop) or not item.write:
+                    break
+                group.append(item)
+                item = None
+            group = [job for job in group if _take(shared, job)]
+            if group:
+                _post(_outcomes(path, shared, group))
+            del group  # a job waiting in the queue must not keep the database alive
     finally:
         if shared.conn is not None:
             with forkgate.transaction():  # the last close checkpoints: it takes locks
                 shared.conn.close()
             shared.conn = None
+        error = SessionClosedError(f"the SQLite database {path!r} was closed")
         while True:  # nothing is queued after the stop; should a job be, it is told
             try:
                 left = jobs.get_nowait()
             except queue.Empty:
                 break
-            if isinstance(left, Job) and not left.future.done():
-                error = SessionClosedError(f"the SQLite database {path!r} was closed")
-                left.future.get_loop().call_soon_threadsafe(_resolve, left.future, False, error)
+            if isinstance(left, Job):
+                _post([(left, False, error)])
+
+
+def _take(shared: _Shared, job: Job) -> bool:
+    with shared.lock:
+        if job.taken:
+            return False  # dropped by its cancelled caller
+        job.taken = True
+    return not job.future.done()  # done: a read whose caller gave up
+
+
+Outcome = tuple[Job, bool, Any]
+"""A job, whether it succeeded, and its result or exception."""
+
+
+def _outcomes(path: str, shared: _Shared, group: list[Job]) -> list[Outcome]:
+    """Run a group as one transaction; if one of its jobs fails, run each job alone."""
+    try:
+        if shared.conn is None:
+            shared.conn = _connect(path)
+        return _run(shared, group)
+    except _Failed as failed:
+        if len(group) == 1:
+            return [(group[0], False, _storage_error(path, failed.error))]
+    except Exception as exc:
+        return [(job, False, _storage_error(path, exc)) for job in group]
+    return [outcome for job in group for outcome in _outcomes(path, shared, [job])]
+
+
+def _storage_error(path: str, exc: BaseException) -> BaseException:
+    if isinstance(exc, sqlite3.Error):
+        error = SessionStorageError(f"SQLite failed on {path!r}: {exc}")
+        error.__cause__ = exc
+        return error
+    return exc
+
+
+def _post(outcomes: list[Outcome]) -> None:
+    for job, ok, value in outcomes:
+        # A RuntimeError: the caller's event loop is closed, nobody waits any more.
+        with contextlib.suppress(RuntimeError):
+            job.future.get_loop().call_soon_threadsafe(_resolve, job.future, ok, value)
+
+
+class _Failed(Exception):
+    """A job of a group raised (not a busy database): the group was rolled back."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def _connect(path: str) -> sqlite3.Connection:
@@ -272,41 +324,56 @@ def _connect(path: str) -> sqlite3.Connection:
     return conn
 
 
-def _run(shared: _Shared, job: Job) -> Any:
-    """Run `job` as one transaction; retry it while the database is busy."""
+def _run(shared: _Shared, group: list[Job]) -> list[Outcome]:
+    """Run `group` as one transaction; retry it while the database is busy.
+
+    A write whose caller was cancelled while the database is busy is dropped from the group.
+    """
     conn = shared.conn
     assert conn is not None
-    schema = job.schema
-    prepare = schema is not None and schema not in shared.prepared
     deadline = time.monotonic() + BUSY_RETRY_SECONDS
+    dropped: list[Outcome] = []
     try:
-        while True:
+        while group:
             try:
-                with forkgate.transaction():  # the process does not fork inside it
-                    try:
-                        conn.execute("BEGIN IMMEDIATE" if job.write or prepare else "BEGIN")
-                        forget_touched()
-                        if prepare:
-                            schema.create(conn)  # type: ignore[union-attr]
-                        result = job.work(conn)
-                        stamp_touched(conn)  # the written sessions' activity: now, at the commit
-                        conn.execute("COMMIT")
-                    except BaseException:
-                        if conn.in_transaction:
-                            conn.execute("ROLLBACK")
-                        raise
-                if prepare:
-                    shared.prepared.add(schema)
-                return result
+                results = _transaction(conn, shared.prepared, group)
+                return dropped + [(job, True, r) for job, r in zip(group, results, strict=True)]
             except sqlite3.OperationalError as exc:
                 if not _is_busy(exc) or time.monotonic() > deadline:
                     raise
-                shared.busy = True  # another process holds the lock: wait, then run it again
-                if job.abandoned:
-                    raise _dropped() from None
-                time.sleep(0.005)
+            shared.busy = True  # another process holds the lock: wait, then run it again
+            dropped += [(job, False, _dropped()) for job in group if job.abandoned]
+            group = [job for job in group if not job.abandoned]
+            time.sleep(0.005)
+        return dropped
     finally:
         shared.busy = False
+
+
+def _transaction(conn: sqlite3.Connection, prepared: set[Hashable], group: list[Job]) -> list[Any]:
+    new = {job.schema for job in group if job.schema is not None} - prepared
+    results: list[Any] = []
+    with forkgate.transaction():  # the process does not fork inside it
+        try:
+            conn.execute("BEGIN IMMEDIATE" if group[0].write or new else "BEGIN")
+            forget_touched()
+            try:
+                for schema in new:
+                    schema.create(conn)
+                for job in group:
+                    results.append(job.work(conn))
+            except Exception as exc:
+                if isinstance(exc, sqlite3.OperationalError) and _is_busy(exc):
+                    raise
+                raise _Failed(exc) from exc
+            stamp_touched(conn)  # the written sessions' activity: now, at the commit
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+    prepared.update(new)
+    return results
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:

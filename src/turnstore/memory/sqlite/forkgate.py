@@ -72,7 +72,7 @@ _inherited: list[sqlite3.Connection] = []
 
 
 def transaction() -> _Gate:
-    """Hold off `os.fork()` while the caller's SQLite statements run (`with transaction(): ...`)."""
+    """Return the gate that holds off `os.fork()` while a `with` block runs SQLite statements."""
     return _gate
 
 

@@ -349,10 +349,10 @@ class SQLiteSchema:
     def touch(self, conn: sqlite3.Connection, session_ids: Iterable[str]) -> None:
         """Record a write to these sessions: create their rows now, stamp them at the commit.
 
-        The row is created (or bumped) at once, and `stamp_touched`, which the database thread runs as
-        the last statement before `COMMIT`, sets `updated_at` again: a session's last activity
-        is when its write committed, not when its transaction began, so a prune whose cutoff
-        falls while the write's transaction is open keeps the session.
+        The row is created (or bumped) at once, and `stamp_touched`, which the database thread
+        runs as the last statement before `COMMIT`, sets `updated_at` again: a session's last
+        activity is when its write committed, not when its transaction began, so a prune whose
+        cutoff falls while the write's transaction is open keeps the session.
         """
         ids = list(session_ids)
         conn.executemany(self.touch_session, [(sid,) for sid in ids])

@@ -385,4 +385,3 @@ class SQLiteSession(SessionABC, AsyncCloseable):
 
         rewritten: int = await self._write(run)
         return rewritten
-

@@ -1,7 +1,8 @@
 """The CLI's store for SQLite files written by `SQLiteSession`.
 
 Every job runs through the file's `SQLiteDatabase` (`database.py`), the one way into a SQLite
-file: the same thread, busy timeout, WAL set-up and fork gate as the sessions on that file. Its SQL lives in `schema.py` and `advanced/schema.py`.
+file: the same thread, busy timeout, WAL set-up and fork gate as the sessions on that file. Its
+SQL lives in `schema.py` and `advanced/schema.py`.
 """
 
 from __future__ import annotations
