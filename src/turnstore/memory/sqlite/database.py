@@ -3,8 +3,11 @@
 The design is aiosqlite's: the connection is opened on its own thread and only ever used there;
 the event loop puts (work, future) jobs on the thread's queue and awaits the future, which the
 thread resolves with `loop.call_soon_threadsafe`, checking `future.done()` first so that a
-cancelled caller cannot break the thread. Each job is one transaction (`BEGIN IMMEDIATE` for a
-write), so every write is atomic.
+cancelled caller cannot break the thread. Each read is one transaction; the writes waiting in
+the queue share one `BEGIN IMMEDIATE` transaction (group commit: `bench/bench_sqlite.py`'s
+concurrent adds measured 7.0x the SDK's with it, 3.0x without), each caller's future resolved
+after the commit; when one of them fails, each is run again alone, so the failure stays with its
+caller.
 
 - One `SQLiteDatabase` per file in the process, shared by every session and store on that file
   (`acquire_database`: keyed by the absolute path; `:memory:` gets one per session object).

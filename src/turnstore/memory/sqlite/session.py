@@ -2,7 +2,8 @@
 
 How it works (see `database.py` for the thread, `schema.py` for the tables and all SQL,
 `reads.py` for the reads): every session object on one file shares that file's one thread and
-connection, which runs each call as one transaction. The event loop only encodes JSON, queues
+connection, which runs each call in one transaction (concurrent writes share one: group
+commit). The event loop only encodes JSON, queues
 work and awaits it; no SQLite call runs on it, the constructor included (the schema is created
 by the thread on first use).
 
@@ -54,8 +55,8 @@ class SQLiteSession(SessionABC, AsyncCloseable):
 
     Different session ids on one database are isolated; the same id on one file shares its
     history across session objects, threads and processes. Every session object on a file shares
-    one thread and connection; each call is one transaction and returns once it is committed,
-    and a committed call survives a crash or SIGKILL of the process. Nothing touches SQLite on
+    one thread and connection; each call is atomic (concurrent writes share one transaction)
+    and returns once it is committed, and a committed call survives a crash or SIGKILL of the process. Nothing touches SQLite on
     the event loop thread.
 
     Args:
