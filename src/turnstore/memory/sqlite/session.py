@@ -56,8 +56,8 @@ class SQLiteSession(SessionABC, AsyncCloseable):
     Different session ids on one database are isolated; the same id on one file shares its
     history across session objects, threads and processes. Every session object on a file shares
     one thread and connection; each call is atomic (concurrent writes share one transaction)
-    and returns once it is committed, and a committed call survives a crash or SIGKILL of the process. Nothing touches SQLite on
-    the event loop thread.
+    and returns once it is committed, and a committed call survives a crash or SIGKILL of the
+    process. Nothing touches SQLite on the event loop thread.
 
     Args:
         session_id: Identifies the conversation inside the database.
