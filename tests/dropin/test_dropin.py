@@ -22,7 +22,7 @@ from turnstore.testing import FakeOpenAIServer
 
 
 def _threads_of(session: SQLiteSession) -> list[threading.Thread]:
-    return list(session._db._threads)
+    return [session._db._thread]
 
 
 def test_sync_close_from_sync_code_stops_the_threads(tmp_path: Path) -> None:

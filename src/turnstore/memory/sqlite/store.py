@@ -1,15 +1,14 @@
 """The CLI's store for SQLite files written by `SQLiteSession`.
 
 Every job runs through the file's `SQLiteDatabase` (`database.py`), the one way into a SQLite
-file: the same writer thread, busy timeout, WAL set-up and fork gate as the sessions on that
-file. Its SQL lives in `schema.py` and `advanced/schema.py`.
+file: the same thread, busy timeout, WAL set-up and fork gate as the sessions on that file. Its
+SQL lives in `schema.py` and `advanced/schema.py`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import sqlite3
-import weakref
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -23,15 +22,14 @@ from ..session import Session
 from ..store import EncodedWrite, SessionInfo, SessionRecord, SessionStats, SessionStore
 from .advanced.branches import Branches, check_branch_id
 from .advanced.schema import MAIN, AdvancedSQLiteSchema
-from .database import Work
-from .registry import acquire_database, release_later, release_now
+from .database import Work, acquire_database, release_now
 from .schema import SQLiteSchema, sqlite_time
 
 __all__ = ["SQLiteStore"]
 
 
 class SQLiteStore(SessionStore):
-    """A SQLite file written by `SQLiteSession`, read and written by the file's database threads."""
+    """A SQLite file written by `SQLiteSession`, read and written by the file's database thread."""
 
     backend = "sqlite"
 
@@ -58,17 +56,16 @@ class SQLiteStore(SessionStore):
         self._closed = False
         # Shared with every session on the file; nothing touches the file until the first job.
         self._db = acquire_database(path)
-        self._finalizer = weakref.finalize(self, release_later, self._db)
 
     def _close_now(self) -> Release | None:
-        """Release the file's database (its threads stop when no session uses it either)."""
-        self._closed = True
-        if self._finalizer.detach() is None:
+        """Release the file's database (its thread stops when no session uses it either)."""
+        if self._closed:
             return None
+        self._closed = True
         return release_now(self._db)
 
     async def _run(self, work: Work, *, write: bool) -> Any:
-        """Run `work` as one transaction on the writer (`write`) or a reader thread."""
+        """Run `work` as one transaction (a write transaction if `write`) on the file's thread."""
         if self._closed:
             raise SessionClosedError(f"the store on the SQLite file {self._path!r} is closed")
         job = self._db.enqueue(work, write=write)
@@ -78,7 +75,7 @@ class SQLiteStore(SessionStore):
         return await job.future
 
     async def _read(self, work: Work) -> Any:
-        """Run `work` on a reader; first give an older branched file its branch column."""
+        """Run `work` as a read; first give an older branched file its branch column."""
         try:
             return await self._run(work, write=False)
         except _NoBranchColumn:
@@ -183,7 +180,7 @@ class SQLiteStore(SessionStore):
         return self._advanced.items_table in tables and self._advanced.branches_table in tables
 
     def _branched(self, conn: sqlite3.Connection) -> bool:
-        """Whether the file keeps `AdvancedSQLiteSession` branches (on a reader thread).
+        """Whether the file keeps `AdvancedSQLiteSession` branches (a read).
 
         Raises:
             _NoBranchColumn: It does, in an older layout that `_add_branch_column` migrates.
@@ -195,7 +192,7 @@ class SQLiteStore(SessionStore):
         return True
 
     def _add_branch_column(self, conn: sqlite3.Connection) -> None:
-        """On the writer: add the branch column to a branched file that lacks it."""
+        """A write: add the branch column to a branched file that lacks it."""
         if self._has_branch_tables(conn) and not self._advanced.has_branch_column(conn):
             self._advanced.ensure_branch_column(conn)
 
@@ -342,4 +339,4 @@ class SQLiteStore(SessionStore):
 
 
 class _NoBranchColumn(Exception):
-    """A branched file lacks the messages table's `branch_id`: the writer adds it first."""
+    """A branched file lacks the messages table's `branch_id`: a write adds it first."""

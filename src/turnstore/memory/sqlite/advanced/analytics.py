@@ -1,6 +1,6 @@
 """The turn and usage analytics of `AdvancedSQLiteSession` (a mixin; see `session.py`).
 
-Each method is one job on the database's threads, through the session's `_on_branch` or `_read`.
+Each method is one job on the database's thread, through the session's `_on_branch` or `_read`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The branch operations of `AdvancedSQLiteSession`, run on the database's threads.
+"""The branch operations of `AdvancedSQLiteSession`, run on the database's thread.
 
 Each function takes the connection of the thread it runs on; the writer's run inside its
 transaction, so each operation is atomic. See `schema.py` for the layout.

@@ -1,8 +1,8 @@
 """AdvancedSQLiteSession: `SQLiteSession` with conversation branches and token usage per turn.
 
-Every operation is one job on the database's writer or reader threads (`database.py`), so it keeps
-`SQLiteSession`'s guarantees: no SQLite call on the event loop, group commit for `add_items` on
-`main`, one transaction per write, committed writes survive a crash. How branches share history
+Every operation is one job on the database's thread (`database.py`), so it keeps
+`SQLiteSession`'s guarantees: no SQLite call on the event loop, one transaction per write,
+committed writes survive a crash. How branches share history
 without copying it: `schema.py`; the operations on them: `branches.py`; what is derived from the
 items (turns, tools, usage): `items.py`; the turn and usage methods: `analytics.py`.
 """
@@ -199,7 +199,7 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Append items to the current branch in one transaction: all of them or none.
 
-        On `main` the write joins the group commit of `SQLiteSession.add_items`.
+        On `main` this is `SQLiteSession.add_items`.
 
         Raises:
             TypeError: As `SQLiteSession.add_items`; nothing is stored.
