@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -123,28 +124,25 @@ async def _show(store: SessionStore, args: argparse.Namespace) -> None:
 
 async def _export(store: SessionStore, args: argparse.Namespace) -> None:
     if args.all:
-        session_ids = [info.session_id async for info in store.iter_sessions()]
+        infos = [info async for info in store.iter_sessions()]
     else:
-        for session_id in args.session_ids:
-            await _require(store, session_id)
-        session_ids = list(args.session_ids)
+        infos = [await _require(store, session_id) for session_id in args.session_ids]
     if args.branch is not None:
-        for session_id in session_ids:
-            await _branch_records(store, session_id, args.branch)  # a missing branch: nothing
+        for info in infos:
+            await _branch_records(store, info.session_id, args.branch)  # a missing branch
     if args.output:
         refuse_empty = (
             None
             if args.allow_empty
             else _nothing_to_export(store, args, f"{args.output} was left as it was")
         )
-        count = await _export_to_file(store, session_ids, args.output, args.branch, refuse_empty)
+        count = await _export_to_file(store, infos, args.output, args.branch, refuse_empty)
         print(
-            f"exported {_count(count, 'item')} of {_count(len(session_ids), 'session')} "
-            f"to {args.output}",
+            f"exported {_count(count, 'item')} of {_count(len(infos), 'session')} to {args.output}",
             file=sys.stderr,
         )
     else:
-        count = await _write_records(store, session_ids, sys.stdout, args.branch)
+        count = await _write_records(store, infos, sys.stdout, args.branch)
         if not count and not args.allow_empty:
             raise CommandError(_nothing_to_export(store, args, "nothing was written"))
 
@@ -168,7 +166,7 @@ def _nothing_to_export(store: SessionStore, args: argparse.Namespace, outcome: s
 
 async def _export_to_file(
     store: SessionStore,
-    session_ids: list[str],
+    infos: list[SessionInfo],
     path: str,
     branch: str | None,
     refuse_empty: str | None,
@@ -190,7 +188,7 @@ async def _export_to_file(
         raise CommandError(f"cannot write {path}: {exc.strerror or exc}") from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            count = await _write_records(store, session_ids, out, branch)
+            count = await _write_records(store, infos, out, branch)
             if not count and refuse_empty is not None:
                 # A wrong --db must not replace the last good backup with an empty file.
                 raise CommandError(refuse_empty)
@@ -207,17 +205,27 @@ async def _export_to_file(
 
 
 async def _write_records(
-    store: SessionStore, session_ids: list[str], out: IO[str], branch: str | None
+    store: SessionStore, infos: list[SessionInfo], out: IO[str], branch: str | None
 ) -> int:
-    """Write each session's records: `main`, then each other branch (or only `branch`)."""
+    """Write each session's records: `main`, then each other branch (or only `branch`).
+
+    The first record of a session carries the session's created and last-activity times.
+    """
     count = 0
-    for session_id in session_ids:
+    for info in infos:
+        session_id = info.session_id
         if branch is not None:
             records = await _branch_records(store, session_id, branch)
         else:
             records = await store.read_records(session_id)
             for name in await store.list_branches(session_id):
                 records += await store.read_branch_records(session_id, name)
+        if records:
+            records[0] = dataclasses.replace(
+                records[0],
+                session_created_at=info.created_at,
+                session_last_activity=info.last_activity,
+            )
         for record in records:
             out.write(_dump(record.to_json()) + "\n")
             count += 1
