@@ -330,21 +330,25 @@ async def _import(store: SessionStore, args: argparse.Namespace) -> None:
     # 3. One transaction per session (one script on Redis): a session is written whole or not.
     done: list[str] = []
     total = 0
+    args.interrupts.describe = lambda: _imported(done, len(by_session), args.append)
     for session_id, entries in by_session.items():
         records = [record for _, record in entries]
+        write = asyncio.ensure_future(
+            store.write_records(session_id, records, replace=args.replace)
+        )
         try:
-            await store.write_records(session_id, records, replace=args.replace)
+            # Shielded: an interrupt lets this session's write end (whole, or not at all) and
+            # then stops the import, which says what it wrote.
+            await asyncio.shield(write)
+        except asyncio.CancelledError:
+            await asyncio.wait([write])
+            if not write.cancelled() and write.exception() is None:
+                done.append(session_id)
+            raise
         except (TurnstoreError, TypeError, ValueError, OSError) as exc:
-            written = (
-                f"{_count(len(done), 'session')} {'was' if len(done) == 1 else 'were'} imported "
-                f"before it ({_some([repr(d) for d in done])}); "
-                "rerun with --replace to import the file again without duplicates"
-                if done
-                else "nothing was imported"
-            )
             raise CommandError(
                 f"importing session {session_id!r} failed, nothing of it was written: {exc}. "
-                f"{written}"
+                f"{_imported(done, len(by_session), args.append)}"
             ) from exc
         done.append(session_id)
         total += len(records)
@@ -352,6 +356,24 @@ async def _import(store: SessionStore, args: argparse.Namespace) -> None:
         f"imported {_count(total, 'item')} into {_count(len(by_session), 'session')}",
         file=sys.stderr,
     )
+
+
+def _imported(done: list[str], total: int, append: bool) -> str:
+    """What an import that stopped wrote (`done`, of `total` sessions) and how to finish it."""
+    if not done:
+        return "nothing was imported"
+    if len(done) == total:
+        return f"every session of the file was imported ({total:,})"
+    written = (
+        f"{len(done):,} of {_count(total, 'session')} {'was' if len(done) == 1 else 'were'} "
+        f"imported, each whole ({_some([repr(d) for d in done])}); the others were not written"
+    )
+    if append:
+        return (
+            f"{written}. Importing the file again with --append would add the items of those "
+            f"{len(done):,} again: import only the other sessions' lines"
+        )
+    return f"{written}. Run the same import with --replace to finish it"
 
 
 def _some(names: list[str], shown: int = 5) -> str:
@@ -427,18 +449,16 @@ COMMANDS: dict[str, Handler] = {
 
 
 async def run(store: SessionStore, args: argparse.Namespace) -> None:
-    """Carry out `args.command` on `store`, then close the store.
+    """Carry out `args.command` on `store` (the caller closes it).
 
     Args:
         store: The opened storage.
-        args: The parsed command line (`args.records` holds an import's file, read already).
+        args: The parsed command line (`args.records` holds an import's file, read already;
+            an import sets `args.interrupts.describe` to say what it has written).
     """
-    try:
-        if args.command != "import":  # import creates the tables
-            await _require_tables(store)
-        await COMMANDS[args.command](store, args)
-    finally:
-        await store.close()
+    if args.command != "import":  # import creates the tables
+        await _require_tables(store)
+    await COMMANDS[args.command](store, args)
 
 
 async def _require_tables(store: SessionStore) -> None:
