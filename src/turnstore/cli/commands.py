@@ -363,15 +363,15 @@ def _imported(done: list[str], total: int, append: bool) -> str:
     if not done:
         return "nothing was imported"
     if len(done) == total:
-        return f"every session of the file was imported ({total:,})"
+        return f"every session of the file was imported ({total})"
     written = (
-        f"{len(done):,} of {_count(total, 'session')} {'was' if len(done) == 1 else 'were'} "
+        f"{len(done)} of {_count(total, 'session')} {'was' if len(done) == 1 else 'were'} "
         f"imported, each whole ({_some([repr(d) for d in done])}); the others were not written"
     )
     if append:
         return (
             f"{written}. Importing the file again with --append would add the items of those "
-            f"{len(done):,} again: import only the other sessions' lines"
+            f"{len(done)} again: import only the other sessions' lines"
         )
     return f"{written}. Run the same import with --replace to finish it"
 
