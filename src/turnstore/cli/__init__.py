@@ -14,7 +14,10 @@ turnstore --db redis://localhost:6379/0 prune --idle 30d
 
 An export is JSON Lines, one item per line:
 `{"session_id": "...", "created_at": "2026-11-29T10:00:00.123000+00:00", "item": {...}}`.
-Importing it into any backend gives back the same sessions, items, order and `created_at`.
+The first line of each session also carries the session's times,
+`"session": {"created_at": "...", "last_activity": "..."}`. Importing it into any backend gives
+back the same sessions, items, order and times, so `list` keeps its order and `prune --idle`
+sees the same idle sessions (a file without `session` imports as a write made now).
 In a SQLite file of `AdvancedSQLiteSession`, `show` and `list` count and show `main` (or
 `show --branch NAME`); `export` writes `main`, then each other branch whose records carry
 `"branch": "NAME"`, and `import` into a SQLite file puts them back on their branch.
