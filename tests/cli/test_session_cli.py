@@ -234,10 +234,15 @@ def test_export_import_round_trips_between_backends(
     def by_session(text: str) -> dict[str, list[str]]:
         grouped: dict[str, list[str]] = {}
         for line in text.splitlines():
-            grouped.setdefault(json.loads(line)["session_id"], []).append(line)
+            record = json.loads(line)
+            if other.name.startswith("redis") and "session" in record:
+                # Redis keeps no creation time of its own: a session's is its first item's.
+                del record["session"]["created_at"]
+                line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+            grouped.setdefault(record["session_id"], []).append(line)
         return grouped
 
-    # Same sessions, same items in the same order, same created_at: byte for byte.
+    # Same sessions, same items in the same order, same times: byte for byte.
     assert by_session(second) == by_session(first.read_text(encoding="utf-8"))
 
 
@@ -503,7 +508,8 @@ def test_a_session_that_fails_at_write_time_is_written_whole_or_not_at_all(
         assert backend.items("a") == [{"old": True}]
         return
     assert "importing session 'b' failed, nothing of it was written" in err
-    assert "1 session was imported before it ('a')" in err
+    assert "1 of 2 sessions was imported, each whole ('a')" in err
+    assert "Run the same import with --replace to finish it" in err
     assert backend.items("a") == [{"n": 0}, {"n": 1}, {"n": 2}]
     assert backend.items("b") == [{"old": True}]  # the replacement was rolled back whole
 

@@ -14,7 +14,10 @@ turnstore --db redis://localhost:6379/0 prune --idle 30d
 
 An export is JSON Lines, one item per line:
 `{"session_id": "...", "created_at": "2026-11-29T10:00:00.123000+00:00", "item": {...}}`.
-Importing it into any backend gives back the same sessions, items, order and `created_at`.
+The first line of each session also carries the session's times,
+`"session": {"created_at": "...", "last_activity": "..."}`. Importing it into any backend gives
+back the same sessions, items, order and times, so `list` keeps its order and `prune --idle`
+sees the same idle sessions (a file without `session` imports as a write made now).
 In a SQLite file of `AdvancedSQLiteSession`, `show` and `list` count and show `main` (or
 `show --branch NAME`); `export` writes `main`, then each other branch whose records carry
 `"branch": "NAME"`, and `import` into a SQLite file puts them back on their branch.
@@ -28,6 +31,7 @@ import difflib
 import os
 import re
 import sys
+import threading
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import NoReturn
@@ -35,7 +39,9 @@ from typing import NoReturn
 from .. import __version__
 from ..memory.open_store import open_session_store
 from ..memory.sqlalchemy.timeouts import DEFAULT_COMMAND_TIMEOUT
+from ..memory.store import SessionStore
 from .commands import UNITS, CommandError, load_export, run
+from .interrupts import Interrupts
 
 __all__ = ["build_parser", "main"]
 
@@ -264,12 +270,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns:
         The exit status: 0 on success (also when the reader of the output stops early, as
         `head` does), 1 when the command failed (a missing session, a storage error), 2 for a
-        usage error (a bad option or storage target).
+        usage error (a bad option or storage target), 130 when interrupted by Ctrl-C (SIGINT)
+        and 143 by SIGTERM. Run as the program (no `argv`, in the main thread), it handles
+        those signals itself (an interrupt prints one line saying what was done) and ends the
+        process instead of returning.
     """
+    interrupts = Interrupts()
+    program = argv is None and threading.current_thread() is threading.main_thread()
+    if program:
+        interrupts.install()
+    try:
+        status = _parse_and_run(argv, interrupts)
+    except SystemExit as exc:  # argparse: --help, --version, a usage error
+        if not program or not (exc.code is None or isinstance(exc.code, int)):
+            raise
+        status = exc.code or 0
+    if program:
+        interrupts.exit(status)
+    return status
+
+
+def _parse_and_run(argv: Sequence[str] | None, interrupts: Interrupts) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not args.db:
         parser.error(f"no storage given: pass --db TARGET or set {_ENV_TARGET}")
+    args.interrupts = interrupts
     try:
         return _main(args)
     except BrokenPipeError:
@@ -282,7 +308,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
+    interrupts: Interrupts = args.interrupts
     if args.command == "import":
+        interrupts.describe = lambda: "nothing was imported"
         try:
             args.records = load_export(args.file)
         except CommandError as exc:
@@ -299,15 +327,17 @@ def _main(args: argparse.Namespace) -> int:
     except (ValueError, TypeError, OSError, ImportError) as exc:
         return _error(exc, 2)
     try:
-        asyncio.run(run(store, args))
+        asyncio.run(_run(store, args, interrupts))
         sys.stdout.flush()
     except BrokenPipeError:
         raise  # main() treats a reader that went away as success
-    except CommandError as exc:
-        return _error(exc, 1)
-    except KeyboardInterrupt:
-        return 130
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        return interrupts.report() if interrupts.signum else 130
     except Exception as exc:
+        if interrupts.signum:  # a failure that the interrupt caused
+            return interrupts.report()
+        if isinstance(exc, CommandError):
+            return _error(exc, 1)
         # Any other failure is an error of this storage, never an empty result: name it (the
         # target shows no password).
         text = str(exc) or type(exc).__name__
@@ -315,6 +345,16 @@ def _main(args: argparse.Namespace) -> int:
             text = f"{store.target}: {text}"
         return _error(text, 1)
     return 0
+
+
+async def _run(store: SessionStore, args: argparse.Namespace, interrupts: Interrupts) -> None:
+    """Carry out the command as a task of its own, which an interrupt cancels; close `store`."""
+    work = asyncio.ensure_future(run(store, args))
+    try:
+        with interrupts.cancelling(work):
+            await work
+    finally:
+        await store.close()
 
 
 def _error(message: object, status: int) -> int:

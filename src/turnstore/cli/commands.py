@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -123,28 +124,25 @@ async def _show(store: SessionStore, args: argparse.Namespace) -> None:
 
 async def _export(store: SessionStore, args: argparse.Namespace) -> None:
     if args.all:
-        session_ids = [info.session_id async for info in store.iter_sessions()]
+        infos = [info async for info in store.iter_sessions()]
     else:
-        for session_id in args.session_ids:
-            await _require(store, session_id)
-        session_ids = list(args.session_ids)
+        infos = [await _require(store, session_id) for session_id in args.session_ids]
     if args.branch is not None:
-        for session_id in session_ids:
-            await _branch_records(store, session_id, args.branch)  # a missing branch: nothing
+        for info in infos:
+            await _branch_records(store, info.session_id, args.branch)  # a missing branch
     if args.output:
         refuse_empty = (
             None
             if args.allow_empty
             else _nothing_to_export(store, args, f"{args.output} was left as it was")
         )
-        count = await _export_to_file(store, session_ids, args.output, args.branch, refuse_empty)
+        count = await _export_to_file(store, infos, args.output, args.branch, refuse_empty)
         print(
-            f"exported {_count(count, 'item')} of {_count(len(session_ids), 'session')} "
-            f"to {args.output}",
+            f"exported {_count(count, 'item')} of {_count(len(infos), 'session')} to {args.output}",
             file=sys.stderr,
         )
     else:
-        count = await _write_records(store, session_ids, sys.stdout, args.branch)
+        count = await _write_records(store, infos, sys.stdout, args.branch)
         if not count and not args.allow_empty:
             raise CommandError(_nothing_to_export(store, args, "nothing was written"))
 
@@ -168,7 +166,7 @@ def _nothing_to_export(store: SessionStore, args: argparse.Namespace, outcome: s
 
 async def _export_to_file(
     store: SessionStore,
-    session_ids: list[str],
+    infos: list[SessionInfo],
     path: str,
     branch: str | None,
     refuse_empty: str | None,
@@ -190,7 +188,7 @@ async def _export_to_file(
         raise CommandError(f"cannot write {path}: {exc.strerror or exc}") from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            count = await _write_records(store, session_ids, out, branch)
+            count = await _write_records(store, infos, out, branch)
             if not count and refuse_empty is not None:
                 # A wrong --db must not replace the last good backup with an empty file.
                 raise CommandError(refuse_empty)
@@ -207,17 +205,27 @@ async def _export_to_file(
 
 
 async def _write_records(
-    store: SessionStore, session_ids: list[str], out: IO[str], branch: str | None
+    store: SessionStore, infos: list[SessionInfo], out: IO[str], branch: str | None
 ) -> int:
-    """Write each session's records: `main`, then each other branch (or only `branch`)."""
+    """Write each session's records: `main`, then each other branch (or only `branch`).
+
+    The first record of a session carries the session's created and last-activity times.
+    """
     count = 0
-    for session_id in session_ids:
+    for info in infos:
+        session_id = info.session_id
         if branch is not None:
             records = await _branch_records(store, session_id, branch)
         else:
             records = await store.read_records(session_id)
             for name in await store.list_branches(session_id):
                 records += await store.read_branch_records(session_id, name)
+        if records:
+            records[0] = dataclasses.replace(
+                records[0],
+                session_created_at=info.created_at,
+                session_last_activity=info.last_activity,
+            )
         for record in records:
             out.write(_dump(record.to_json()) + "\n")
             count += 1
@@ -322,21 +330,25 @@ async def _import(store: SessionStore, args: argparse.Namespace) -> None:
     # 3. One transaction per session (one script on Redis): a session is written whole or not.
     done: list[str] = []
     total = 0
+    args.interrupts.describe = lambda: _imported(done, len(by_session), args.append)
     for session_id, entries in by_session.items():
         records = [record for _, record in entries]
+        write = asyncio.ensure_future(
+            store.write_records(session_id, records, replace=args.replace)
+        )
         try:
-            await store.write_records(session_id, records, replace=args.replace)
+            # Shielded: an interrupt lets this session's write end (whole, or not at all) and
+            # then stops the import, which says what it wrote.
+            await asyncio.shield(write)
+        except asyncio.CancelledError:
+            await asyncio.wait([write])
+            if not write.cancelled() and write.exception() is None:
+                done.append(session_id)
+            raise
         except (TurnstoreError, TypeError, ValueError, OSError) as exc:
-            written = (
-                f"{_count(len(done), 'session')} {'was' if len(done) == 1 else 'were'} imported "
-                f"before it ({_some([repr(d) for d in done])}); "
-                "rerun with --replace to import the file again without duplicates"
-                if done
-                else "nothing was imported"
-            )
             raise CommandError(
                 f"importing session {session_id!r} failed, nothing of it was written: {exc}. "
-                f"{written}"
+                f"{_imported(done, len(by_session), args.append)}"
             ) from exc
         done.append(session_id)
         total += len(records)
@@ -344,6 +356,24 @@ async def _import(store: SessionStore, args: argparse.Namespace) -> None:
         f"imported {_count(total, 'item')} into {_count(len(by_session), 'session')}",
         file=sys.stderr,
     )
+
+
+def _imported(done: list[str], total: int, append: bool) -> str:
+    """What an import that stopped wrote (`done`, of `total` sessions) and how to finish it."""
+    if not done:
+        return "nothing was imported"
+    if len(done) == total:
+        return f"every session of the file was imported ({total})"
+    written = (
+        f"{len(done)} of {_count(total, 'session')} {'was' if len(done) == 1 else 'were'} "
+        f"imported, each whole ({_some([repr(d) for d in done])}); the others were not written"
+    )
+    if append:
+        return (
+            f"{written}. Importing the file again with --append would add the items of those "
+            f"{len(done)} again: import only the other sessions' lines"
+        )
+    return f"{written}. Run the same import with --replace to finish it"
 
 
 def _some(names: list[str], shown: int = 5) -> str:
@@ -419,18 +449,16 @@ COMMANDS: dict[str, Handler] = {
 
 
 async def run(store: SessionStore, args: argparse.Namespace) -> None:
-    """Carry out `args.command` on `store`, then close the store.
+    """Carry out `args.command` on `store` (the caller closes it).
 
     Args:
         store: The opened storage.
-        args: The parsed command line (`args.records` holds an import's file, read already).
+        args: The parsed command line (`args.records` holds an import's file, read already;
+            an import sets `args.interrupts.describe` to say what it has written).
     """
-    try:
-        if args.command != "import":  # import creates the tables
-            await _require_tables(store)
-        await COMMANDS[args.command](store, args)
-    finally:
-        await store.close()
+    if args.command != "import":  # import creates the tables
+        await _require_tables(store)
+    await COMMANDS[args.command](store, args)
 
 
 async def _require_tables(store: SessionStore) -> None:

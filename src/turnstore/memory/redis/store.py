@@ -322,7 +322,8 @@ class RedisStore(SessionStore):
         stamps = [to_ms(at) for at in write.created]
         elements = [encode_element(s, data) for s, data in zip(stamps, write.encoded, strict=True)]
         keys = [self._layout.items_key(session_id), self._layout.index_key(session_id)]
-        args = [session_id, "1" if write.replace else "0", *elements]
+        activity = "" if write.last_activity is None else str(to_ms(write.last_activity))
+        args = [session_id, "1" if write.replace else "0", activity, *elements]
 
         async def work() -> None:
             await self._write(keys=keys, args=args)

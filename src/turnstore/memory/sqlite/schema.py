@@ -346,6 +346,20 @@ class SQLiteSchema:
             "WHERE session_id = ?"
         )
 
+    @property
+    def set_session_times(self) -> str:
+        """Create or update a session's row with the times of an export.
+
+        Three `?`: the session id, `created_at`, `updated_at`. A `NULL` time is now for a new
+        row and left as it is in an existing one.
+        """
+        return (
+            f"INSERT INTO {quote_identifier(self.sessions_table)} "
+            f"(session_id, created_at, updated_at) VALUES (?1, coalesce(?2, {NOW}), "
+            f"coalesce(?3, {NOW})) ON CONFLICT (session_id) DO UPDATE SET "
+            "created_at = coalesce(?2, created_at), updated_at = coalesce(?3, updated_at)"
+        )
+
     def touch(self, conn: sqlite3.Connection, session_ids: Iterable[str]) -> None:
         """Record a write to these sessions: create their rows now, stamp them at the commit.
 

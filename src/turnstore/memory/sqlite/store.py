@@ -19,7 +19,14 @@ from ..closing import Release
 from ..codec import encode_items, validate_table_names
 from ..mutation import await_session_mutation
 from ..session import Session
-from ..store import EncodedWrite, SessionInfo, SessionRecord, SessionStats, SessionStore
+from ..store import (
+    EncodedWrite,
+    SessionInfo,
+    SessionRecord,
+    SessionStats,
+    SessionStore,
+    session_times_of,
+)
 from .advanced.branches import Branches, check_branch_id
 from .advanced.schema import MAIN, AdvancedSQLiteSchema
 from .database import Work, acquire_database, release_now
@@ -273,9 +280,16 @@ class SQLiteStore(SessionStore):
             return
         encoded = encode_items([record.item for record in records])
         now = datetime.now().astimezone()
+        write = EncodedWrite(
+            session_id,
+            encoded,
+            [utc(record.created_at or now) for record in records],
+            replace,
+            *session_times_of(records),
+        )
         rows = [
-            (record.branch or MAIN, data, sqlite_time(utc(record.created_at or now)))
-            for record, data in zip(records, encoded, strict=True)
+            (record.branch or MAIN, data, sqlite_time(at))
+            for record, data, at in zip(records, encoded, write.created, strict=True)
         ]
         self.check_records(session_id, records)
         advanced = self._advanced
@@ -286,7 +300,7 @@ class SQLiteStore(SessionStore):
                 conn.execute(advanced.delete_messages, (session_id,))
                 advanced.delete_side_rows(conn, session_id)
             self._advanced.check_session(conn, session_id)
-            advanced.touch(conn, [session_id])
+            _touch(conn, advanced, write)
             branches = Branches(conn, advanced, session_id)
             for name in dict.fromkeys(name for name, _d, _s in rows if name != MAIN):
                 if name not in branches.rows:
@@ -315,7 +329,7 @@ class SQLiteStore(SessionStore):
             if write.replace:
                 conn.execute(schema.delete_messages, (session_id,))
                 schema.delete_side_rows(conn, session_id)
-            schema.touch(conn, [session_id])
+            _touch(conn, schema, write)
             conn.executemany(
                 schema.insert_with_time,
                 [
@@ -336,6 +350,33 @@ class SQLiteStore(SessionStore):
             sessions_table=self._sessions_table,
             messages_table=self._messages_table,
         )
+
+
+def _touch(conn: sqlite3.Connection, schema: SQLiteSchema, write: EncodedWrite) -> None:
+    """Record a write to the session (its commit is its last activity), or the export's times.
+
+    A write that carries the session's times (an import of an export) stores them instead.
+    """
+    session_id = write.session_id
+    if write.session_created is None and write.last_activity is None:
+        schema.touch(conn, [session_id])
+        return
+    existing = None
+    if not write.replace:
+        row = conn.execute(schema.select_one_info, (session_id,)).fetchone()
+        if row is not None:
+            existing = (parse_sqlite_time(row[1]), parse_sqlite_time(row[2]))
+    created, last = write.session_times(existing)
+    if last is None:
+        schema.touch(conn, [session_id])  # stamped as the transaction commits
+    conn.execute(
+        schema.set_session_times,
+        (
+            session_id,
+            None if created is None else sqlite_time(created),
+            None if last is None else sqlite_time(last),
+        ),
+    )
 
 
 class _NoBranchColumn(Exception):
