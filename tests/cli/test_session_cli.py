@@ -334,19 +334,19 @@ def test_every_command_and_option_is_documented() -> None:
 
     from turnstore.cli import build_parser
 
-    docs = (Path(__file__).parents[2] / "docs" / "backends.md").read_text(encoding="utf-8")
+    docs = (Path(__file__).parents[2] / "docs" / "cli.md").read_text(encoding="utf-8")
     parser = build_parser()
     subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     for name, sub in subparsers.choices.items():
-        assert f"| `{name}" in docs, f"command {name!r} is missing from docs/backends.md"
+        assert f"| `{name}" in docs, f"command {name!r} is missing from docs/cli.md"
         for action in sub._actions:
             for option in action.option_strings:
                 if option.startswith("--") and option != "--help":
-                    assert option in docs, f"{name} {option} is missing from docs/backends.md"
+                    assert option in docs, f"{name} {option} is missing from docs/cli.md"
     for action in parser._actions:
         for option in action.option_strings:
             if option.startswith("--") and option != "--help":
-                assert option in docs, f"{option} is missing from docs/backends.md"
+                assert option in docs, f"{option} is missing from docs/cli.md"
 
 
 # --- import: everything checked before the first write; one transaction per session -------------
