@@ -39,6 +39,7 @@ class Options:
     files: list[str] = field(default_factory=list)  # English pages relative to docs/
     langs: list[str] = field(default_factory=lambda: list(LANGUAGES))
     force: bool = False
+    keep: bool = False  # --adopt --keep: the stale sections' translation still holds
 
     @property
     def docs(self) -> Path:
@@ -101,6 +102,8 @@ def page_problems(plan: Plan, glossary: Glossary, docs: Path) -> list[tuple[int,
             action = "run scripts/translate_docs.py"
             if status == "revised":
                 action += ", or --adopt if the edit already follows the new English"
+            if status == "changed":
+                action += f", or --adopt --keep --file docs/{plan.page} if it still holds"
             problems.append((1, f"stale, {note} ({sections}): {action}"))
     if len(plan.translation.sections) > len(plan.sections) and plan.recorded:
         problems.append((1, "stale, sections were removed in English: run the tool"))
@@ -137,10 +140,14 @@ def check(options: Options, manifest: Manifest, glossary: Glossary) -> int:
 
 
 def adopt(options: Options, manifest: Manifest, glossary: Glossary) -> int:
-    """`--adopt`: record hand edits of sections whose English is current, after the checks."""
+    """`--adopt`: record hand edits of sections whose English is current, after the checks.
+
+    With `options.keep` (`--adopt --keep --file PAGE`), also the sections whose English changed
+    and whose translation did not: their current translation still holds.
+    """
     adopted, refused = [], 0
     for plan in plans(options, manifest, glossary):
-        adoptable = ("edited", "revised", "unrecorded", "glossary")
+        adoptable = ("edited", "revised", "unrecorded", "glossary", *("changed",) * options.keep)
         wanted = [s for s in plan.sections if s.status in adoptable]
         if not wanted or plan.translation is None:
             continue

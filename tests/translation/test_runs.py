@@ -331,3 +331,20 @@ def test_sections_moved_in_english_pair_by_their_heading_ids(
     assert (ran.returncode, ran.stdout) == (0, "adopted docs/ja/basic.md\n"), ran.stderr
     assert site.run("--check", "--lang", "ja").returncode == 0
     assert "stale, the English changed (1 section)" in site.run("--check", "--lang", "zh").stderr
+
+
+def test_adopt_keep_records_a_stale_translation_that_still_holds(site: Site) -> None:
+    adopted(site, "code_in_ratio")
+    site.edit("docs/code_in_ratio.md", "than one by one", "than one at a time")
+    checked = site.run("--check")
+    assert checked.stderr.count("--adopt --keep --file docs/code_in_ratio.md") == 3
+    assert site.run("--adopt").stdout == "nothing to adopt\n"
+    assert site.run("--adopt", "--keep").returncode == 2  # never site-wide
+    ran = site.run("--adopt", "--keep", "--file", "docs/code_in_ratio.md")
+    assert ran.stdout.count("adopted docs/") == 3, ran.stderr
+    assert site.run("--check").returncode == 0
+    # The checks still run: a number the translation lacks is refused.
+    site.edit("docs/code_in_ratio.md", "2x faster", "3x faster")
+    refused = site.run("--adopt", "--keep", "--file", "docs/code_in_ratio.md")
+    assert refused.returncode == 1
+    assert refused.stderr.count("the number 3 is not in") + refused.stderr.count("3 of the") == 3
