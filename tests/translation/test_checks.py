@@ -59,6 +59,11 @@ FAULTS = [
     ("zh", "[^1]: 在一台", "[^2]: 在一台", "footnote"),
     ("ko", "SQLite 3.45에서", "SQLite 3.45 버전에서 sqlite", "'SQLite' must stay"),
     ("ja", "`SQLiteSession` を使います", "`SQLSession` を使います", "code"),
+    ("ja", "SQLite 3.45 で測定しました。", "SQLite 3.45 で測定した。", "plain form"),  # footnote
+    ("ko", "측정했습니다.", "측정했다.", "한다체"),  # a footnote's register
+    ("ja", "最大 10000 アイテムです。", "最大 10000 アイテムだ。", "plain form"),  # admonition
+    ("ja", "約 15 ms", "約 500 ms", "15"),  # with the next: two numbers swapped between blocks
+    ("zh", "| `get_items()` | 按从旧到新", "| `pop_item()` | 按从旧到新", "table row"),
 ]
 
 
@@ -70,6 +75,10 @@ def test_a_faulty_translation_is_refused_with_its_line(
     site.edit(f"docs/{lang}/page.md", old, new)
     if words == "'SQLite' must stay":
         site.edit(f"docs/{lang}/page.md", "SQLite 3.45 버전에서 sqlite", "3.45 버전에서")
+    if new == "約 500 ms":
+        site.edit(f"docs/{lang}/page.md", "500 アイテムの上限", "15 アイテムの上限")
+    if words == "table row":  # the code of two rows swapped
+        site.edit(f"docs/{lang}/page.md", "| `pop_item()` | 删除", "| `get_items()` | 删除")
     ran = site.run("--adopt", "--lang", lang)
     assert ran.returncode == 1
     assert ran.stderr.startswith(f"docs/{lang}/page.md:")
