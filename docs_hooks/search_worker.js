@@ -38,7 +38,7 @@ function segmentQuery(query) {
         return word;
       }
       const parts = segmenter.segment(word).filter((part) => !PARTICLE.test(part));
-      return parts.length ? parts.map(closeHan).join(" ") : word;
+      return parts.length ? parts.join(" ") : word;
     })
     .join("");
 }
@@ -64,7 +64,7 @@ function segmentChinese(query) {
       words.push(run.slice(i, end));
       i = end;
     }
-    return words.map(closeHan).join(" ");
+    return words.join(" ");
   });
 }
 
@@ -106,7 +106,7 @@ function addSynonyms(query) {
 }
 
 function normalTerm(term) {
-  return term.toLowerCase().replace(/\^\d+|[*~^+\-]/g, "");
+  return term.toLowerCase().replace(/\^\d+|[*~^+\-〇]/g, "");
 }
 
 // True when Material's query term `term` is one of, or a piece of, the words of `group`.
@@ -177,7 +177,10 @@ addEventListener("message", (event) => {
     // Before and after segmentation: "圧縮" typed alone, or as a word of "履歴の圧縮".
     message.data = boostNames(
       addSynonyms(segmentChinese(segmentQuery(addSynonyms(message.data)))),
-    );
+    )
+      .split(/(\s+)/)
+      .map(closeHan)
+      .join("");
   }
 });
 
