@@ -15,6 +15,7 @@ import pytest
 from sqlalchemy import text
 
 from support.items import user
+from support.sqlite_rows import trace_sqlite_calls, writer_meets_the_lock
 from turnstore import SessionStorageError, SQLiteSession
 from turnstore.extensions.memory import SQLAlchemySession
 from turnstore.memory.sqlalchemy.session import create_engine_for_url
@@ -51,17 +52,19 @@ async def test_replace_behind_a_held_row_lock_raises_within_command_timeout(
 
 
 async def test_cancelled_sqlite_replace_behind_another_writer_writes_nothing(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "locked.db"
+    seen = trace_sqlite_calls(monkeypatch)
     async with SQLiteSession("s", path) as session:
         await session.add_items([user("a"), user("b")])
         snapshot = await session.snapshot_history()
         holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         try:
             holder.execute("BEGIN IMMEDIATE")  # another connection holds the write lock
+            met = asyncio.create_task(writer_meets_the_lock(seen))
             task = asyncio.create_task(session.replace_history(snapshot, [user("S")]))
-            await asyncio.sleep(0.2)  # let the writer meet the lock (no timing is asserted)
+            await met
             assert not task.done()
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
