@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from support.items import user
+from support.sqlite_rows import trace_sqlite_calls, writer_meets_the_lock
 from turnstore import SessionClosedError, SessionSchemaError, SQLiteSession
 
 
@@ -362,10 +363,11 @@ async def test_a_file_written_by_the_previous_release_still_opens(db_path: str) 
 
 @pytest.mark.parametrize("through", ["direct", "runner-style shield"])
 async def test_a_cancelled_add_waiting_for_a_lock_gives_up_without_writing(
-    db_path: str, through: str
+    db_path: str, through: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from turnstore.memory import await_session_mutation
 
+    seen = trace_sqlite_calls(monkeypatch)
     async with SQLiteSession("s", db_path) as session:
         await session.add_items([user("before")])
         other = sqlite3.connect(db_path, isolation_level=None)  # another writer, as a process
@@ -374,8 +376,9 @@ async def test_a_cancelled_add_waiting_for_a_lock_gives_up_without_writing(
             call = session.add_items([user("cancelled")])
             if through != "direct":  # the runner shields its own add_items the same way
                 call = await_session_mutation(call)
+            met = asyncio.ensure_future(writer_meets_the_lock(seen))
             task = asyncio.ensure_future(call)
-            await asyncio.sleep(0.3)  # the writer is now retrying against the lock
+            await met  # the writer is now retrying against the lock
             task.cancel()
             # While the other writer still holds its lock, the cancellation completes (it
             # would otherwise wait for the lock for up to 60 s of retries).

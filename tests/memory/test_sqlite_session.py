@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from support.items import user
-from support.sqlite_rows import trace_sqlite_calls
+from support.sqlite_rows import trace_sqlite_calls, writer_meets_the_lock
 from turnstore import (
     SessionClosedError,
     SessionSchemaError,
@@ -439,13 +439,15 @@ async def test_a_busy_database_is_retried_not_reported(
     from turnstore.memory.sqlite import database as sqlite_database
 
     monkeypatch.setattr(sqlite_database, "BUSY_TIMEOUT_MS", 20)  # SQLite gives up quickly...
+    seen = trace_sqlite_calls(monkeypatch)
     async with SQLiteSession("s", db_path) as session:
         await session.get_items()
         other = sqlite3.connect(db_path, isolation_level=None)
         other.execute("BEGIN IMMEDIATE")  # ...while another process holds the write lock
         other.execute("INSERT INTO agent_messages (session_id, message_data) VALUES ('x', '{}')")
+        met = asyncio.ensure_future(writer_meets_the_lock(seen))
         add = asyncio.ensure_future(session.add_items([user("waited")]))
-        await asyncio.sleep(0.3)  # many busy timeouts long
+        await met  # SQLite gave up at least once and the thread began the write again
         assert not add.done()
         other.execute("COMMIT")
         other.close()
