@@ -10,6 +10,7 @@ import pytest
 from openai import AsyncOpenAI
 
 from support.backends import drop_tables, unique_prefix, unique_tables
+from support.waiting import eventually
 from turnstore import (
     OpenAIConversationsSession,
     OpenAIResponsesCompactionSession,
@@ -44,11 +45,9 @@ async def test_close_inside_a_loop_without_await_closes_and_releases(tmp_path: P
     session.close()  # not awaited: closed now, threads released by a task of this loop
     with pytest.raises(SessionClosedError):
         await session.get_items()
-    for _ in range(200):
-        if not any(thread.is_alive() for thread in threads):
-            break
-        await asyncio.sleep(0.01)
-    assert not any(thread.is_alive() for thread in threads)
+    await eventually(
+        lambda: not any(thread.is_alive() for thread in threads), "the session's threads to end"
+    )
 
 
 async def test_awaited_close_and_a_second_await_are_no_ops_after_a_sync_close(
@@ -103,11 +102,9 @@ async def test_sqlalchemy_sdk_keyword_form_and_sync_close(postgres_url: str) -> 
     session.close()  # not awaited: the engine is disposed by a task of this loop
     with pytest.raises(SessionClosedError):
         await session.get_items()
-    for _ in range(200):
-        if session.engine.pool.checkedin() == 0:
-            break
-        await asyncio.sleep(0.01)
-    assert session.engine.pool.checkedin() == 0
+    await eventually(
+        lambda: session.engine.pool.checkedin() == 0, "the engine to close its connections"
+    )
     with pytest.raises(TypeError, match="'pool_size' is given both"):
         SQLAlchemySession.from_url(
             "s", url=postgres_url, engine_kwargs={"pool_size": 3}, pool_size=4
@@ -129,11 +126,10 @@ async def test_redis_sdk_keyword_form_and_sync_close(redis_url: str) -> None:
     session.close()  # not awaited: the client is closed by a task of this loop
     with pytest.raises(SessionClosedError):
         await session.get_items()
-    for _ in range(200):
-        if not any(connection.is_connected for connection in connections):
-            break
-        await asyncio.sleep(0.01)
-    assert not any(connection.is_connected for connection in connections)
+    await eventually(
+        lambda: not any(connection.is_connected for connection in connections),
+        "the client to close its connections",
+    )
     await session.close()
 
 
