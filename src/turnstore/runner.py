@@ -362,9 +362,14 @@ async def _execute(
             # The window that fits the limits; it never starts with an orphaned tool output.
             # A run abandoned a moment ago may still be finishing a write: read after it.
             await _writes_landed(session)
-            stored = await load_history(session, session_history_settings(session, config))
+            limits = session_history_settings(session, config)
+            stored = await load_history(session, limits)
             history = [clean_input_item(item) for item in stored]
-            pending = _pending_tool_calls(await load_unfinished_turn(session, stored))
+            whole = (
+                limits.limit is None and limits.limit_turns is None and limits.limit_tokens is None
+            )
+            unfinished = await load_unfinished_turn(session, stored, whole=whole)
+            pending = _pending_tool_calls(unfinished)
             if pending:
                 # An interrupted run saved tool calls whose outputs it never produced (some may
                 # be outside the window): complete that turn first, or the calls stay without
