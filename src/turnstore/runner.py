@@ -20,24 +20,30 @@ await session.record_turn_usage(usage)               if the session records usag
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import copy
 import dataclasses
 import inspect
-import threading
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, NamedTuple, TypeVar, cast
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 from openai import AsyncOpenAI, OpenAIError
 from openai.types.responses import Response, ResponseFunctionToolCall
 
+from ._run_steps import (
+    StreamedOutputs,
+    call_model,
+    item_saver,
+    pending_tool_calls,
+    run_tools,
+    storable,
+    write,
+    writes_landed,
+)
 from .agent import Agent, default_model_name
 from .conversion import clean_input_item, input_items_from, output_item_to_input_item
 from .exceptions import MaxTurnsExceeded, ModelBehaviorError, ModelCallError, UserError
 from .items import TResponseInputItem
-from .memory.codec import encode_items
 from .memory.history import drop_orphan_tool_outputs, load_history, load_unfinished_turn
-from .memory.mutation import await_session_mutation
 from .memory.session import (
     Session,
     is_openai_responses_compaction_aware_session,
@@ -46,12 +52,10 @@ from .memory.session import (
 from .memory.settings import SessionSettings, coerce_session_settings
 from .models.interface import Model, ModelRequest
 from .models.openai_responses import OpenAIResponsesModel
-from .models.response_check import check_output_item, check_response, check_usage
+from .models.response_check import check_response, check_usage
 from .result import RunResult, RunResultBase, RunResultStreaming
 from .run_config import CallModelData, ModelInputData, RunConfig
 from .session_input import merge_session_input
-from .stream_events import RawResponseEvent, RunItemEvent, TextDeltaEvent
-from .tools import FunctionTool
 
 __all__ = ["Runner", "session_history_limit", "session_history_settings"]
 
@@ -362,7 +366,7 @@ async def _execute(
         if session is not None:
             # The window that fits the limits; it never starts with an orphaned tool output.
             # A run abandoned a moment ago may still be finishing a write: read after it.
-            await _writes_landed(session)
+            await writes_landed(session)
             limits = session_history_settings(session, config)
             stored = await load_history(session, limits)
             history = [clean_input_item(item) for item in stored]
@@ -370,23 +374,23 @@ async def _execute(
                 limits.limit is None and limits.limit_turns is None and limits.limit_tokens is None
             )
             unfinished = await load_unfinished_turn(session, stored, whole=whole)
-            pending = _pending_tool_calls(unfinished)
+            pending = pending_tool_calls(unfinished)
             if pending:
                 # An interrupted run saved tool calls whose outputs it never produced (some may
                 # be outside the window): complete that turn first, or the calls stay without
                 # output in the history and the Responses API rejects every window holding one.
-                completed = await _run_tools(
-                    pending, tools, agent, on_output=_item_saver(session, streaming)
+                completed = await run_tools(
+                    pending, tools, agent, on_output=item_saver(session, streaming)
                 )
                 if streaming is None:
-                    await _write(session, session.add_items(completed))
+                    await write(session, session.add_items(completed))
                 # Sent with the window only when their call is in it.
                 history = drop_orphan_tool_outputs([*history, *completed])
                 state.new_items.extend(completed)
             merged = await merge_session_input(history, new_items, config.session_input_callback)
             model_input = merged.model_input
             if merged.to_save:
-                await _write(session, session.add_items(merged.to_save))
+                await write(session, session.add_items(merged.to_save))
         else:
             model_input = new_items
 
@@ -404,7 +408,7 @@ async def _execute(
         turn_input = model_input
         # Tool outputs that completed an interrupted turn are in the history already.
         completed_first = len(state.new_items)
-        save_item = _item_saver(session, streaming)
+        save_item = item_saver(session, streaming)
         for _turn in range(max_turns):
             call_input, instructions = await _filter_model_input(
                 config,
@@ -421,12 +425,12 @@ async def _execute(
                 conversation_id=conversation_id,
             )
             # Checked before any of it is used or stored: a malformed answer fails here.
-            streamed = _StreamedOutputs(save_item)
-            response = check_response(await _call_model(model, request, streaming, streamed))
+            streamed = StreamedOutputs(save_item)
+            response = check_response(await call_model(model, request, streaming, streamed))
             state.raw_responses.append(response)
             state.usage.add_response_usage(response.usage)
 
-            outputs = _storable(
+            outputs = storable(
                 [output_item_to_input_item(item) for item in response.output],
                 f"response {response.id}",
             )
@@ -440,13 +444,13 @@ async def _execute(
                 # Streamed: what the stream did not report as done is saved (and announced)
                 # now, before any tool runs; each tool output is saved as it is produced.
                 await streamed.finish(outputs)
-            tool_outputs = await _run_tools(calls, tools, agent, on_output=save_item)
+            tool_outputs = await run_tools(calls, tools, agent, on_output=save_item)
 
             turn_items = outputs + tool_outputs
             if session is not None:
                 if streaming is None:
                     # One write per turn: a tool call is never stored without its output.
-                    await _write(session, session.add_items(turn_items))
+                    await write(session, session.add_items(turn_items))
                 await _maybe_compact(session, response, settings.store, state)
             state.new_items.extend(turn_items)
             if previous_response_id is not None:
@@ -459,7 +463,7 @@ async def _execute(
                 state.final_output = _message_text(response)
                 if is_usage_recording_session(session):
                     # The run's usage goes with the turn it answered: no call to forget.
-                    await _write(session, session.record_turn_usage(state.usage))
+                    await write(session, session.record_turn_usage(state.usage))
                 return
         raise MaxTurnsExceeded(
             f"agent {agent.name!r} made {max_turns} model calls without a final answer "
@@ -468,84 +472,6 @@ async def _execute(
     finally:
         if owned_client is not None:
             await owned_client.close()
-
-
-async def _call_model(
-    model: Model,
-    request: ModelRequest,
-    streaming: RunResultStreaming | None,
-    streamed: _StreamedOutputs,
-) -> Response:
-    if streaming is None:
-        return await model.get_response(request)
-    final: Response | None = None
-    events = model.stream_response(request)
-    try:
-        async for event in events:
-            kind = getattr(event, "type", None)
-            if kind == "response.output_text.delta":
-                delta, item_id = getattr(event, "delta", None), getattr(event, "item_id", None)
-                if not isinstance(delta, str) or not isinstance(item_id, str):
-                    raise ModelBehaviorError(
-                        f"a response.output_text.delta event lacks its delta or item_id: "
-                        f"{event!r:.200}"
-                    )
-                streaming._emit(RawResponseEvent(data=event))
-                streaming._emit(TextDeltaEvent(delta=delta, item_id=item_id))
-                continue
-            streaming._emit(RawResponseEvent(data=event))
-            if kind == "response.output_item.done":
-                index, item = getattr(event, "output_index", None), getattr(event, "item", None)
-                await streamed.done(index, item)
-            if kind in ("response.completed", "response.incomplete"):
-                final = getattr(event, "response", None)
-    finally:
-        # Close an async generator now, not at garbage collection (its HTTP stream included).
-        aclose = getattr(events, "aclose", None)
-        if aclose is not None:
-            await aclose()
-    if final is None:
-        raise ModelBehaviorError("the model's stream ended without a completed response")
-    return final
-
-
-async def _run_tools(
-    calls: list[ResponseFunctionToolCall],
-    tools: dict[str, FunctionTool],
-    agent: Agent,
-    *,
-    on_output: _ItemSaver | None = None,
-) -> list[TResponseInputItem]:
-    """Run the requested tools concurrently; outputs come back in the order of the calls.
-
-    `on_output` (streamed runs) receives each output as soon as its tool returns.
-    """
-    for call in calls:
-        if call.name not in tools:
-            known = ", ".join(sorted(tools)) or "none"
-            raise ModelBehaviorError(
-                f"the model called tool {call.name!r}, which agent {agent.name!r} does not "
-                f"have (its tools: {known})"
-            )
-
-    async def invoke(call: ResponseFunctionToolCall) -> TResponseInputItem:
-        text = await tools[call.name].on_invoke(call.arguments)
-        output = cast(
-            TResponseInputItem,
-            {"type": "function_call_output", "call_id": call.call_id, "output": text},
-        )
-        if on_output is not None:
-            await on_output([output])
-        return output
-
-    tasks = [asyncio.ensure_future(invoke(call)) for call in calls]
-    try:
-        return list(await asyncio.gather(*tasks))
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
 
 
 async def _maybe_compact(
@@ -564,133 +490,6 @@ def _message_text(response: Response) -> str:
     messages = [item for item in response.output if item.type == "message"]
     last = messages[-1]
     return "".join(part.text for part in last.content if part.type == "output_text")
-
-
-_T = TypeVar("_T")
-
-_writes_in_flight: dict[object, set[concurrent.futures.Future[None]]] = {}
-"""The writes of runs still in progress, by session id, in every thread of the process."""
-_writes_lock = threading.Lock()
-
-
-def _write_key(session: object) -> object:
-    session_id = getattr(session, "session_id", None)
-    return session_id if isinstance(session_id, str) else id(session)
-
-
-async def _write(session: object, mutation: Awaitable[_T]) -> _T:
-    """Run one of a run's session writes to its end, even if the run is cancelled.
-
-    Until it has landed (or failed), the write is listed in `_writes_in_flight`, where the next
-    run on the same session id waits for it before reading the history (`_writes_landed`), on
-    any thread and event loop of the process: a cancelled or abandoned run's last write can
-    never land after that read, which would store a tool output twice.
-    """
-    key = _write_key(session)
-    landed: concurrent.futures.Future[None] = concurrent.futures.Future()
-    with _writes_lock:
-        _writes_in_flight.setdefault(key, set()).add(landed)
-    try:
-        return await await_session_mutation(mutation)
-    finally:
-        landed.set_result(None)
-        with _writes_lock:
-            writes = _writes_in_flight.get(key)
-            if writes is not None:
-                writes.discard(landed)
-                if not writes:
-                    del _writes_in_flight[key]
-
-
-async def _writes_landed(session: object) -> None:
-    """Wait until the writes that runs have in progress on this session id have landed."""
-    with _writes_lock:
-        writes = list(_writes_in_flight.get(_write_key(session), ()))
-    if writes:
-        await asyncio.wait([asyncio.wrap_future(write) for write in writes])
-
-
-_ItemSaver = Callable[[list[TResponseInputItem]], Awaitable[None]]
-"""Saves (and, in a streamed run, announces) items as they are produced."""
-
-
-def _item_saver(session: Session | None, streaming: RunResultStreaming | None) -> _ItemSaver | None:
-    """In a streamed run: save each batch of completed items at once, then announce it."""
-    if streaming is None:
-        return None
-
-    async def save(items: list[TResponseInputItem]) -> None:
-        if session is not None:
-            await _write(session, session.add_items(items))
-        for item in items:
-            streaming._emit(RunItemEvent(item=item))
-
-    return save
-
-
-class _StreamedOutputs:
-    """The output items of one streamed response, saved as the stream reports each one done.
-
-    A reasoning item is held until the item it precedes is done (the Responses API rejects a
-    reasoning item without its following item), then both are saved in one write. `finish`
-    saves what the stream did not report, so no item is saved twice or left out.
-    """
-
-    def __init__(self, save: _ItemSaver | None) -> None:
-        self._save = save
-        self._saved: set[int] = set()
-        self._held: list[tuple[int, TResponseInputItem]] = []
-
-    async def done(self, index: Any, raw: Any) -> None:
-        if self._save is None or not isinstance(index, int) or raw is None:
-            return
-        what = "the streamed response"
-        check_output_item(index, raw, what)
-        [item] = _storable([output_item_to_input_item(raw)], what)
-        self._held.append((index, item))
-        if item.get("type") == "reasoning":
-            return
-        batch, self._held = self._held, []
-        await self._save([held for _, held in batch])
-        self._saved.update(position for position, _ in batch)
-
-    async def finish(self, outputs: list[TResponseInputItem]) -> None:
-        if self._save is None:
-            return
-        rest = [item for index, item in enumerate(outputs) if index not in self._saved]
-        self._held = []
-        if rest:
-            await self._save(rest)
-            self._saved.update(range(len(outputs)))
-
-
-def _storable(items: list[TResponseInputItem], what: str) -> list[TResponseInputItem]:
-    """Return `items`, checked storable: the output of `what` is unusable otherwise."""
-    try:
-        # Every item the session would store must be storable (a lone surrogate in the text is
-        # valid JSON but not UTF-8): unusable, before anything is stored.
-        encode_items(items)
-    except TypeError as exc:
-        raise ModelBehaviorError(
-            f"{what}: its output cannot be stored: {str(exc).replace('item ', 'output item ', 1)}"
-        ) from exc
-    return items
-
-
-def _pending_tool_calls(tail: list[TResponseInputItem]) -> list[ResponseFunctionToolCall]:
-    """The function calls of `tail` (the items after the history's last message) without output."""
-    items = [cast(Mapping[str, Any], item) for item in tail]
-    answered = {item.get("call_id") for item in items if item.get("type") == "function_call_output"}
-    return [
-        ResponseFunctionToolCall(
-            type="function_call",
-            name=str(item.get("name")),
-            arguments=str(item.get("arguments")),
-            call_id=str(item.get("call_id")),
-        )
-        for item in items
-        if item.get("type") == "function_call" and item.get("call_id") not in answered
-    ]
 
 
 async def _filter_model_input(
