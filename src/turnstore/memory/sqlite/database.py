@@ -132,6 +132,7 @@ class SQLiteDatabase:
         self._lock = threading.Lock()
         self._stopped = False
         self._start(None)
+        _databases.add(self)
 
     def _start(self, pid: int | None) -> None:
         # `pid`: the process the thread runs in (None: not started).
@@ -406,6 +407,20 @@ def _resolve(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
 # --- one database per file --------------------------------------------------------------------
 
 _registry: weakref.WeakValueDictionary[str, SQLiteDatabase] = weakref.WeakValueDictionary()
+
+_databases: weakref.WeakSet[SQLiteDatabase] = weakref.WeakSet()
+"""Every database object of the process (memory ones too), for the fork hook below."""
+
+
+def _fresh_locks_in_child() -> None:
+    # A thread of the parent (a caller queueing a job) may have held a database's lock at the
+    # fork: in the child nobody would ever release it, and the child's first call would wait for
+    # it forever. The child gets new locks; its thread is started afresh on its first job.
+    for database in list(_databases):
+        database._lock = threading.Lock()
+
+
+forkgate.in_child(_fresh_locks_in_child)
 """The file databases of the process, by absolute path (gone with their last session)."""
 
 

@@ -16,9 +16,17 @@ import functools
 import os
 import sqlite3
 import threading
+from collections.abc import Callable
 from types import TracebackType
 
-__all__ = ["FORK_WAIT_SECONDS", "install", "keep_inherited", "registry_lock", "transaction"]
+__all__ = [
+    "FORK_WAIT_SECONDS",
+    "in_child",
+    "install",
+    "keep_inherited",
+    "registry_lock",
+    "transaction",
+]
 
 FORK_WAIT_SECONDS = 10.0
 """How long a fork waits for the transactions under way; past that it forks anyway."""
@@ -64,9 +72,21 @@ class _Gate:
         self.active = 0  # the parent's threads do not exist here
         self.forking = False
         self.cond.release()
+        for hook in _child_hooks:
+            hook()
 
 
 _gate = _Gate()
+
+_child_hooks: list[Callable[[], None]] = []
+"""Run in a forked child: each replaces locks that a parent's thread may have held at the fork."""
+
+
+def in_child(hook: Callable[[], None]) -> None:
+    """Run `hook` in every child forked after `install()`."""
+    _child_hooks.append(hook)
+
+
 _inherited: list[sqlite3.Connection] = []
 """In a forked child: the parent's connections, referenced forever so that none is closed here."""
 
