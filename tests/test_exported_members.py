@@ -82,7 +82,6 @@ MEMORY = [
     "AdvancedSQLiteSession",
     "AsyncSQLiteSession",
     "AtomicReplacementSession",
-    "Closing",
     "CompactionTriggerContext",
     "EncryptedSession",
     "HistorySnapshot",
@@ -145,7 +144,6 @@ EXTENSIONS_MEMORY = [
 # The tools for writing a session backend: exported from turnstore.memory only.
 BACKEND_TOOLS = [
     "AtomicReplacementSession",
-    "Closing",
     "HistorySnapshot",
     "UsageRecordingSession",
     "await_session_mutation",

@@ -13,7 +13,7 @@ result = await Runner.run(agent, "What state is it in?", session=session)  # rem
 ```
 
 This module is the public import path of an application: agents, runs, sessions, stores and
-errors. The tools for writing a session backend (`Closing`, `HistorySnapshot`,
+errors. The tools for writing a session backend (`HistorySnapshot`,
 `await_session_mutation`, `resolve_session_limit`, the atomic-replacement and usage-recording
 protocols) are in `turnstore.memory`, and the test helpers in
 `turnstore.testing`.

@@ -60,13 +60,13 @@ async def test_each_close_of_a_session_or_store_leaves_only_the_database_file(
             assert len(await session.get_items()) == 20
             db = session._db
             await _use_both_readers(db)
-            await session.close()
+            await session.aclose()
         else:
             store = SQLiteStore(str(path), "agent_sessions", "agent_messages", False)
             assert await store.missing_tables() == []
             db = store._db
             await _use_both_readers(db)
-            await store.close()
+            await store.aclose()
         assert sorted(p.name for p in tmp_path.iterdir()) == ["chats.db"], round_
         assert db._connections == []
         assert _sqlite_threads() == []
@@ -106,6 +106,17 @@ async def test_the_threads_of_a_database_close_their_connections_one_at_a_time(
         opened = list(session._db._connections)
         assert len(opened) == 3  # the writer and both readers
         assert all(isinstance(conn, _Watched) for conn in opened)
-        await session.close()
+        await session.aclose()
         assert sorted(p.name for p in tmp_path.iterdir()) == ["chats.db"]
     assert _Watched.most == 1
+
+
+def test_a_plain_close_from_synchronous_code_leaves_only_the_database_file(
+    tmp_path: Path,
+) -> None:
+    path = asyncio.run(_filled(tmp_path))
+    session = SQLiteSession("s", path)
+    assert len(asyncio.run(session.get_items())) == 20
+    session.close()  # as the SDK's: with no loop running it waits for the connections to close
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["chats.db"]
+    assert _sqlite_threads() == []

@@ -1,7 +1,7 @@
 """Session memory: the protocol, its settings, the built-in backends, and the tools to write one.
 
 The names an application uses are also exported from the top-level `turnstore` package. The
-tools for writing a backend are exported from here only: [`Closing`][turnstore.memory.Closing],
+tools for writing a backend are exported from here only:
 [`HistorySnapshot`][turnstore.memory.HistorySnapshot] and
 [`AtomicReplacementSession`][turnstore.memory.AtomicReplacementSession],
 [`UsageRecordingSession`][turnstore.memory.UsageRecordingSession] and their type guards,
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .closing import Closing
 from .extras import lazy_getattr
 from .history import estimate_item_tokens, load_history
 from .mutation import await_session_mutation
@@ -51,7 +50,6 @@ __all__ = [
     "AdvancedSQLiteSession",
     "AsyncSQLiteSession",
     "AtomicReplacementSession",  # here only
-    "Closing",  # here only
     "CompactionTriggerContext",
     "EncryptedSession",  # lazy: needs the encryption extra
     "HistorySnapshot",  # here only

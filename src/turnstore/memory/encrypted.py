@@ -17,6 +17,7 @@ import asyncio
 import base64
 import binascii
 import functools
+import inspect
 import json
 import logging
 import re
@@ -25,7 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..exceptions import SessionDecryptionError, UserError
-from .closing import AsyncCloseable, Closing, Release
+from .closing import AsyncCloseable
 from .codec import WHOLE_HISTORY, check_limit, encode_items
 from .extras import missing_extra
 from .session import (
@@ -786,21 +787,25 @@ class EncryptedSession(WrapperSessionABC, AsyncCloseable):
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    def _close_now(self) -> Release | Closing | None:
-        """Close the wrapped session (awaitable, or callable from synchronous code)."""
+    def close(self) -> Any:
+        """Close the wrapped session with its own `close()`, and return what that returns.
+
+        As in the OpenAI Agents SDK, where this call reaches the wrapped session: a plain call
+        over a `SQLiteSession` or `AdvancedSQLiteSession`, a coroutine to await over the
+        others. A wrapped session without `close()` is left as it is.
+
+        Returns:
+            `None`, or the awaitable the wrapped session's `close()` returned.
+        """
         close = getattr(self.underlying_session, "close", None)
-        if not callable(close):
-            return None
-        result = close()
-        if isinstance(result, Closing):  # the wrapped session's own close, as it is
-            return result
-        if result is None or not hasattr(result, "__await__"):
-            return None
+        return close() if callable(close) else None
 
-        async def wait() -> None:
+    async def aclose(self) -> None:
+        """Close the wrapped session and wait until it has released its resources."""
+        aclose = getattr(self.underlying_session, "aclose", None)
+        result = aclose() if callable(aclose) else self.close()
+        if inspect.isawaitable(result):
             await result
-
-        return wait
 
 
 class _AtomicEncryptedSession(EncryptedSession):

@@ -17,12 +17,11 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...exceptions import SessionClosedError
-from ..closing import AsyncCloseable, Release
+from ..closing import AsyncCloseable, Release, warn_if_unclosed
 from ..codec import (
     check_limit,
     check_session_id,
@@ -109,20 +108,40 @@ class SQLiteSession(SessionABC, AsyncCloseable):
         self._db: SQLiteDatabase = acquire_database(path)
         self._closed = False
         self._close_lock = threading.Lock()
-        # A forgotten close() must not keep a :memory: database's thread alive forever. The
-        # finalizer takes no lock (it may run inside any allocation, even one made while this
-        # thread holds the registry lock): it only queues the release.
-        self._finalizer = weakref.finalize(self, release_later, self._db)
+        # A forgotten close() warns; the finalizer also signals the engine (a lock-free queue
+        # put, no I/O) so that a forgotten :memory: database's thread does not live forever.
+        db = self._db
+        self._finalizer = warn_if_unclosed(
+            self,
+            f"{type(self).__name__} {session_id!r} on {path!r}",
+            signal=lambda: release_later(db),
+        )
 
     # --- lifecycle --------------------------------------------------------------------------
 
-    def _close_now(self) -> Release | None:
+    def close(self) -> None:
         """Close the session; the last session on a database stops its threads.
 
-        Operations already started finish first. Closing twice is harmless; any other operation
-        after `close()` raises `SessionClosedError`. `close()` works from synchronous code (as
-        the OpenAI Agents SDK's does) and can be awaited, which also waits for the threads.
+        A plain method, as in the OpenAI Agents SDK. Operations already started finish first.
+        Closing twice is harmless; any other operation after it raises `SessionClosedError`.
+        With no event loop running on this thread, `close()` also waits for the threads to
+        close their connections. Called on an event loop, it only tells them to stop and
+        returns at once (it never blocks the loop): `await aclose()` there to wait for them.
         """
+        self._release()
+
+    async def aclose(self) -> None:
+        """Close the session and wait, off the event loop, until its threads have stopped.
+
+        Closing twice is harmless; any other operation after it raises `SessionClosedError`.
+        `async with` calls it at the end of the block.
+        """
+        release = self._release()
+        if release is not None:
+            await release()
+
+    def _release(self) -> Release | None:
+        """Mark the session closed and drop its database; return what joins the threads."""
         with self._close_lock:
             if self._closed:
                 return None

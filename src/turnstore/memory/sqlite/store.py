@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import sqlite3
-import weakref
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ...exceptions import SessionClosedError
 from .._store_helpers import parse_sqlite_time, utc
-from ..closing import Release
+from ..closing import warn_if_unclosed
 from ..codec import encode_items, validate_table_names
 from ..mutation import await_session_mutation
 from ..session import Session
@@ -58,14 +57,19 @@ class SQLiteStore(SessionStore):
         self._closed = False
         # Shared with every session on the file; nothing touches the file until the first job.
         self._db = acquire_database(path)
-        self._finalizer = weakref.finalize(self, release_later, self._db)
+        db = self._db
+        self._finalizer = warn_if_unclosed(
+            self, f"the session store on {path!r}", signal=lambda: release_later(db)
+        )
 
-    def _close_now(self) -> Release | None:
+    async def aclose(self) -> None:
         """Release the file's database (its threads stop when no session uses it either)."""
         self._closed = True
         if self._finalizer.detach() is None:
-            return None
-        return release_now(self._db)
+            return
+        release = release_now(self._db)
+        if release is not None:
+            await release()
 
     async def _run(self, work: Work, *, write: bool) -> Any:
         """Run `work` as one transaction on the writer (`write`) or a reader thread."""
