@@ -156,7 +156,7 @@ async def test_compaction_over_a_closed_store_raises_and_changes_nothing(
         FakeCompactionAPI().install(server)
         store, session = compaction_of(backend, server)
         await session.add_items(HISTORY)
-        await store.close()
+        await store.aclose()
         with pytest.raises(SessionClosedError):
             await session.run_compaction({"force": True})
     reader = backend.session(store.session_id)

@@ -119,4 +119,4 @@ async def test_encrypted_session_replaces_with_ciphertext(tmp_path: Any) -> None
     assert await session.replace_history(snapshot.prefix(1), [msg("A")])
     assert await session.get_items() == [msg("A"), msg("b")]
     assert all("__enc__" in item for item in await underlying.get_items())
-    await session.close()
+    await session.aclose()

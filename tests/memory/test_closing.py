@@ -248,7 +248,8 @@ async def test_a_forgotten_redis_session_warns_and_its_finalizer_closes_nothing(
     await session.clear_session()
     client = session.client
     connections = list(client.connection_pool._available_connections)
-    assert connections and all(c.is_connected for c in connections)
+    assert connections
+    assert all(c.is_connected for c in connections)
     tasks_before = asyncio.all_tasks()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

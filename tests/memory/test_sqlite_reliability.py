@@ -57,7 +57,7 @@ other = SQLiteSession("other", sys.argv[1])
 with other._db._start_lock:
     gc.collect()
 asyncio.run(other.add_items([{"role": "user", "content": "after"}]))
-asyncio.run(other.close())
+asyncio.run(other.aclose())
 print("ok")
 """
 
@@ -78,8 +78,9 @@ async def test_a_forgotten_session_still_releases_its_database() -> None:
     await session.add_items([msg("a")])
     db = session._db
     threads = list(db._threads)
-    del session
-    gc.collect()
+    with pytest.warns(ResourceWarning, match="SQLiteSession 's' on ':memory:' was never closed"):
+        del session
+        gc.collect()
     for thread in threads:
         await asyncio.to_thread(thread.join, 30)
     assert not any(thread.is_alive() for thread in threads)
@@ -131,7 +132,7 @@ def test_a_call_that_passed_the_open_check_when_close_ran_raises_closed(
     thread = threading.Thread(target=worker)
     thread.start()
     assert reached.wait(30)
-    asyncio.run(session.close())
+    asyncio.run(session.aclose())
     proceed.set()
     thread.join(60)
     assert outcome == ["closed"]
@@ -162,7 +163,7 @@ def test_calls_racing_close_from_another_thread_complete_or_raise(db_path: str) 
         worker = threading.Thread(target=work)
         worker.start()
         started.wait(10)
-        asyncio.run(session.close())
+        asyncio.run(session.aclose())
         worker.join(60)
         assert not worker.is_alive()
         outcomes += results
@@ -233,7 +234,7 @@ async def parent():
     return [item["content"] for item in await session.get_items()]
 seen = asyncio.run(parent())
 assert seen == ["parent", "child", "parent again"], seen
-asyncio.run(session.close())
+asyncio.run(session.aclose())
 print("ok")
 """
 
