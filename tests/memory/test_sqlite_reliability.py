@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -78,9 +79,11 @@ async def test_a_forgotten_session_still_releases_its_database() -> None:
     await session.add_items([msg("a")])
     db = session._db
     threads = list(db._threads)
-    with pytest.warns(ResourceWarning, match="SQLiteSession 's' on ':memory:' was never closed"):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         del session
         gc.collect()
+    assert [w.category for w in caught] == [ResourceWarning]
     for thread in threads:
         await asyncio.to_thread(thread.join, 30)
     assert not any(thread.is_alive() for thread in threads)
