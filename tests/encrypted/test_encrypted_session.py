@@ -226,14 +226,16 @@ async def test_reads_what_the_sdks_encrypted_session_wrote(tmp_path: Path) -> No
 
 
 def test_bad_arguments() -> None:
+    inner = SQLiteSession("s")
     with pytest.raises(ValueError, match="non-empty list"):
-        EncryptedSession("s", SQLiteSession("s"), [])
+        EncryptedSession("s", inner, [])
     with pytest.raises(ValueError, match="empty"):
-        EncryptedSession("s", SQLiteSession("s"), "")
+        EncryptedSession("s", inner, "")
     with pytest.raises(TypeError, match="encryption key 1"):
-        EncryptedSession("s", SQLiteSession("s"), [KEY, 42])  # type: ignore[list-item]
+        EncryptedSession("s", inner, [KEY, 42])  # type: ignore[list-item]
     with pytest.raises(ValueError, match="ttl"):
-        EncryptedSession("s", SQLiteSession("s"), KEY, ttl=0)
+        EncryptedSession("s", inner, KEY, ttl=0)
+    inner.close()
     with pytest.raises(UserError, match="underlying_session"):
         EncryptedSession("s", object(), KEY)  # type: ignore[arg-type]
 

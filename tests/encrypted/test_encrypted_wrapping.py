@@ -360,11 +360,11 @@ async def test_a_subclass_keeps_the_atomic_replacement(tmp_path: Path) -> None:
 
 
 async def test_max_scan_items_raises_rather_than_return_a_shorter_history(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="max_scan_items must be positive"):
-        EncryptedSession("m", SQLiteSession("m"), KEY, max_scan_items=0)
-    with pytest.raises(TypeError, match="max_scan_items"):
-        EncryptedSession("m", SQLiteSession("m"), KEY, max_scan_items=True)  # type: ignore[arg-type]
     underlying = SQLiteSession("m", tmp_path / "m.db")
+    with pytest.raises(ValueError, match="max_scan_items must be positive"):
+        EncryptedSession("m", underlying, KEY, max_scan_items=0)
+    with pytest.raises(TypeError, match="max_scan_items"):
+        EncryptedSession("m", underlying, KEY, max_scan_items=True)  # type: ignore[arg-type]
     async with EncryptedSession("m", underlying, KEY, ttl=10, max_scan_items=4) as session:
         await session.add_items([user("kept")])
         expired = envelope_at(int(time.time()) - 60, user("old"), "m")
