@@ -96,7 +96,6 @@ test-floors:
 	$(PYTHON) .ci/floors.py
 
 # Every benchmark runs even when an earlier one missed its target; the status says if any did.
-# scripts/ is on the path for the benchmarks of the docs translation tool (docs_i18n).
 BENCHES ?= $(sort $(wildcard bench/bench_*.py))
 bench: venv
 	@failed=""; \

@@ -35,7 +35,7 @@ from redis.asyncio import Redis
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from turnstore import RedisSession, SQLAlchemySession
+from turnstore.extensions.memory import RedisSession, SQLAlchemySession
 from turnstore.memory.redis.session import create_client_for_url
 from turnstore.memory.sqlalchemy.session import create_engine_for_url
 

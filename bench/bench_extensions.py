@@ -25,7 +25,8 @@ from typing import Any
 from cryptography.fernet import Fernet
 
 from bench_sqlite import item  # the same ~300-byte message as the SQLite benchmark
-from turnstore import AdvancedSQLiteSession, EncryptedSession, SQLiteSession
+from turnstore import SQLiteSession
+from turnstore.extensions.memory import AdvancedSQLiteSession, EncryptedSession
 
 KEY = Fernet.generate_key().decode()
 

@@ -32,7 +32,8 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
-from turnstore import SessionStorageError, SQLAlchemySession
+from turnstore import SessionStorageError
+from turnstore.extensions.memory import SQLAlchemySession
 
 POSTGRES = os.environ.get(
     "TURNSTORE_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"

@@ -11,19 +11,17 @@ This hook instead:
    them, before its de-duplication) and Material's own search settings for the language (lunr
    language, separator, pipeline);
 2. writes `search/search_index.json` with the English entries only, and
-   `<lang>/search/search_index.json` for each translation, with locations relative to `<lang>/`.
-   The English API reference entries are added to every translated index, located at that
-   language's copy of the reference (the API is rendered once, see i18n_ref_once.py), so API
-   names stay searchable in every language. Japanese entries lose the U+200B marks that
-   Material's jieba segmentation puts between Han words (meant for Chinese, they break Japanese
-   search);
+   `<lang>/search/search_index.json` for each translation, with locations relative to `<lang>/`
+   (each language build renders the API reference, so API names are searchable in every
+   language). Japanese entries lose the U+200B marks that Material's jieba segmentation puts
+   between Han words (meant for Chinese, they break Japanese search);
 3. makes API objects findable by name: an object's entry is titled with its qualified name
    (`Session.pop_item`, not "pop_item async" with its symbol labels), `.` separates words (so
    both `pop_item` and `Session.pop_item` match it) and object entries get a boost, so the
    object's own entry ranks first for its name (source listings are kept out of the index by
    docs_hooks/source_links.py);
 4. adds the glossary's search synonyms for the language (`search_synonyms` in
-   i18n/glossary.yml: 圧縮 finds コンパクション) to the index's config, where the search worker
+   docs/i18n/glossary.yml: 圧縮 finds コンパクション) to the index's config, where the search worker
    of docs_hooks/search_cjk.py reads them;
 5. rewrites `base` in the config of every translated page to that language's root, so the page
    loads its language's index and resolves result links against it.
@@ -52,7 +50,6 @@ from mkdocs.structure.pages import Page
 from mkdocs.utils import get_relative_url, write_file
 from search_cjk import read_glossary
 
-REF_PREFIX = "ref/"
 ZERO_WIDTH_SPACE = "\u200b"
 # Languages whose words Material's jieba segmentation must not split (it is meant for Chinese).
 UNSEGMENTED = frozenset({"ja"})
@@ -122,11 +119,6 @@ def split_by_language(
     return groups
 
 
-def shared_api_entries(english: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Return the English API entries (a language's own copy of the reference has the same path)."""
-    return [dict(entry) for entry in english if entry["location"].startswith(REF_PREFIX)]
-
-
 def name_api_objects(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Title API object entries with their qualified name and boost them.
 
@@ -160,13 +152,11 @@ def with_dot_separator(separator: str) -> str:
 
 def search_synonyms(root: Path, language: str) -> dict[str, list[str]]:
     """The glossary's search synonyms for `language`: a word readers type -> the pages' words."""
-    data = read_glossary(root)
-    table = (data.get("search_synonyms") or {}).get(language) or {}
-    synonyms: dict[str, list[str]] = {}
-    for word, targets in table.items():
-        values = targets if isinstance(targets, list) else [targets]
-        synonyms[str(word)] = [str(value) for value in values]
-    return synonyms
+    table = (read_glossary(root).get("search_synonyms") or {}).get(language) or {}
+    return {
+        str(word): [str(v) for v in (targets if isinstance(targets, list) else [targets])]
+        for word, targets in table.items()
+    }
 
 
 def _merged_index_not_made(config: MkDocsConfig) -> None:
@@ -192,10 +182,7 @@ def on_post_build(config: MkDocsConfig) -> None:
     fields = copy.deepcopy(_search(config).config.fields)
     root = Path(config.config_file_path or ".").resolve().parent
     for language in languages:
-        docs = groups.get(language, [])
-        if language != default:
-            docs = docs + shared_api_entries(groups.get(default, []))
-        docs = name_api_objects(docs)
+        docs = name_api_objects(groups.get(language, []))
         settings: dict[str, Any] = {**material_search_settings(config, language), "fields": fields}
         settings["separator"] = with_dot_separator(settings["separator"])
         synonyms = search_synonyms(root, language)

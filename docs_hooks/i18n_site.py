@@ -10,10 +10,10 @@ This hook
 
 1. gives each language its own 404 page (overrides/404.html: a sentence in the language and links
    to every language's home page): the English one at the site root, the others at
-   `<lang>/404.html`. GitHub Pages serves only the root one, for every missing URL: it carries
-   every language's text and a small script shows the text of the language the missing URL's
-   path starts with (`/ja/nope/` in Japanese); without JavaScript it stays English and still
-   links to every language's home;
+   `<lang>/404.html`. GitHub Pages serves only the root one, for every missing URL: its script
+   loads the 404 page of the language the missing URL's path starts with (`/ja/nope/`: the
+   Japanese one, with its navigation, search and footer); without JavaScript it stays English
+   and still links to every language's home;
 2. leaves the `<link rel="alternate" hreflang>` tags out of the pages' `<head>` and declares the
    alternates, `x-default` (the English page) included, in `sitemap.xml`, which search engines
    read for hreflang as well. Material then fetches only the sitemap of the page's own language
@@ -117,12 +117,6 @@ def on_env(env: Any, config: MkDocsConfig, files: Any) -> Any:
     language = i18n.current_language
     title, sentence = NOT_FOUND_TEXT.get(language, NOT_FOUND_TEXT["en"])
     config.extra["not_found"] = {"title": title, "sentence": sentence}
-    # The root 404 page shows the text of the language its URL starts with.
-    config.extra["not_found_texts"] = {
-        lang: {"title": text[0], "sentence": text[1]}
-        for lang, text in NOT_FOUND_TEXT.items()
-        if lang in i18n.build_languages
-    }
     config.extra["language_homes"] = language_homes(config)
     before, after = MADE_WITH.get(language, MADE_WITH["en"])
     config.extra["made_with"] = {"before": before, "after": after}

@@ -1,12 +1,15 @@
 """Write `llms.txt` and `llms-full.txt` for each language, at build time.
 
 `llms.txt` (the llms.txt convention: a Markdown file at the site root) gives a language model the
-site's name, its one-line description and a link to every page, in the order and sections of the
-navigation. `llms-full.txt` holds the pages themselves: the Markdown of each guide (snippets such
-as the changelog and the examples expanded) and the text of each API reference page (source
-listings left out). Each language gets its own pair under its prefix (`/ja/llms.txt`, ...); the
-API reference is in English in every language (the English build's text and summary, which the
-translated builds show without rendering again).
+site's name, its one-line description and a link to every page with its first sentence, in the
+order and sections of the navigation. `llms-full.txt` holds the pages themselves: the Markdown of
+each guide (snippets such as the changelog and the examples expanded) and the text of each API
+reference page (source listings left out). Each language gets its own pair under its prefix
+(`/ja/llms.txt`, ...).
+
+The mkdocs-llmstxt plugin (0.5.1) was tried instead: under mkdocs-static-i18n it writes one
+`llms.txt` at the site root, which each language build overwrites (the last one, Chinese, wins),
+none under `/ja/` etc., and it warns about every page of the other languages (a strict build fails).
 
 The files are read outside the site, so their links are absolute: mkdocs-autorefs references
 (`[Session][turnstore.Session]`), relative links to other pages (`[guide](sessions.md)`) and
@@ -26,7 +29,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
 
-from i18n_ref_once import is_shared_ref_copy
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import Files
@@ -66,8 +68,6 @@ class LanguageSite:
 
 
 _sites: dict[str, LanguageSite] = {}
-# (text, summary) of each English reference page, by source path: shown in every language.
-_reference: dict[str, tuple[str, str]] = {}
 # The files of the language being built (to resolve relative links).
 _files: Files | None = None
 
@@ -97,7 +97,7 @@ def expand_snippets(markdown: str, root: Path) -> str:
 
 
 class _ApiMarkdown(HTMLParser):
-    """Markdown of a rendered API page: headings, signatures as code, tables, paragraphs."""
+    """Markdown of a rendered API page: headings, signatures as code, tables, paragraphs, links."""
 
     SKIP = (
         ("details", "mkdocstrings-source"),
@@ -108,8 +108,11 @@ class _ApiMarkdown(HTMLParser):
     BLOCKS = frozenset({"p", "div", "li", "dt", "dd", "ul", "ol", "dl", "summary", "details"})
     VOID = frozenset({"br", "wbr", "img", "input", "hr", "meta", "link", "source"})
 
-    def __init__(self) -> None:
+    def __init__(self, page_url: str) -> None:
         super().__init__(convert_charrefs=True)
+        self.page_url = page_url
+        self.links: list[str | None] = []  # the open <a>s: their absolute URL, None if not kept
+        self.code = 0
         self.blocks: list[str] = []
         self.inline: list[str] = []
         self.skip: list[str] = []  # tags open inside a skipped element, the skipped one first
@@ -162,7 +165,14 @@ class _ApiMarkdown(HTMLParser):
         elif tag in ("td", "th") and self.rows is not None:
             self.cell = []
         elif tag == "code" and self.labels is None:
+            self.code += 1
             self._text_target().append("`")
+        elif tag == "a":
+            href = dict(attrs).get("href")
+            keep = href and not self.code and self.labels is None and not self.heading
+            self.links.append(urljoin(self.page_url, href) if keep else None)
+            if keep:
+                self._text_target().append("[")
         elif tag in self.BLOCKS and self.cell is None:
             self._flush()
         elif tag in ("br",):
@@ -206,7 +216,12 @@ class _ApiMarkdown(HTMLParser):
                 lines.insert(1, "|" + " --- |" * width)
                 self.blocks.append("\n".join(lines))
         elif tag == "code" and self.labels is None:
+            self.code -= 1
             self._text_target().append("`")
+        elif tag == "a" and self.links:
+            url = self.links.pop()
+            if url is not None:
+                self._text_target().append(f"]({url})")
         elif tag in self.BLOCKS and self.cell is None:
             self._flush("- " if tag == "li" else "")
 
@@ -224,9 +239,9 @@ class _ApiMarkdown(HTMLParser):
         return "\n\n".join(self.blocks)
 
 
-def api_markdown(content: str) -> str:
-    """Markdown of a rendered API page, without source listings, permalinks or the notice."""
-    parser = _ApiMarkdown()
+def api_markdown(content: str, page_url: str) -> str:
+    """Markdown of the API page at `page_url`, without source listings or permalinks."""
+    parser = _ApiMarkdown(page_url)
     parser.feed(content)
     parser.close()
     return parser.markdown()
@@ -244,16 +259,8 @@ def summary_of(markdown: str) -> str:
         text = re.sub(r"\[([^\]]+)\]\[[^\]]*\]|\[([^\]]+)\]\([^)]*\)", r"\1\2", text)
         # A sentence ends at . ! ? before a space (not inside `RunResultStreaming.stream_events`)
         # or at a full-width 。！？.
-        sentence = re.split(r"(?<=[.!?])\s+|(?<=[。！？])", text, maxsplit=1)[0]
-        return sentence[:200]
+        return re.split(r"(?<=[.!?])\s+|(?<=[。！？])", text, maxsplit=1)[0]
     return ""
-
-
-def on_pre_build(config: MkDocsConfig) -> None:
-    """The English build (the first) reads the API pages afresh (`mkdocs serve` rebuilds)."""
-    i18n = config.plugins["i18n"]
-    if i18n.current_language == i18n.default_language:
-        _reference.clear()
 
 
 def on_env(env: Any, config: MkDocsConfig, files: Files) -> Any:
@@ -318,7 +325,7 @@ def _pages_of(section: Section) -> list[Page]:
     return pages
 
 
-@event_priority(-30)  # after docs_hooks/i18n_ref_once.py has given translated ref pages content
+@event_priority(-30)
 def on_page_context(
     context: dict[str, Any], page: Page, config: MkDocsConfig, nav: Navigation
 ) -> dict[str, Any]:
@@ -327,21 +334,15 @@ def on_page_context(
     if site is None:
         return context
     root = Path(config.config_file_path or ".").resolve().parent
-    i18n = config.plugins["i18n"]
-    key = str(getattr(page.file, "norm_src_uri", page.file.src_uri))
-    shared = is_shared_ref_copy(page.file, i18n.current_language, i18n.default_language)
-    if shared and key in _reference:
-        text, summary = _reference[key]
-    elif "doc doc-object" in (page.content or ""):
-        text = api_markdown(page.content or "")
+    if "doc doc-object" in (page.content or ""):
+        base = (config.site_url or "/").rstrip("/") + "/"
+        text = api_markdown(page.content or "", urljoin(base, page.url))
         summary = summary_of(text.split("\n", 1)[1] if "\n" in text else "")
     else:
         markdown = expand_snippets(FRONT_MATTER.sub("", page.markdown or ""), root)
         markdown = absolute_links(markdown, page, config)
         text = HEADING_ID.sub("", markdown).strip()
         summary = summary_of(markdown)
-    if i18n.current_language == i18n.default_language and key.startswith("ref/"):
-        _reference[key] = (text, summary)
     site.pages[page.url] = PageText(str(page.title or ""), page.url, summary, text)
     return context
 

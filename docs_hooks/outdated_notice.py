@@ -1,6 +1,6 @@
 """Tell readers when a translated page is older than its English page.
 
-At build time, from the translation manifest (`i18n/manifest.json`, written by
+At build time, from the translation manifest (`docs/i18n/manifest.json`, written by
 scripts/translate_docs.py): a translated page whose manifest entry was made from another
 English text than the one being built (its `source` hash differs from the English page's hash
 now) gets, under its title, a notice in the page's language that the English page changed since
@@ -22,7 +22,7 @@ from mkdocs.structure.nav import Navigation
 from mkdocs.structure.pages import Page
 from page_notice import english_link, insert_after_title, notice_html
 
-MANIFEST = Path("i18n") / "manifest.json"
+MANIFEST = Path("docs") / "i18n" / "manifest.json"
 
 # language -> (title, sentence with {link} where the link to the English page goes, link text)
 NOTICES: dict[str, tuple[str, str, str]] = {

@@ -12,7 +12,7 @@ Three gaps in Material's search for these languages, seen in the browser:
 
 This hook
 
-1. adds the Chinese terms of the translation glossary (`i18n/glossary.yml`) to jieba's words;
+1. adds the Chinese terms of the translation glossary (`docs/i18n/glossary.yml`) to jieba's words;
 2. writes `assets/javascripts/workers/search_cjk_material.js`, Material's search worker with that
    loop bound corrected (`<` to `<=`; if a Material release changes the code, its worker is used
    unchanged), and `search_cjk.js` (from `search_cjk_worker.js` beside this file), which segments
@@ -46,7 +46,7 @@ WORKERS = "assets/javascripts/workers"
 WORKER = "search_cjk.js"
 PATCHED = "search_cjk_material.js"
 TEMPLATE = Path(__file__).with_name("search_cjk_worker.js")
-GLOSSARY = Path("i18n") / "glossary.yml"
+GLOSSARY = Path("docs") / "i18n" / "glossary.yml"
 # Material's Han-run splitter tries t.slice(s, o) for o < t.length: never the run's last character.
 LOOP = "for(let o=s+1;o<t.length;o++)t.slice(s,o)in e"
 FIXED_LOOP = "for(let o=s+1;o<=t.length;o++)t.slice(s,o)in e"
@@ -64,7 +64,7 @@ def _language(config: MkDocsConfig) -> str | None:
 
 
 def read_glossary(root: Path) -> dict[str, Any]:
-    """The translation glossary (`i18n/glossary.yml`), read once per version of the file."""
+    """The translation glossary (`docs/i18n/glossary.yml`), read once per version of the file."""
     path = root / GLOSSARY
     if not path.is_file():
         return {}

@@ -2,9 +2,9 @@
 
 mkdocstrings shows the source of every documented object in a collapsible block titled
 "Source code in `src/...py`". This hook turns that path into a link to the file in the
-repository (`repo_url`) at the release's tag (`v<version>`, docs_hooks/release.py), pointing at
-the object's lines: a link to a branch drifted as soon as the file changed (the listing
-is kept out of the search index by docs_hooks/search_prose.py).
+repository (`repo_url`) at the release's tag once the changelog has released it, at `main`
+before (docs_hooks/release.py), pointing at the object's lines (the listing is kept out of the
+search index by docs_hooks/search_prose.py).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.pages import Page
 
-from release import release_tag
+from release import source_ref
 
 _SUMMARY = re.compile(r"<summary>Source code in <code>(?P<path>[^<]+)</code></summary>")
 _LINE = re.compile(r'codelineno-\d+-(\d+)"')
@@ -28,7 +28,7 @@ def source_url(config: MkDocsConfig, path: str, first: int | None, last: int | N
     repo = (config.repo_url or "").rstrip("/")
     if not repo:
         return None
-    url = f"{repo}/blob/{release_tag(config)}/{path}"
+    url = f"{repo}/blob/{source_ref(config)}/{path}"
     if first is not None and last is not None:
         url += f"#L{first}-L{last}"
     return url

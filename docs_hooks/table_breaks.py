@@ -64,7 +64,7 @@ def _break_entries(items: list[AnchorLink]) -> None:
         _break_entries(item.children)
 
 
-@event_priority(-10)  # before docs_hooks/i18n_ref_once.py (-20) keeps the English contents
+@event_priority(-10)
 def on_page_context(
     context: dict[str, Any], page: Page, config: MkDocsConfig, nav: Any
 ) -> dict[str, Any]:

@@ -17,15 +17,12 @@ import textwrap
 import pytest
 
 TOP_LEVEL = [
-    "AdvancedSQLiteSession",
     "Agent",
     "AgentsError",
-    "AsyncSQLiteSession",
     "BranchDeletedError",
     "CallModelData",
     "CallModelInputFilter",
     "CompactionTriggerContext",
-    "EncryptedSession",
     "FunctionTool",
     "MaxTurnsExceeded",
     "Model",
@@ -35,70 +32,41 @@ TOP_LEVEL = [
     "ModelRequest",
     "ModelSettings",
     "OpenAIConversationsSession",
-    "OpenAIResponsesCompactionArgs",
-    "OpenAIResponsesCompactionAwareSession",
     "OpenAIResponsesCompactionSession",
     "OpenAIResponsesModel",
     "RawResponseEvent",
-    "RedisSession",
     "RunCompleteEvent",
     "RunConfig",
     "RunItemEvent",
     "RunResult",
     "RunResultStreaming",
     "Runner",
-    "SQLAlchemySession",
     "SQLiteSession",
     "Session",
-    "SessionABC",
     "SessionClosedError",
     "SessionDecryptionError",
     "SessionError",
-    "SessionInfo",
     "SessionInputCallback",
-    "SessionRecord",
     "SessionSchemaError",
     "SessionSettings",
-    "SessionStats",
     "SessionStorageError",
-    "SessionStore",
     "StreamEvent",
     "TResponseInputItem",
     "TextDeltaEvent",
-    "ToolOutputTrimmer",
     "TurnstoreError",
     "Usage",
     "UserError",
     "__version__",
-    "estimate_item_tokens",
     "function_tool",
-    "is_openai_responses_compaction_aware_session",
-    "load_history",
-    "open_session_store",
 ]
 
 
 MEMORY = [
-    "AdvancedSQLiteSession",
-    "AsyncSQLiteSession",
     "AtomicReplacementSession",
-    "CompactionTriggerContext",
-    "EncryptedSession",
     "HistorySnapshot",
-    "OpenAIConversationsSession",
     "OpenAIResponsesCompactionArgs",
     "OpenAIResponsesCompactionAwareSession",
-    "OpenAIResponsesCompactionSession",
-    "RedisSession",
-    "SQLAlchemySession",
-    "SQLiteSession",
-    "Session",
     "SessionABC",
-    "SessionInfo",
-    "SessionRecord",
-    "SessionSettings",
-    "SessionStats",
-    "SessionStore",
     "UsageRecordingSession",
     "await_session_mutation",
     "estimate_item_tokens",
@@ -106,7 +74,6 @@ MEMORY = [
     "is_openai_responses_compaction_aware_session",
     "is_usage_recording_session",
     "load_history",
-    "open_session_store",
     "resolve_session_limit",
 ]
 
@@ -132,6 +99,15 @@ TESTING = [
 EXTENSIONS = ["ToolOutputTrimmer"]
 
 
+ADMIN = [
+    "SessionInfo",
+    "SessionRecord",
+    "SessionStats",
+    "SessionStore",
+    "open_session_store",
+]
+
+
 EXTENSIONS_MEMORY = [
     "AdvancedSQLiteSession",
     "AsyncSQLiteSession",
@@ -140,17 +116,6 @@ EXTENSIONS_MEMORY = [
     "SQLAlchemySession",
 ]
 
-
-# The tools for writing a session backend: exported from turnstore.memory only.
-BACKEND_TOOLS = [
-    "AtomicReplacementSession",
-    "HistorySnapshot",
-    "UsageRecordingSession",
-    "await_session_mutation",
-    "is_atomic_replacement_session",
-    "is_usage_recording_session",
-    "resolve_session_limit",
-]
 
 # Imported on first use; the install command their ImportError names when it is missing.
 NEEDS_INSTALLING = {
@@ -162,6 +127,7 @@ NEEDS_INSTALLING = {
 
 MODULES = {
     "turnstore": TOP_LEVEL,
+    "turnstore.admin": ADMIN,
     "turnstore.extensions": EXTENSIONS,
     "turnstore.extensions.memory": EXTENSIONS_MEMORY,
     "turnstore.memory": MEMORY,
@@ -184,16 +150,19 @@ def test_every_exported_name_resolves(module_name: str) -> None:
         assert getattr(module, name) is not None, name
 
 
-def test_app_names_are_the_same_objects_at_the_top_level_and_backend_tools_are_not() -> None:
+def test_each_public_name_has_one_import_path() -> None:
+    paths: dict[str, list[str]] = {}
+    for module_name, names in MODULES.items():
+        for name in names:
+            paths.setdefault(name, []).append(module_name)
+    assert {name: where for name, where in paths.items() if len(where) > 1} == {}
+
+
+def test_the_sdk_extension_sessions_are_not_at_the_top_level() -> None:
     top = importlib.import_module("turnstore")
-    memory = importlib.import_module("turnstore.memory")
-    assert sorted(set(MEMORY) - set(TOP_LEVEL)) == BACKEND_TOOLS
-    for name in MEMORY:
-        if name in BACKEND_TOOLS:
-            with pytest.raises(AttributeError, match=f"from turnstore.memory import {name}"):
-                getattr(top, name)
-        else:
-            assert getattr(top, name) is getattr(memory, name), name
+    for name in [*EXTENSIONS_MEMORY, *EXTENSIONS, *ADMIN, "SessionABC", "load_history"]:
+        with pytest.raises(AttributeError, match=name):
+            getattr(top, name)
 
 
 @pytest.mark.parametrize("module_name", sorted(MODULES))
@@ -263,15 +232,12 @@ def test_public_classes_and_functions_are_documented() -> None:
                 assert (obj.__doc__ or "").strip(), f"{module_name}.{name} has no docstring"
 
 
-def test_sdk_extension_paths_give_the_same_objects_as_the_top_level() -> None:
-    top = importlib.import_module("turnstore")
-    paths = {
-        "turnstore.extensions": EXTENSIONS,
-        "turnstore.extensions.tool_output_trimmer": ["ToolOutputTrimmer"],
-        "turnstore.extensions.memory": EXTENSIONS_MEMORY,
-        "turnstore.extensions.memory.async_sqlite_session": ["AsyncSQLiteSession"],
-    }
-    for module_name, names in paths.items():
-        module = importlib.import_module(module_name)
-        for name in names:
-            assert getattr(module, name) is getattr(top, name), f"{module_name}.{name}"
+def test_sdk_import_paths_work_with_only_the_prefix_changed() -> None:
+    # `from agents.extensions.memory import X` becomes `from turnstore.extensions.memory import X`.
+    agents_memory = importlib.import_module("agents.extensions.memory")
+    agents_extensions = importlib.import_module("agents.extensions")
+    assert set(EXTENSIONS_MEMORY) <= set(agents_memory.__all__)
+    assert hasattr(agents_extensions, "ToolOutputTrimmer")
+    ours = importlib.import_module("turnstore.extensions.memory")
+    for name in EXTENSIONS_MEMORY:
+        assert getattr(ours, name).__name__ == name

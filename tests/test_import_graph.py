@@ -1,13 +1,17 @@
 """The layers point one way: no import cycle in src/, and memory/ never imports the agent layer.
 
 Every `import` counts, those under `if TYPE_CHECKING:` and inside functions included: a cycle
-that only type checkers follow still ties two modules together. Run this file as a script to
+that only type checkers follow still ties two modules together. So does a module named in a
+string (a table of lazy imports): memory/ names no module of the layers above it, and imports
+nothing by name at run time (the extras are imported through `turnstore._extras`, which imports
+nothing of turnstore). Run this file as a script to
 print the graph (`python tests/test_import_graph.py`).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -15,7 +19,12 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = "turnstore"
 
 # The modules below the agent layer: memory/ may import these and itself, nothing else.
-BELOW_THE_AGENT_LAYER = ("turnstore.items", "turnstore.exceptions", "turnstore.defaults")
+BELOW_THE_AGENT_LAYER = (
+    "turnstore._extras",
+    "turnstore.items",
+    "turnstore.exceptions",
+    "turnstore.defaults",
+)
 
 
 def _module_name(path: Path) -> str:
@@ -97,6 +106,70 @@ def test_memory_imports_nothing_from_the_agent_layer() -> None:
             continue
         wrong = {t for t in targets if t != "turnstore" and not t.startswith(allowed)}
         assert not wrong, f"{module} imports {sorted(wrong)}"
+
+
+def named_modules(source: str, modules: set[str]) -> set[str]:
+    """The package modules that a string of `source` names (`"turnstore.runner"`).
+
+    Docstrings (a string alone as a statement) are prose, not code: they do not count.
+    """
+    tree = ast.parse(source)
+    prose = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
+    named: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in prose:
+            for word in re.findall(r"turnstore(?:\.\w+)+", node.value):
+                while word and word not in modules:
+                    word = word.rpartition(".")[0]
+                if word and word != PACKAGE:
+                    named.add(word)
+    return named
+
+
+def dynamic_imports(source: str) -> list[str]:
+    """The calls of `importlib.import_module` or `__import__` in `source`, as written."""
+    return [
+        ast.unparse(node)
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and ast.unparse(node.func) in {"importlib.import_module", "import_module", "__import__"}
+    ]
+
+
+def _memory_sources() -> dict[str, str]:
+    return {
+        _module_name(path): path.read_text(encoding="utf-8")
+        for path in SRC.joinpath(PACKAGE, "memory").rglob("*.py")
+    }
+
+
+def test_memory_names_no_module_of_the_layers_above_it_in_a_string() -> None:
+    modules = set(import_graph())
+    allowed = ("turnstore.memory", *BELOW_THE_AGENT_LAYER)
+    for module, source in _memory_sources().items():
+        wrong = {name for name in named_modules(source, modules) if not name.startswith(allowed)}
+        assert not wrong, f"{module} names {sorted(wrong)} in a string"
+
+
+def test_memory_imports_nothing_by_name_at_run_time() -> None:
+    for module, source in _memory_sources().items():
+        assert dynamic_imports(source) == [], module
+
+
+def test_the_extras_module_imports_nothing_of_turnstore() -> None:
+    assert import_graph()["turnstore._extras"] == set()
+
+
+def test_a_lazy_import_table_naming_the_agent_layer_is_found() -> None:
+    modules = {"turnstore.runner", "turnstore.agent", "turnstore.memory", "turnstore.testing"}
+    table = """LAZY = {"Runner": "turnstore.runner", "ScriptedModel": "turnstore.testing.x"}"""
+    assert named_modules(table, modules) == {"turnstore.runner", "turnstore.testing"}
+    assert dynamic_imports("importlib.import_module(LAZY[name])") == [
+        "importlib.import_module(LAZY[name])"
+    ]
+    # a string naming memory's own modules, or none, is accepted; so is a docstring's prose
+    assert named_modules('x = "turnstore.memory and turnstore"', modules) == {"turnstore.memory"}
+    assert named_modules('"""Used by turnstore.runner."""', modules) == set()
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:

@@ -43,7 +43,7 @@ def test_a_star_import_without_an_extra_names_the_install_command() -> None:
     done = _run(
         """
         try:
-            from turnstore import *
+            from turnstore.extensions.memory import *
         except ImportError as exc:
             print(exc)
         """
@@ -54,7 +54,7 @@ def test_a_star_import_without_an_extra_names_the_install_command() -> None:
 
 def test_importing_a_backend_without_its_extra_names_the_install_command() -> None:
     for name, extra in (("SQLAlchemySession", "postgres"), ("RedisSession", "redis")):
-        for module in ("turnstore", "turnstore.memory"):
+        for module in ("turnstore.extensions.memory",):
             done = _run(
                 f"""
                 try:
@@ -69,7 +69,11 @@ def test_importing_a_backend_without_its_extra_names_the_install_command() -> No
 
 def test_star_imports_include_the_backends_when_the_extras_are_installed() -> None:
     done = subprocess.run(
-        [sys.executable, "-c", "from turnstore import *\nprint(RedisSession.__name__)"],
+        [
+            sys.executable,
+            "-c",
+            "from turnstore.extensions.memory import *\nprint(RedisSession.__name__)",
+        ],
         capture_output=True,
         text=True,
         timeout=60,
@@ -103,7 +107,8 @@ def test_testing_helpers_work_without_pytest() -> None:
 def test_encrypted_session_without_its_extra_names_the_install_command() -> None:
     done = _run(
         """
-        from turnstore import EncryptedSession, SQLiteSession
+        from turnstore import SQLiteSession
+        from turnstore.extensions.memory import EncryptedSession
         try:
             EncryptedSession("s", SQLiteSession("s"), "key")
         except ImportError as exc:
@@ -119,7 +124,8 @@ def test_encrypted_session_without_its_extra_names_the_install_command() -> None
 _STORE_ONLY = """
 import asyncio, contextlib, io, sys
 import turnstore
-from turnstore import SessionSettings, SQLiteSession, load_history
+from turnstore import SessionSettings, SQLiteSession
+from turnstore.memory import load_history
 import turnstore.cli
 
 async def main():

@@ -22,8 +22,7 @@ if [ "${1:-}" = "--last" ]; then
   shift
 fi
 branch="${1:?usage: commit-translations.sh [--last] BRANCH}"
-# i18n/manifest.json: the manifest's place before the tool moved it to docs/i18n/ (drop it then).
-translated=(docs/ja docs/ko docs/zh docs/i18n/manifest.json i18n/manifest.json)
+translated=(docs/ja docs/ko docs/zh docs/i18n/manifest.json)
 
 remote=origin
 if [ -n "${GITHUB_TOKEN:-}" ]; then

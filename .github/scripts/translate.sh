@@ -12,8 +12,7 @@
 set -euo pipefail
 
 failed="${RUNNER_TEMP:?RUNNER_TEMP is not set}/translation-failures.txt"
-# The tool before issue 34 printed `[k/n] <lang>/<page>: failed (<why>)`: drop that with it.
-page_line='^(docs/[a-z-]+/[^:]+\.md:[0-9]+: |\[[0-9]+/[0-9]+\] [a-z-]+/[^:]+: failed)'
+page_line='^docs/[a-z-]+/[^:]+\.md:[0-9]+: '
 
 if [ "${1:-}" = "--report" ]; then
   if [ ! -e "${failed}" ]; then

@@ -12,18 +12,24 @@ result = await Runner.run(agent, "What city is the Golden Gate Bridge in?", sess
 result = await Runner.run(agent, "What state is it in?", session=session)  # remembers the bridge
 ```
 
-This module is the public import path of an application: agents, runs, sessions, stores and
-errors. The tools for writing a session backend (`HistorySnapshot`,
-`await_session_mutation`, `resolve_session_limit`, the atomic-replacement and usage-recording
-protocols) are in `turnstore.memory`, and the test helpers in
-`turnstore.testing`.
+This module holds what an application writes: agents, runs and their results and events, tools,
+sessions and their settings, errors. Each other audience has one place:
+
+- `turnstore.extensions.memory`: the OpenAI Agents SDK's extension sessions (`RedisSession`,
+  `SQLAlchemySession`, `EncryptedSession`, `AdvancedSQLiteSession`, `AsyncSQLiteSession`), and
+  `turnstore.extensions`: `ToolOutputTrimmer`, at the SDK's import paths;
+- `turnstore.admin`: listing, reading and deleting the sessions of a storage
+  (`open_session_store`, `SessionStore`);
+- `turnstore.memory`: the tools for writing a session backend (`SessionABC`, the optional
+  protocols, `load_history`);
+- `turnstore.testing`: the fake OpenAI server, the scripted model and the conformance suite.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from . import memory
 from .exceptions import (
     AgentsError,
     BranchDeletedError,
@@ -38,38 +44,18 @@ from .exceptions import (
     TurnstoreError,
     UserError,
 )
-from .memory import (
-    AdvancedSQLiteSession,
-    AsyncSQLiteSession,
-    OpenAIResponsesCompactionArgs,
-    OpenAIResponsesCompactionAwareSession,
-    Session,
-    SessionABC,
-    SessionInfo,
-    SessionRecord,
-    SessionSettings,
-    SessionStats,
-    SessionStore,
-    SQLiteSession,
-    estimate_item_tokens,
-    is_openai_responses_compaction_aware_session,
-    load_history,
-    open_session_store,
-)
-from .memory.extras import lazy_getattr
+from .memory.session import Session
+from .memory.settings import SessionSettings
+from .memory.sqlite.session import SQLiteSession
 
-if TYPE_CHECKING:  # imported on first use (memory.extras.LAZY_EXPORTS)
+if TYPE_CHECKING:  # imported on first use: see _IMPORTS_OPENAI
     from .agent import Agent
-    from .extensions import ToolOutputTrimmer
     from .items import TResponseInputItem
-    from .memory import (
+    from .memory.openai.compaction import (
         CompactionTriggerContext,
-        EncryptedSession,
-        OpenAIConversationsSession,
         OpenAIResponsesCompactionSession,
-        RedisSession,
-        SQLAlchemySession,
     )
+    from .memory.openai.conversations import OpenAIConversationsSession
     from .models import Model, ModelRequest, ModelSettings, OpenAIResponsesModel
     from .result import RunCompleteEvent, RunResult, RunResultStreaming, StreamEvent, Usage
     from .run_config import CallModelData, CallModelInputFilter, ModelInputData, RunConfig
@@ -82,15 +68,12 @@ __version__ = "0.2.0"
 """The release: the one place the version is written (pyproject.toml reads it from here)."""
 
 __all__ = [
-    "AdvancedSQLiteSession",
     "Agent",
     "AgentsError",
-    "AsyncSQLiteSession",
     "BranchDeletedError",
     "CallModelData",
     "CallModelInputFilter",
     "CompactionTriggerContext",
-    "EncryptedSession",  # lazy: needs the encryption extra
     "FunctionTool",
     "MaxTurnsExceeded",
     "Model",
@@ -100,57 +83,76 @@ __all__ = [
     "ModelRequest",
     "ModelSettings",
     "OpenAIConversationsSession",
-    "OpenAIResponsesCompactionArgs",
-    "OpenAIResponsesCompactionAwareSession",
     "OpenAIResponsesCompactionSession",
     "OpenAIResponsesModel",
     "RawResponseEvent",
-    "RedisSession",  # lazy: needs the redis extra
     "RunCompleteEvent",
     "RunConfig",
     "RunItemEvent",
     "RunResult",
     "RunResultStreaming",
     "Runner",
-    "SQLAlchemySession",  # lazy: needs the postgres extra
     "SQLiteSession",
     "Session",
-    "SessionABC",
     "SessionClosedError",
     "SessionDecryptionError",
     "SessionError",
-    "SessionInfo",
     "SessionInputCallback",
-    "SessionRecord",
     "SessionSchemaError",
     "SessionSettings",
-    "SessionStats",
     "SessionStorageError",
-    "SessionStore",
     "StreamEvent",
     "TResponseInputItem",
     "TextDeltaEvent",
-    "ToolOutputTrimmer",
     "TurnstoreError",
     "Usage",
     "UserError",
     "__version__",
-    "estimate_item_tokens",
     "function_tool",
-    "is_openai_responses_compaction_aware_session",
-    "load_history",
-    "open_session_store",
 ]
+"""Static: the same on every install."""
 
-"""Static: the same on every install. The names of `memory.extras.LAZY_EXPORTS` (the agent layer,
-the OpenAI-backed sessions, the extras' backends) are imported on first use (`__getattr__`), so
-`import turnstore` does not import `openai`; those that need an extra raise an `ImportError` saying
-what to install when it is missing."""
+_IMPORTS_OPENAI: dict[str, str] = {
+    "Agent": ".agent",
+    "CallModelData": ".run_config",
+    "CallModelInputFilter": ".run_config",
+    "CompactionTriggerContext": ".memory.openai.compaction",
+    "FunctionTool": ".tools",
+    "Model": ".models",
+    "ModelInputData": ".run_config",
+    "ModelRequest": ".models",
+    "ModelSettings": ".models",
+    "OpenAIConversationsSession": ".memory.openai.conversations",
+    "OpenAIResponsesCompactionSession": ".memory.openai.compaction",
+    "OpenAIResponsesModel": ".models",
+    "RawResponseEvent": ".stream_events",
+    "RunCompleteEvent": ".result",
+    "RunConfig": ".run_config",
+    "RunItemEvent": ".stream_events",
+    "RunResult": ".result",
+    "RunResultStreaming": ".result",
+    "Runner": ".runner",
+    "SessionInputCallback": ".session_input",
+    "StreamEvent": ".result",
+    "TResponseInputItem": ".items",
+    "TextDeltaEvent": ".stream_events",
+    "Usage": ".result",
+    "function_tool": ".tools",
+}
+"""The names whose modules import `openai`, and those modules: imported on first use.
+
+Importing `openai` takes longer than the rest of turnstore together, so an application that only
+stores sessions, and the `turnstore` command, never import it."""
 
 
-if not TYPE_CHECKING:  # type checkers see the lazy names through the imports above, and
-    # flag any other name (a module `__getattr__` would make every name `Any` to them)
-    __getattr__ = lazy_getattr(__name__, __all__, moved=("turnstore.memory", memory.__all__))
+if not TYPE_CHECKING:  # type checkers see the names through the imports above, and flag any
+    # other name (a module `__getattr__` would make every name `Any` to them)
+
+    def __getattr__(name: str) -> Any:
+        module = _IMPORTS_OPENAI.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(module, __name__), name)
 
 
 def __dir__() -> list[str]:

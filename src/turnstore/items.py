@@ -10,11 +10,9 @@ import copy
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
-from .memory.extras import lazy_getattr
-
 __all__ = ["OUTPUT_ONLY_KEYS", "OUTPUT_TYPE_OF_CALL", "TResponseInputItem", "clean_input_item"]
 
-# The alias is imported on first use (memory.extras.LAZY_EXPORTS), so that storing sessions does
+# The alias is imported on first use (`__getattr__` below), so that storing sessions does
 # not import openai: modules that must not import it import the alias under `if TYPE_CHECKING:`
 # (their annotations are not evaluated) and write `cast("TResponseInputItem", ...)`.
 if TYPE_CHECKING:
@@ -71,4 +69,10 @@ def clean_input_item(item: Mapping[str, Any]) -> TResponseInputItem:
 
 
 if not TYPE_CHECKING:  # type checkers see the alias above
-    __getattr__ = lazy_getattr(__name__, __all__)
+
+    def __getattr__(name: str) -> Any:
+        if name != "TResponseInputItem":
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from openai.types.responses import ResponseInputItemParam
+
+        return ResponseInputItemParam

@@ -71,8 +71,9 @@ class RunConfig:
             called before each model call with the call's input (history, new input and the
             run's items so far) and instructions; what it returns is sent instead, and nothing
             of it is saved. For example
-            [`ToolOutputTrimmer`][turnstore.ToolOutputTrimmer]. It runs after the session's
-            history window is loaded (see [`SessionSettings`][turnstore.SessionSettings]).
+            [`ToolOutputTrimmer`][turnstore.extensions.ToolOutputTrimmer]. It runs after the
+            session's history window is loaded (see
+            [`SessionSettings`][turnstore.SessionSettings]).
         openai_client: The `AsyncOpenAI` client for model names. Without one, each run creates
             a client from the environment (`OPENAI_API_KEY`, `OPENAI_BASE_URL`) and closes it
             at the end.

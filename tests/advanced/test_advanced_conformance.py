@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from support.sqlite_rows import corrupt_newest_row, count_rows
-from turnstore import AdvancedSQLiteSession, Session
+from turnstore import Session
+from turnstore.extensions.memory import AdvancedSQLiteSession
 from turnstore.testing import SessionConformanceTests
 
 

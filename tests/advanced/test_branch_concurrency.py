@@ -19,14 +19,14 @@ from typing import Any
 
 import pytest
 
-from turnstore import AdvancedSQLiteSession
+from turnstore.extensions.memory import AdvancedSQLiteSession
 
 WRITES = 25
 
 CHILD = textwrap.dedent(
     """
     import asyncio, sys
-    from turnstore import AdvancedSQLiteSession
+    from turnstore.extensions.memory import AdvancedSQLiteSession
 
     async def main(path, name):
         session = AdvancedSQLiteSession("s", path)

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from support.sqlite_rows import trace_sqlite_calls
-from turnstore import AdvancedSQLiteSession, Agent, RunConfig, Runner
+from turnstore import Agent, RunConfig, Runner
+from turnstore.extensions.memory import AdvancedSQLiteSession
 from turnstore.testing import FakeOpenAIServer, text_response
 
 

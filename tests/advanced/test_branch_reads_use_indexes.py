@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from turnstore import AdvancedSQLiteSession
+from turnstore.extensions.memory import AdvancedSQLiteSession
 from turnstore.memory.sqlite.advanced.branches import Branches
 from turnstore.memory.sqlite.advanced.schema import MAIN, AdvancedSQLiteSchema
 

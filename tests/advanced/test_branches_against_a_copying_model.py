@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from turnstore import AdvancedSQLiteSession
+from turnstore.extensions.memory import AdvancedSQLiteSession
 
 
 def user(text: str) -> dict[str, Any]:

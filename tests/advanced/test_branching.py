@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from turnstore import AdvancedSQLiteSession, BranchDeletedError, SessionClosedError, SQLiteSession
+from turnstore import BranchDeletedError, SessionClosedError, SQLiteSession
+from turnstore.extensions.memory import AdvancedSQLiteSession
 
 
 def user(text: str) -> dict[str, Any]:
@@ -330,7 +331,8 @@ class _Usage:
 async def test_retention_and_import_replace_remove_branches_and_usage(db: Path) -> None:
     """Deleting a session through the store (retention, `import --replace`) leaves no rows of it
     in the branch and usage tables; another session on the file keeps its own."""
-    from turnstore import Usage, open_session_store
+    from turnstore import Usage
+    from turnstore.admin import open_session_store
 
     for sid in ("old", "kept"):
         async with AdvancedSQLiteSession(session_id=sid, db_path=db) as session:

@@ -18,8 +18,10 @@ from typing import Any
 
 import pytest
 
-from turnstore import AdvancedSQLiteSession, SQLiteSession, open_session_store
+from turnstore import SQLiteSession
+from turnstore.admin import open_session_store
 from turnstore.cli import main
+from turnstore.extensions.memory import AdvancedSQLiteSession
 from turnstore.result import Usage
 
 SIDE = ("agent_messages_branches", "agent_messages_branch_items", "agent_messages_turn_usage")

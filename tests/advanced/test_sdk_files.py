@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from turnstore import AdvancedSQLiteSession, SessionSchemaError
+from turnstore import SessionSchemaError
+from turnstore.extensions.memory import AdvancedSQLiteSession
 
 
 @pytest.fixture

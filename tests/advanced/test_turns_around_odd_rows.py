@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from turnstore import AdvancedSQLiteSession
+from turnstore.extensions.memory import AdvancedSQLiteSession
 from turnstore.result import Usage
 
 ODD_ROWS = [

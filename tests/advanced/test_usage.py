@@ -10,7 +10,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from turnstore import AdvancedSQLiteSession, Agent, RunConfig, Runner, function_tool
+from turnstore import Agent, RunConfig, Runner, function_tool
+from turnstore.extensions.memory import AdvancedSQLiteSession
 from turnstore.memory import is_usage_recording_session
 from turnstore.testing import FakeOpenAIServer, text_response, tool_call_response
 
@@ -139,7 +140,7 @@ async def test_store_run_usage_takes_the_sdk_result_and_ours(tmp_path: Path) -> 
 _CHILD = textwrap.dedent(
     """
     import asyncio, os, signal, sys
-    from turnstore import AdvancedSQLiteSession
+    from turnstore.extensions.memory import AdvancedSQLiteSession
 
     async def main():
         session = AdvancedSQLiteSession(session_id="c", db_path=sys.argv[1])

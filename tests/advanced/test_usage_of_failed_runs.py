@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from turnstore import AdvancedSQLiteSession, Agent, RunConfig, Runner, function_tool
+from turnstore import Agent, RunConfig, Runner, function_tool
 from turnstore.exceptions import ModelCallError
+from turnstore.extensions.memory import AdvancedSQLiteSession
 from turnstore.testing import FakeOpenAIServer, text_response, tool_call_response
 from turnstore.testing.fake_openai import FakeReply
 

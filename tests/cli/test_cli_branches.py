@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from support.backends import unique_prefix
-from turnstore import AdvancedSQLiteSession, SQLiteSession
+from turnstore import SQLiteSession
 from turnstore.cli import main
+from turnstore.extensions.memory import AdvancedSQLiteSession
 
 
 def user(text: str) -> dict[str, Any]:
@@ -113,10 +117,16 @@ def test_export_keeps_branches_apart_and_import_restores_them(
             assert await session.pop_item() == bot("a3 on retry")
 
     asyncio.run(read_back())
-    # Exported again, the restored file gives the same records.
+    # Exported again, the restored file gives the same records; the session keeps its creation
+    # time (read_back wrote to it since, so its last activity is new).
     code, out, _ = run_cli(capsys, "--db", str(restored), "export", "chat")
     assert code == 0
-    assert lines(out) == records
+    again = lines(out)
+    assert again[0]["session"]["created_at"] == records[0]["session"]["created_at"]
+    assert again[0]["session"]["last_activity"] > records[0]["session"]["last_activity"]
+    for record in (again[0], records[0]):
+        del record["session"]
+    assert again == records
 
 
 def test_export_of_one_branch_and_import_with_replace(
@@ -149,7 +159,7 @@ def test_branch_records_are_refused_by_a_store_without_branches(
     assert code == 1
     assert "'fresh', 'retry'" in err
     assert "only a SQLite file keeps" in err
-    assert "nothing of it was written" in err
+    assert "Nothing was imported" in err
     # Refused before anything was written, so the prefix holds no key to clean up.
     code, out, _ = run_cli(capsys, "--db", redis_url, "--key-prefix", prefix, "list")
     assert (code, out.strip()) == (0, "no sessions")
@@ -165,8 +175,52 @@ def test_a_plain_file_exports_as_before(tmp_path: Path, capsys: pytest.CaptureFi
     asyncio.run(fill())
     code, out, _ = run_cli(capsys, "--db", str(path), "export", "chat")
     assert code == 0
+    # The first record of the session also carries the session's times.
     assert [sorted(record) for record in lines(out)] == [
-        ["created_at", "item", "session_id"]
-    ] * len(MAIN)
+        ["created_at", "item", "session", "session_id"]
+    ] + [["created_at", "item", "session_id"]] * (len(MAIN) - 1)
     code, out, _ = run_cli(capsys, "--db", str(path), "show", "chat", "--limit", "1")
     assert (code, lines(out)) == (0, MAIN[-1:])
+
+
+def turnstore(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "turnstore.cli", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize("kind", ["postgres", "redis", "cluster"])
+def test_a_file_with_branch_records_is_refused_before_any_session_is_written(
+    kind: str, branched: Path, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # Plain sessions come before the branched one in the file: none of them is written.
+    out = turnstore("--db", str(branched), "export", "chat").stdout
+    plain = [
+        json.dumps({"session_id": f"plain-{n}", "created_at": None, "item": user("hi")})
+        for n in range(3)
+    ]
+    backup = tmp_path / "backup.jsonl"
+    backup.write_text("\n".join(plain) + "\n" + out, encoding="utf-8")
+    if kind == "postgres":
+        tag = uuid.uuid4().hex[:10]
+        target = [
+            "--db",
+            request.getfixturevalue("postgres_url"),
+            "--sessions-table",
+            f"br{tag}_s",
+            "--messages-table",
+            f"br{tag}_m",
+        ]
+    else:
+        url = request.getfixturevalue("redis_url" if kind == "redis" else "redis_cluster_url")
+        target = ["--db", url, "--key-prefix", unique_prefix("cli-branches")]
+    result = turnstore(*target, "import", str(backup))
+    assert result.returncode == 1
+    assert "'fresh', 'retry'" in result.stderr
+    assert "Nothing was imported" in result.stderr
+    listed = turnstore(*target, "list")
+    if kind == "postgres":  # refused before the tables were even created
+        assert listed.returncode == 1
+        assert "has no table" in listed.stderr
+    else:
+        assert (listed.returncode, listed.stdout.strip()) == (0, "no sessions")

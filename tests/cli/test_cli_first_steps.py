@@ -63,7 +63,7 @@ def test_a_redis_url_whose_database_is_not_a_number_is_refused(
     code, out, err = run_cli(capsys, "--db", target, "stats")
     assert (code, out) == (2, "")
     assert "the database of a Redis URL is a whole number, as in redis://host:6379/0" in err
-    from turnstore import RedisSession
+    from turnstore.extensions.memory import RedisSession
 
     with pytest.raises(ValueError, match="is a whole number"):
         RedisSession.from_url("s", target)

@@ -9,7 +9,6 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-import unicodedata
 from pathlib import Path
 
 import pytest
@@ -141,7 +140,7 @@ def test_undecodable_import_names_the_file_and_line(tmp_path: Path) -> None:
     (tmp_path / "broken.jsonl").write_text(good + "\n\n" + good[:-5] + "\n", encoding="utf-8")
     done = turnstore_cli("import", "broken.jsonl", "--db", "new.db", cwd=tmp_path)
     assert done.returncode == 1
-    assert "broken.jsonl line 3 is not JSON" in done.stderr
+    assert "broken.jsonl line 3, column 58 is not JSON: Invalid control character;" in done.stderr
     assert "Traceback" not in done.stderr
 
     # A UTF-8 byte order mark (as some editors write) is not an error.
@@ -173,23 +172,20 @@ def test_missing_directory_and_directory_as_db(command: list[str], tmp_path: Pat
     assert list((tmp_path / "folder").iterdir()) == []
 
 
-def display_width(text: str) -> int:
-    return sum(2 if unicodedata.east_asian_width(c) in ("W", "F") else 1 for c in text)
-
-
-def test_list_aligns_cjk_session_ids(tmp_path: Path) -> None:
-    ids = {"用户-会话-一": 3, "세션": 12, "ユーザー": 1, "plain-ascii-id": 7}
+def test_list_puts_the_id_last_and_pads_no_row_to_the_longest_id(tmp_path: Path) -> None:
+    ids = {"用户-会话-一": 3, "세션": 12, "ユーザー": 1, "a-very-long-id-" * 8: 7}
     fill(tmp_path / "cjk.db", ids)
     done = turnstore_cli("--db", "cjk.db", "list", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     header, rows = lines[0], lines[1 : 1 + len(ids)]
-    # The ITEMS column ends at the same terminal column on every line.
-    end = display_width(header[: header.index("ITEMS") + len("ITEMS")])
+    assert header.endswith("SESSION ID")
+    start = header.index("SESSION ID")
+    # The columns before the id have a fixed width: each id starts at the same column and
+    # ends its line, whatever the width of the others.
+    assert sorted(row[start:] for row in rows) == sorted(ids)
     for row in rows:
-        session_id = next(sid for sid in ids if row.startswith(sid))
-        count = str(ids[session_id])
-        assert display_width(row[: row.index(count, len(session_id)) + len(count)]) == end, row
+        assert int(row[:7]) == ids[row[start:]]
 
 
 def test_export_to_a_missing_directory_or_a_directory_says_so(tmp_path: Path) -> None:

@@ -11,13 +11,9 @@ from openai import AsyncOpenAI
 from redis.asyncio import Redis
 
 from support.backends import delete_prefix, unique_prefix
-from turnstore import (
-    OpenAIResponsesCompactionSession,
-    RedisSession,
-    SessionABC,
-    SessionStorageError,
-)
-from turnstore.memory import is_atomic_replacement_session
+from turnstore import OpenAIResponsesCompactionSession, SessionStorageError
+from turnstore.extensions.memory import RedisSession
+from turnstore.memory import SessionABC, is_atomic_replacement_session
 from turnstore.testing import FakeCompactionAPI
 
 from .conftest import call, output, turns

@@ -17,9 +17,9 @@ from turnstore import (
     SessionError,
     SessionStorageError,
     UserError,
-    is_openai_responses_compaction_aware_session,
 )
 from turnstore.agent import DEFAULT_MODEL
+from turnstore.memory import is_openai_responses_compaction_aware_session
 from turnstore.testing import FakeCompactionAPI, FakeOpenAIServer, FakeReply
 
 from .conftest import (

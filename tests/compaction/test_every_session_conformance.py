@@ -24,10 +24,10 @@ from support.backends import (
 from turnstore import (
     OpenAIConversationsSession,
     OpenAIResponsesCompactionSession,
-    RedisSession,
     Session,
     SQLiteSession,
 )
+from turnstore.extensions.memory import RedisSession
 from turnstore.memory.redis.keys import ClusterLayout
 from turnstore.memory.sqlalchemy.engine import create_engine_for_url
 from turnstore.testing import FakeConversationsAPI, FakeOpenAIServer, SessionConformanceTests

@@ -13,17 +13,16 @@ from support.backends import drop_tables, unique_prefix, unique_tables
 from turnstore import (
     OpenAIConversationsSession,
     OpenAIResponsesCompactionSession,
-    RedisSession,
     SessionClosedError,
     SessionSettings,
-    SQLAlchemySession,
     SQLiteSession,
 )
+from turnstore.extensions.memory import RedisSession, SQLAlchemySession
 from turnstore.testing import FakeOpenAIServer
 
 
 def _threads_of(session: SQLiteSession) -> list[threading.Thread]:
-    return list(session._db._threads)
+    return [session._db._thread]
 
 
 def test_sync_close_from_sync_code_stops_the_threads(tmp_path: Path) -> None:

@@ -17,17 +17,11 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from support.backends import delete_prefix, drop_tables, unique_prefix, unique_tables
-from turnstore import (
-    EncryptedSession,
-    RedisSession,
-    SessionABC,
-    SessionDecryptionError,
-    SQLAlchemySession,
-    SQLiteSession,
-    UserError,
-)
-from turnstore.memory import is_atomic_replacement_session
-from turnstore.memory.encrypted import _master_bytes, _session_fernet
+from turnstore import SessionDecryptionError, SQLiteSession, UserError
+from turnstore.extensions.memory import EncryptedSession, RedisSession, SQLAlchemySession
+from turnstore.memory import SessionABC, is_atomic_replacement_session
+from turnstore.memory.envelopes import master_bytes as _master_bytes
+from turnstore.memory.envelopes import session_fernet as _session_fernet
 from turnstore.testing import SessionConformanceTests
 
 SECRET = "the launch code is 0000-SWORDFISH"

@@ -21,19 +21,22 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from support.backends import delete_prefix, drop_tables, unique_prefix, unique_tables
 from turnstore import (
-    AdvancedSQLiteSession,
     Agent,
-    EncryptedSession,
     OpenAIResponsesCompactionSession,
-    RedisSession,
     RunConfig,
     Runner,
     SessionDecryptionError,
-    SQLAlchemySession,
     SQLiteSession,
 )
+from turnstore.extensions.memory import (
+    AdvancedSQLiteSession,
+    EncryptedSession,
+    RedisSession,
+    SQLAlchemySession,
+)
 from turnstore.memory import is_atomic_replacement_session, is_usage_recording_session
-from turnstore.memory.encrypted import _master_bytes, _session_fernet
+from turnstore.memory.envelopes import master_bytes as _master_bytes
+from turnstore.memory.envelopes import session_fernet as _session_fernet
 from turnstore.testing import FakeCompactionAPI, FakeOpenAIServer, text_response
 
 KEY = Fernet.generate_key().decode()

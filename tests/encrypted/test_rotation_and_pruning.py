@@ -14,8 +14,10 @@ import pytest
 from cryptography.fernet import Fernet
 
 from support.backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
-from turnstore import EncryptedSession, SessionDecryptionError, SQLiteSession
-from turnstore.memory.encrypted import _master_bytes, _session_fernet
+from turnstore import SessionDecryptionError, SQLiteSession
+from turnstore.extensions.memory import EncryptedSession
+from turnstore.memory.envelopes import master_bytes as _master_bytes
+from turnstore.memory.envelopes import session_fernet as _session_fernet
 
 NEW = Fernet.generate_key().decode()
 OLD = Fernet.generate_key().decode()

@@ -1,6 +1,7 @@
 """EncryptedSession never deletes what it cannot read: plaintext items, undecodable rows.
 
-Its expiry sweep (after a write, or `prune_expired`), `rotate` and `pop_item`, on a SQLite file,
+Its expiry sweep (after a write, or `prune_expired`), `rotate`, `pop_item` and compaction
+through it, on a SQLite file,
 PostgreSQL (directly and through PgBouncer), Redis and the Redis Cluster.
 """
 
@@ -16,8 +17,11 @@ from cryptography.fernet import Fernet
 
 from support.backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
 from support.sqlite_rows import corrupt_newest_row, count_rows
-from turnstore import EncryptedSession, SessionDecryptionError, SQLiteSession
-from turnstore.memory.encrypted import _master_bytes, _session_fernet
+from turnstore import OpenAIResponsesCompactionSession, SessionDecryptionError, SQLiteSession
+from turnstore.extensions.memory import EncryptedSession
+from turnstore.memory.envelopes import master_bytes as _master_bytes
+from turnstore.memory.envelopes import session_fernet as _session_fernet
+from turnstore.testing import FakeCompactionAPI, FakeOpenAIServer
 
 KEY = Fernet.generate_key().decode()
 OLD = Fernet.generate_key().decode()
@@ -86,6 +90,26 @@ async def test_rotate_keeps_plaintext_items(backend: Backend) -> None:
     assert plaintext(await raw.get_items()) == [msg("plain")]
     only_new = EncryptedSession(sid, backend.session(sid), KEY, ttl=None)
     assert await only_new.get_items() == [msg("a"), msg("b")]
+
+
+async def test_compaction_keeps_plaintext_items_and_compacts_the_encrypted_ones(
+    backend: Backend, fake_openai: FakeOpenAIServer
+) -> None:
+    FakeCompactionAPI().install(fake_openai)
+    raw = backend.session()
+    sid = raw.session_id
+    await raw.add_items([msg("plain 1")])
+    encrypted = EncryptedSession(sid, backend.session(sid), KEY)
+    await encrypted.add_items([msg("secret 1"), {"role": "assistant", "content": "answer 1"}])
+    await raw.add_items([msg("plain 2")])
+    await encrypted.add_items([msg("secret 2"), {"role": "assistant", "content": "answer 2"}])
+    async with fake_openai.async_client() as client:
+        compacting = OpenAIResponsesCompactionSession(sid, encrypted, client=client, model="m")
+        await compacting.run_compaction({"force": True, "compaction_mode": "input"})
+    after = await encrypted.get_items()
+    assert after[-1]["type"] == "compaction", after  # the encrypted history was compacted
+    assert msg("plain 1") not in after  # plaintext is still never read
+    assert plaintext(await raw.get_items()) == [msg("plain 1"), msg("plain 2")]
 
 
 async def test_pop_item_over_plaintext_removes_nothing(backend: Backend) -> None:

@@ -17,7 +17,8 @@ import asyncio
 import os
 import sys
 
-from turnstore import RedisSession, Session, SQLAlchemySession
+from turnstore import Session
+from turnstore.extensions.memory import RedisSession, SQLAlchemySession
 
 
 def sql_tables(namespace: str) -> tuple[str, str]:

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from turnstore import AsyncSQLiteSession, Session, SessionClosedError, SQLiteSession
+from turnstore import Session, SessionClosedError, SQLiteSession
+from turnstore.extensions.memory import AsyncSQLiteSession
 from turnstore.testing import SessionConformanceTests
 
 

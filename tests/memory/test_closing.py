@@ -26,17 +26,19 @@ from redis.asyncio import Redis
 from support.backends import drop_tables, unique_prefix, unique_tables
 from support.items import user
 from turnstore import (
-    AdvancedSQLiteSession,
-    EncryptedSession,
     OpenAIConversationsSession,
     OpenAIResponsesCompactionSession,
-    RedisSession,
     SessionClosedError,
-    SQLAlchemySession,
     SQLiteSession,
-    open_session_store,
 )
-from turnstore.extensions.memory import AsyncSQLiteSession
+from turnstore.admin import open_session_store
+from turnstore.extensions.memory import (
+    AdvancedSQLiteSession,
+    AsyncSQLiteSession,
+    EncryptedSession,
+    RedisSession,
+    SQLAlchemySession,
+)
 from turnstore.testing import FakeConversationsAPI, FakeOpenAIServer
 
 Maker = Callable[[], Awaitable[Any]]
@@ -236,7 +238,7 @@ async def test_a_forgotten_sqlite_session_warns_and_its_threads_stop(tmp_path: P
     [message] = _resource_warnings(caught)
     assert message.startswith("SQLiteSession 'forgotten' on ")
     assert "was never closed" in message
-    for thread in started:  # the finalizer only signalled them; they stop on their own
+    for thread in started:  # nothing signals them: once no session holds it, they exit
         await asyncio.to_thread(thread.join)
 
 

@@ -27,7 +27,7 @@ async def session(request: pytest.FixtureRequest, tmp_path: object) -> AsyncIter
         made = SQLiteSession(session_id, f"{tmp_path}/edge.db")
     elif kind == "postgres":
         url = request.getfixturevalue("postgres_url")
-        from turnstore import SQLAlchemySession
+        from turnstore.extensions.memory import SQLAlchemySession
 
         suffix = uuid.uuid4().hex[:8]
         sql = SQLAlchemySession.from_url(
@@ -49,7 +49,7 @@ async def session(request: pytest.FixtureRequest, tmp_path: object) -> AsyncIter
         cleanup = drop
     else:
         url = request.getfixturevalue("redis_url")
-        from turnstore import RedisSession
+        from turnstore.extensions.memory import RedisSession
 
         made = RedisSession.from_url(session_id, url, key_prefix=f"edge-{uuid.uuid4().hex[:8]}")
     try:
@@ -77,7 +77,7 @@ async def test_a_lone_surrogate_is_a_type_error_naming_the_item(session: Session
 async def test_an_id_that_cannot_be_stored_fails_in_the_constructor(
     postgres_url: str, redis_url: str
 ) -> None:
-    from turnstore import RedisSession, SQLAlchemySession
+    from turnstore.extensions.memory import RedisSession, SQLAlchemySession
 
     surrogate = "bad\ud800id"
     with pytest.raises(ValueError, match="not valid UTF-8"):

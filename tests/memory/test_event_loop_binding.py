@@ -37,14 +37,14 @@ def _twice(make: Callable[[], Any]) -> None:
 
 
 def test_sqlalchemy_session_refuses_a_second_loop(postgres_url: str) -> None:
-    from turnstore import SQLAlchemySession
+    from turnstore.extensions.memory import SQLAlchemySession
 
     session_id = f"loop-{uuid.uuid4().hex}"
     _twice(lambda: SQLAlchemySession.from_url(session_id, postgres_url, create_tables=True))
 
 
 def test_redis_session_refuses_a_second_loop(redis_url: str) -> None:
-    from turnstore import RedisSession
+    from turnstore.extensions.memory import RedisSession
 
     session_id = f"loop-{uuid.uuid4().hex}"
     _twice(lambda: RedisSession.from_url(session_id, redis_url))

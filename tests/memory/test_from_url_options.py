@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from turnstore import RedisSession, SQLAlchemySession
+from turnstore.extensions.memory import RedisSession, SQLAlchemySession
 
 
 def msg(text: str) -> dict[str, Any]:

@@ -12,7 +12,8 @@ import pytest
 from cryptography.fernet import Fernet
 
 from support.backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
-from turnstore import EncryptedSession, OpenAIResponsesCompactionSession
+from turnstore import OpenAIResponsesCompactionSession
+from turnstore.extensions.memory import EncryptedSession
 
 ITEMS = [{"role": "user", "content": f"m{n}"} for n in range(5)]
 KEY = Fernet.generate_key().decode()

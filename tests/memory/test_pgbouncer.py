@@ -16,7 +16,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from support.backends import SQLStorage, drop_tables, unique_tables
-from turnstore import Session, SQLAlchemySession
+from turnstore import Session
+from turnstore.extensions.memory import SQLAlchemySession
 from turnstore.memory.sqlalchemy.pgbouncer import behind_pooler, split_pgbouncer_flag
 from turnstore.memory.sqlalchemy.session import create_engine_for_url
 from turnstore.testing import SessionConformanceTests

@@ -14,7 +14,8 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
 from support.backends import drop_tables
-from turnstore import SessionStorageError, SQLAlchemySession
+from turnstore import SessionStorageError
+from turnstore.extensions.memory import SQLAlchemySession
 
 
 @pytest.mark.slow

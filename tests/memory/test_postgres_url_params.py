@@ -23,8 +23,9 @@ from sqlalchemy import text
 
 from conftest import SSLPostgres
 from support.backends import drop_tables
-from turnstore import SessionStorageError, SQLAlchemySession
+from turnstore import SessionStorageError
 from turnstore.cli import main
+from turnstore.extensions.memory import SQLAlchemySession
 
 
 def _with(url: str, query: str) -> str:

@@ -17,7 +17,8 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from turnstore import SQLiteSession, open_session_store
+from turnstore import SQLiteSession
+from turnstore.admin import open_session_store
 
 # As the 0.1.0 release created them (identifiers quoted, version 1 recorded).
 PREVIOUS_RELEASE_SCHEMA = """

@@ -17,7 +17,9 @@ from redis.asyncio.cluster import RedisCluster
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
 from support.backends import delete_prefix, unique_prefix
-from turnstore import RedisSession, Session, SessionStorageError, open_session_store
+from turnstore import Session, SessionStorageError
+from turnstore.admin import SessionRecord, open_session_store
+from turnstore.extensions.memory import RedisSession
 from turnstore.memory.redis.keys import ClusterLayout, SingleNodeLayout, slot_tag
 from turnstore.testing import SessionConformanceTests
 
@@ -264,3 +266,47 @@ class TestRedisClusterConformance(SessionConformanceTests):
     async def corrupt_latest_row(self, session: Session) -> None:
         key = ClusterLayout(self.prefix).items_key(session.session_id)
         await self.client.lset(key, -1, "not json{")
+
+
+@pytest.mark.timeout(60)
+async def test_listings_and_walks_end_while_sessions_are_created_and_cleared(
+    redis_cluster_url: str, prefix: str
+) -> None:
+    # 25 listings of a prefix and two full walks of 3,000 sessions spread over the slots, while
+    # an application creates and clears sessions: each ends (the timeout is the guard), each
+    # walk holds every session that exists throughout, each listing the prefix's sessions.
+    async with open_session_store(redis_cluster_url, key_prefix=prefix) as store:
+        gate = asyncio.Semaphore(32)
+
+        async def seed(session_id: str) -> None:
+            async with gate:
+                await store.write_records(session_id, [SessionRecord(session_id, {"n": 1}, None)])
+
+        stable = [f"s/{n:04d}" for n in range(3000)]
+        wanted = [f"p/{n}" for n in range(5)]
+        await asyncio.gather(*map(seed, [*stable, *wanted]))
+        stop = asyncio.Event()
+        created = 0
+
+        async def app() -> None:
+            nonlocal created
+            while not stop.is_set():
+                session = store.session(f"new/{created}")
+                await session.add_items([{"n": created}])
+                if created % 2:
+                    await session.clear_session()
+                created += 1
+
+        writer = asyncio.create_task(app())
+        try:
+            for _ in range(25):
+                page = await store.list_sessions(prefix="p/", limit=50)
+                assert sorted(info.session_id for info in page) == wanted
+            assert len(await store.list_sessions(limit=50)) == 50
+            for _ in range(2):
+                walked = {info.session_id async for info in store.iter_sessions()}
+                assert walked >= {*stable, *wanted}
+        finally:
+            stop.set()
+            await writer
+        assert created > 25

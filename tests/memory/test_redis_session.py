@@ -16,13 +16,8 @@ import pytest
 from redis.asyncio import Redis
 
 from support.backends import RedisStorage, delete_prefix, unique_prefix
-from turnstore import (
-    RedisSession,
-    Session,
-    SessionClosedError,
-    SessionStorageError,
-    UserError,
-)
+from turnstore import Session, SessionClosedError, SessionStorageError, UserError
+from turnstore.extensions.memory import RedisSession
 from turnstore.testing import SessionConformanceTests
 
 pytestmark = pytest.mark.services
@@ -258,9 +253,9 @@ def test_missing_extra_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) ->
         monkeypatch.setitem(sys.modules, name, None)  # as if the extra were not installed
     monkeypatch.delitem(sys.modules, "turnstore.memory.redis.session")
     with pytest.raises(ImportError, match=r"pip install 'turnstore\[redis\]'"):
-        turnstore.memory.RedisSession  # noqa: B018
+        turnstore.extensions.memory.RedisSession  # noqa: B018
     with pytest.raises(ImportError, match=r"pip install 'turnstore\[redis\]'"):
-        from turnstore import RedisSession as _  # noqa: F401
+        from turnstore.extensions.memory import RedisSession as _  # noqa: F401
 
 
 async def test_interop_with_the_agents_sdk_and_our_runner(client: Redis, prefix: str) -> None:
@@ -282,7 +277,7 @@ async def test_interop_with_the_agents_sdk_and_our_runner(client: Redis, prefix:
 async def test_store_lists_live_sessions_and_prunes_expired_ones(
     redis_url: str, client: Redis, prefix: str
 ) -> None:
-    from turnstore import open_session_store
+    from turnstore.admin import open_session_store
 
     keep = RedisSession("keep", redis_client=client, key_prefix=prefix)
     # Long enough for the first listing to see it on a loaded machine; then it expires.

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from turnstore import SessionStorageError, SQLAlchemySession, SQLiteSession
+from turnstore import SessionStorageError, SQLiteSession
+from turnstore.extensions.memory import SQLAlchemySession
 from turnstore.memory.sqlalchemy.session import create_engine_for_url
 
 

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from support.backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
-from turnstore import SessionClosedError, SessionRecord, UserError, open_session_store
+from turnstore import SessionClosedError, UserError
+from turnstore.admin import SessionRecord, open_session_store
 from turnstore.memory import (
     AtomicReplacementSession,
     HistorySnapshot,

@@ -6,12 +6,11 @@ from typing import Any
 
 import pytest
 
-from turnstore import (
+from turnstore import Session, SQLiteSession
+from turnstore.memory import (
     OpenAIResponsesCompactionArgs,
     OpenAIResponsesCompactionAwareSession,
-    Session,
     SessionABC,
-    SQLiteSession,
     is_openai_responses_compaction_aware_session,
 )
 

@@ -19,13 +19,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
 from support.backends import SQLStorage, drop_tables, unique_tables
-from turnstore import (
-    Session,
-    SessionClosedError,
-    SessionStorageError,
-    SQLAlchemySession,
-    UserError,
-)
+from turnstore import Session, SessionClosedError, SessionStorageError, UserError
+from turnstore.extensions.memory import SQLAlchemySession
 from turnstore.testing import SessionConformanceTests
 
 pytestmark = pytest.mark.services
@@ -583,9 +578,9 @@ def test_missing_extra_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) ->
         monkeypatch.setitem(sys.modules, name, None)  # as if the extra were not installed
     monkeypatch.delitem(sys.modules, "turnstore.memory.sqlalchemy.session")
     with pytest.raises(ImportError, match=r"pip install 'turnstore\[postgres\]'"):
-        turnstore.memory.SQLAlchemySession  # noqa: B018
+        turnstore.extensions.memory.SQLAlchemySession  # noqa: B018
     with pytest.raises(ImportError, match=r"pip install 'turnstore\[postgres\]'"):
-        from turnstore import SQLAlchemySession as _  # noqa: F401
+        from turnstore.extensions.memory import SQLAlchemySession as _  # noqa: F401
 
 
 def test_missing_driver_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from turnstore import SQLAlchemySession
+from turnstore.extensions.memory import SQLAlchemySession
 
 pytest.importorskip("aiosqlite")
 

@@ -6,7 +6,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from turnstore import SQLiteSession, open_session_store
+from turnstore import SQLiteSession
+from turnstore.admin import open_session_store
 
 
 def msg(text: str) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """A cancelled `add_items` on a database another process keeps locked gives up promptly.
 
-The writer retries a busy database for up to `BUSY_RETRY_SECONDS` (60 s). A caller cancelled
-meanwhile must get its `CancelledError` without waiting for that: its write is dropped, whole,
-and nothing of it is ever stored. The lock is held by a real second process.
+The database thread retries a busy database for up to `BUSY_RETRY_SECONDS` (60 s). A caller
+cancelled meanwhile must get its `CancelledError` without waiting for that: its write is
+dropped, whole, and nothing of it is ever stored. The lock is held by a real second process.
 """
 
 from __future__ import annotations
@@ -99,4 +99,4 @@ async def test_cancelled_add_on_a_locked_database_returns_promptly_and_writes_no
         await session.add_items([{"role": "user", "content": "after"}])
         contents = [item["content"] for item in await session.get_items()]
     assert contents == ["before", "after"]
-    assert sqlite_database.WRITER_BUSY_SLICE_MS < sqlite_database.BUSY_TIMEOUT_MS
+    assert sqlite_database.BUSY_TIMEOUT_MS < 1000 * sqlite_database.BUSY_RETRY_SECONDS

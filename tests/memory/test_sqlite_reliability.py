@@ -35,7 +35,7 @@ def db_path(tmp_path: Path) -> str:
 _GC_DEADLOCK = """
 import asyncio, gc, sys
 from turnstore import SQLiteSession
-from turnstore.memory.sqlite import database, registry
+from turnstore.memory.sqlite import forkgate
 
 class Holder:
     pass
@@ -51,11 +51,11 @@ gc.disable()
 asyncio.run(forget(sys.argv[1]))
 asyncio.run(forget(":memory:"))
 # What construction holds while it builds a database: the registry lock (acquire_database)
-# and a database's start lock (its threads starting). A collection can run inside either.
-with registry._registry_lock:
+# and a database's lock (its thread starting). A collection can run inside either.
+with forkgate.registry_lock:
     gc.collect()
 other = SQLiteSession("other", sys.argv[1])
-with other._db._start_lock:
+with other._db._lock:
     gc.collect()
 asyncio.run(other.add_items([{"role": "user", "content": "after"}]))
 asyncio.run(other.aclose())
@@ -77,11 +77,10 @@ def test_a_gc_cycle_collected_while_a_lock_is_held_does_not_deadlock(tmp_path: P
 async def test_a_forgotten_session_still_releases_its_database() -> None:
     session = SQLiteSession("s")
     await session.add_items([msg("a")])
-    db = session._db
-    threads = list(db._threads)
+    threads = [session._db._thread]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        del session
+        del session  # the last reference to its database: the idle thread notices and exits
         gc.collect()
     assert [w.category for w in caught] == [ResourceWarning]
     for thread in threads:
@@ -212,13 +211,13 @@ async def test_an_application_that_disabled_the_collector_keeps_it_disabled(db_p
 _FORK = """
 import asyncio, os, sys
 from turnstore import SQLiteSession
-from turnstore.memory.sqlite import database
+from turnstore.memory.sqlite import forkgate
 
 path = sys.argv[1]
 session = SQLiteSession("s", path)
 asyncio.run(session.add_items([{"role": "user", "content": "parent"}]))
-parent_connections = list(session._db._connections)
-assert parent_connections, "the parent's threads hold connections"
+parent_connections = [session._db._shared.conn]
+assert parent_connections[0] is not None, "the parent's thread holds a connection"
 pid = os.fork()
 if pid == 0:
     # The child: uses the inherited session, then exits through normal interpreter shutdown.
@@ -227,8 +226,8 @@ if pid == 0:
         return [item["content"] for item in await session.get_items()]
     seen = asyncio.run(child())
     assert seen == ["parent", "child"], seen
-    assert not set(map(id, parent_connections)) & set(map(id, session._db._connections))
-    assert all(c in database._inherited_connections for c in parent_connections)
+    assert session._db._shared.conn not in parent_connections
+    assert all(c in forkgate._inherited for c in parent_connections)
     sys.exit(0)
 _, status = os.waitpid(pid, 0)
 assert os.waitstatus_to_exitcode(status) == 0

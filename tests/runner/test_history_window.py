@@ -10,14 +10,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from turnstore import (
-    Agent,
-    RunConfig,
-    Runner,
-    SQLiteSession,
-    ToolOutputTrimmer,
-    function_tool,
-)
+from turnstore import Agent, RunConfig, Runner, SQLiteSession, function_tool
+from turnstore.extensions import ToolOutputTrimmer
 from turnstore.testing import FakeOpenAIServer, text_response
 
 BIG = "x" * 2_000

@@ -33,8 +33,8 @@ _NAMES = {
     "SessionSettings": turnstore.SessionSettings,
     "OpenAIConversationsSession": turnstore.OpenAIConversationsSession,
     "OpenAIResponsesCompactionSession": turnstore.OpenAIResponsesCompactionSession,
-    "AsyncSQLiteSession": turnstore.AsyncSQLiteSession,
-    "ToolOutputTrimmer": turnstore.ToolOutputTrimmer,
+    "AsyncSQLiteSession": turnstore.extensions.memory.AsyncSQLiteSession,
+    "ToolOutputTrimmer": turnstore.extensions.ToolOutputTrimmer,
 }
 for _optional in ("EncryptedSession", "AdvancedSQLiteSession"):
     if hasattr(turnstore, _optional):

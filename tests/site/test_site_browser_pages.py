@@ -45,18 +45,64 @@ def search(page: Any, query: str) -> list[str]:
     return hrefs
 
 
+SEARCH_WORDS = {"en": "session", "ja": "セッション", "ko": "세션", "zh": "会话"}
+
+
 @pytest.mark.parametrize("language", LANGUAGES)
-def test_a_missing_url_shows_the_404_page_in_the_language_of_its_path(
+def test_a_missing_url_shows_the_404_page_of_the_language_of_its_path(
     page: Any, site_url: str, language: str
 ) -> None:
     # The test server answers a missing path as GitHub Pages does: the root 404.html.
-    response = page.goto(home(site_url, language) + "no/such/page/")
+    missing = home(site_url, language) + "no/such/page/"
+    response = page.goto(missing)
     assert response is not None
     assert response.status == 404
-    assert page.locator("html").get_attribute("lang") == language
+    page.wait_for_selector(f'html[lang="{language}"] article h1#not-found')
+    page.wait_for_load_state("load")
+    assert page.url == missing  # the reader still sees the address they asked for
+    assert page.title() == f"{NOT_FOUND_TITLES[language]} - turnstore"
     assert page.locator("article h1").inner_text().strip() == NOT_FOUND_TITLES[language]
-    page.locator(f'article a[hreflang="{language}"]').click()
-    page.wait_for_url(home(site_url, language))
+    # The chrome is the language's: navigation into its pages, its footer, its search index.
+    nav = page.locator(".md-nav--primary a.md-nav__link[href]").evaluate_all(
+        "links => links.map(a => a.href)"
+    )
+    assert nav
+    assert all(link.startswith(home(site_url, language)) for link in nav), nav[:5]
+    footer = page.locator(".md-copyright").inner_text()
+    assert ("contributors" in footer) == (language == "en"), footer
+    results = search(page, SEARCH_WORDS[language])
+    assert results
+    others = [f"{site_url}{lang}/" for lang in LANGUAGES if lang not in ("en", language)]
+    assert all(link.startswith(home(site_url, language)) for link in results), results[:5]
+    assert not any(link.startswith(tuple(others)) for link in results), results[:5]
+    homes = page.locator("article a[hreflang]").evaluate_all(
+        "links => links.map(a => [a.hreflang, a.href])"
+    )
+    assert dict(homes) == {lang: home(site_url, lang) for lang in LANGUAGES}
+
+
+LOGO_PIXELS = """img => {
+  const canvas = document.createElement('canvas');
+  canvas.width = canvas.height = 48;
+  const context = canvas.getContext('2d');
+  context.drawImage(img, 0, 0, 48, 48);
+  const data = context.getImageData(0, 0, 48, 48).data;
+  const drawn = [];
+  for (let i = 0; i < data.length; i += 4) {
+    if (data[i + 3] > 128) drawn.push((data[i] + data[i + 1] + data[i + 2]) / 3);
+  }
+  return drawn;
+}"""
+
+
+@pytest.mark.parametrize("path", ["", "ja/sessions/", "zh/ref/session/"])
+def test_the_logo_is_white_on_the_header(page: Any, site_url: str, path: str) -> None:
+    page.goto(site_url + path)
+    logo = page.locator(".md-header .md-logo img")
+    page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=logo.element_handle())
+    drawn = logo.evaluate(LOGO_PIXELS)
+    assert drawn, "the logo draws nothing"
+    assert min(drawn) > 200, f"the logo's strokes are dark (darkest {min(drawn)})"
 
 
 def test_without_javascript_the_404_page_still_offers_every_home(
@@ -173,7 +219,7 @@ def test_wide_tables_show_they_scroll_on_a_phone(browser: Any, site_url: str) ->
     context = browser.new_context(viewport={"width": 375, "height": 812}, is_mobile=True)
     try:
         page = context.new_page()
-        page.goto(site_url + "ref/backends/#turnstore.SQLAlchemySession.from_url")
+        page.goto(site_url + "ref/backends/#turnstore.extensions.memory.SQLAlchemySession.from_url")
         page.locator("article table").first.wait_for()
         index = page.evaluate(
             """() => [...document.querySelectorAll('article .md-typeset__scrollwrap')]

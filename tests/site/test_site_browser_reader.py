@@ -26,7 +26,10 @@ PAGES = [
     ("zh/", "home-zh"),
     ("sessions/", "sessions-en"),
     ("ko/sessions/", "sessions-ko"),
-    ("ref/backends/#turnstore.SQLAlchemySession.from_url", "ref-backends-from-url"),
+    (
+        "ref/backends/#turnstore.extensions.memory.SQLAlchemySession.from_url",
+        "ref-backends-from-url",
+    ),
     ("ja/ref/session/", "ref-session-ja"),
     ("zh/examples/", "examples-zh"),
     ("changelog/", "changelog-en"),
@@ -155,7 +158,7 @@ def test_translated_reader_stays_in_their_language_in_the_reference(
         ("en", "pop_item", "ref/session/#turnstore.Session.pop_item"),
         ("en", "SQLiteSession", "ref/sqlite/#turnstore.SQLiteSession"),
         ("ja", "Session.pop_item", "ja/ref/session/#turnstore.Session.pop_item"),
-        ("ko", "open_session_store", "ko/ref/backends/#turnstore.open_session_store"),
+        ("ko", "open_session_store", "ko/ref/backends/#turnstore.admin.open_session_store"),
         ("zh", "SessionSettings", "zh/ref/settings/#turnstore.SessionSettings"),
     ],
 )
@@ -236,7 +239,7 @@ def test_tables_fit_at_desktop_width(page: Any, site_url: str, path: str) -> Non
 
 
 def test_tables_scroll_inside_themselves_on_a_phone(phone: Any, site_url: str) -> None:
-    phone.goto(site_url + "ref/backends/#turnstore.SQLAlchemySession.from_url")
+    phone.goto(site_url + "ref/backends/#turnstore.extensions.memory.SQLAlchemySession.from_url")
     phone.locator("article table").first.wait_for()
     # The page itself never scrolls sideways ...
     assert phone.evaluate("document.documentElement.scrollWidth") <= 390

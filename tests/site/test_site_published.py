@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from mkdocstrings import Inventory
-from site_support import LANGUAGES, TRANSLATIONS, BuiltSite, parse, resolve
+from site_support import LANGUAGES, ROOT, TRANSLATIONS, BuiltSite, parse, resolve
 
 import turnstore
 
@@ -135,12 +135,37 @@ def test_each_stylesheet_is_linked_once(built_site: BuiltSite, language: str) ->
         assert sum("_mkdocstrings.css" in sheet for sheet in sheets) == 1
 
 
-def test_source_links_point_at_the_release_tag(built_site: BuiltSite) -> None:
-    tag = f"v{turnstore.__version__}"
+def test_source_links_point_at_a_ref_that_exists(built_site: BuiltSite) -> None:
+    # The tag exists once the changelog dates the release; before, the links follow `main`.
+    version = re.escape(turnstore.__version__)
+    changelog = read(ROOT / "CHANGELOG.md")
+    released = re.search(rf"^## \[{version}\] - \d{{4}}-\d{{2}}-\d{{2}}$", changelog, re.M)
+    ref = f"v{turnstore.__version__}" if released else "main"
     for url in REF_PAGES:
         links = re.findall(
             r'href="(https://github\.com/[^"]+/blob/[^"]+)"', read(built_site.page(url))
         )
         assert links, url
-        off = [link for link in links if f"/blob/{tag}/src/" not in link]
+        off = [link for link in links if f"/blob/{ref}/src/" not in link]
         assert not off, off[:3]
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_llms_txt_descriptions_end_with_their_sentence(
+    built_site: BuiltSite, language: str
+) -> None:
+    index = read(built_site.lang_root(language) / "llms.txt")
+    entries = dict(re.findall(r"^- \[[^\]]+\]\(([^)]+)\): (.*)$", index, re.M))
+    assert entries
+    cut = [text for text in entries.values() if not re.search(r"[.!?。！？:：]$", text)]
+    assert not cut, cut
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_llms_full_txt_api_opening_sentences_keep_their_links(
+    built_site: BuiltSite, language: str
+) -> None:
+    full = read(built_site.lang_root(language) / "llms-full.txt")
+    start = full.index(f"<!-- {SITE_URL}{prefix(language)}ref/session/ -->")
+    opening = full[start : full.index("\n## ", start)]
+    assert f"]({SITE_URL}{prefix(language)}sessions/)" in opening, opening

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from support.backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
-from turnstore import open_session_store
+from turnstore.admin import open_session_store
 
 
 def msg(text: str) -> dict[str, Any]:

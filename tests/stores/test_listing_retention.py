@@ -25,13 +25,9 @@ from support.backends import (
     unique_prefix,
     unique_tables,
 )
-from turnstore import (
-    RedisSession,
-    SessionRecord,
-    SessionStore,
-    SQLiteSession,
-    open_session_store,
-)
+from turnstore import SQLiteSession
+from turnstore.admin import SessionRecord, SessionStore, open_session_store
+from turnstore.extensions.memory import RedisSession
 from turnstore.memory.redis.keys import ClusterLayout
 from turnstore.memory.sqlalchemy.session import create_engine_for_url
 

@@ -20,7 +20,8 @@ import pytest
 
 from support.backends import delete_prefix, drop_tables, unique_prefix, unique_tables
 from support.proxy import HeldProxy
-from turnstore import SessionStore, SQLiteSession, open_session_store
+from turnstore import SQLiteSession
+from turnstore.admin import SessionStore, open_session_store
 
 
 def _item(text: str) -> dict[str, str]:
@@ -109,7 +110,7 @@ async def test_postgres_prune_keeps_a_session_whose_write_committed_after_the_cu
     # written its session row when its INSERT waits for that lock.
     from sqlalchemy import text
 
-    from turnstore import SQLAlchemySession
+    from turnstore.extensions.memory import SQLAlchemySession
     from turnstore.memory.sqlalchemy.session import create_engine_for_url
 
     tables = unique_tables("held")
@@ -173,7 +174,7 @@ async def test_redis_prune_keeps_a_session_whose_write_ran_after_the_cutoff(
 ) -> None:
     # The session's requests pass through the proxy: its script is held on the way to the
     # server after `add_items` has started.
-    from turnstore import RedisSession
+    from turnstore.extensions.memory import RedisSession
     from turnstore.memory.redis.session import create_client_for_url
 
     url, proxy = held_redis

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from support.backends import delete_prefix, drop_tables, unique_prefix, unique_tables
-from turnstore import SessionRecord, SessionStore, open_session_store
+from turnstore.admin import SessionRecord, SessionStore, open_session_store
 
 STABLE = 600
 """Sessions that exist for the whole walk: more than one page of it (500 each)."""

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from turnstore import RedisSession, SQLAlchemySession, SQLiteSession
+from turnstore import SQLiteSession
+from turnstore.extensions.memory import RedisSession, SQLAlchemySession
 
 BACKENDS = ("sqlite", "postgres", "pgbouncer", "redis", "cluster")
 

@@ -11,7 +11,8 @@ import pytest
 from sqlalchemy import func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from turnstore import RedisSession, Session, SQLAlchemySession
+from turnstore import Session
+from turnstore.extensions.memory import RedisSession, SQLAlchemySession
 from turnstore.memory.sqlalchemy.schema import session_tables
 
 if TYPE_CHECKING:

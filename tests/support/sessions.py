@@ -7,7 +7,8 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from turnstore import SessionABC, SessionSettings, TResponseInputItem
+from turnstore import SessionSettings, TResponseInputItem
+from turnstore.memory import SessionABC
 
 
 class MemorySession(SessionABC):

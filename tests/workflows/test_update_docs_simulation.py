@@ -39,8 +39,8 @@ from turnstore.testing import FakeOpenAIServer, RecordedRequest, text_response
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / ".github" / "workflows"
-# The tool's glossary, prompts and manifest: docs/i18n/ (i18n/ before the tool moved them).
-I18N = (ROOT / "docs" / "i18n") if (ROOT / "docs" / "i18n").is_dir() else ROOT / "i18n"
+# The tool's glossary, prompts and manifest.
+I18N = ROOT / "docs" / "i18n"
 MANIFEST = f"{I18N.relative_to(ROOT)}/manifest.json"
 BOT = "github-actions[bot] <41898282+github-actions[bot]@users.noreply.github.com>"
 LANGUAGES = ("ja", "ko", "zh")

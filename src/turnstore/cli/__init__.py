@@ -14,7 +14,10 @@ turnstore --db redis://localhost:6379/0 prune --idle 30d
 
 An export is JSON Lines, one item per line:
 `{"session_id": "...", "created_at": "2026-11-29T10:00:00.123000+00:00", "item": {...}}`.
-Importing it into any backend gives back the same sessions, items, order and `created_at`.
+The first line of each session also carries the session's times,
+`"session": {"created_at": "...", "last_activity": "..."}`. Importing it into any backend gives
+back the same sessions, items, order and times, so `list` keeps its order and `prune --idle`
+sees the same idle sessions (a file without `session` imports as a write made now).
 In a SQLite file of `AdvancedSQLiteSession`, `show` and `list` count and show `main` (or
 `show --branch NAME`); `export` writes `main`, then each other branch whose records carry
 `"branch": "NAME"`, and `import` into a SQLite file puts them back on their branch.
@@ -24,15 +27,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
 import os
+import re
 import sys
+import threading
 from collections.abc import Sequence
 from datetime import timedelta
+from typing import NoReturn
 
 from .. import __version__
 from ..memory.open_store import open_session_store
 from ..memory.sqlalchemy.timeouts import DEFAULT_COMMAND_TIMEOUT
+from ..memory.store import SessionStore
 from .commands import UNITS, CommandError, load_export, run
+from .interrupts import Interrupts
 
 __all__ = ["build_parser", "main"]
 
@@ -45,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     Returns:
         The parser, with one sub-command per action.
     """
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="turnstore",
         description="Inspect and move the sessions stored in SQLite, PostgreSQL or Redis.",
         epilog=f"The storage can also be given in the {_ENV_TARGET} environment variable. "
@@ -54,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"turnstore {__version__}")
     _add_storage_options(parser, defaults=True)
     # The same options after the command: SUPPRESS leaves the value given before it in place.
-    storage = argparse.ArgumentParser(add_help=False)
+    storage = _Parser(add_help=False)
     _add_storage_options(storage, defaults=False)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -130,8 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     clear = command(
         "clear",
-        "remove every item of a session",
-        "Remove one session and every item it holds, in one transaction.",
+        "delete a session and every item it holds",
+        "Delete one session and every item it holds, in one transaction: it no longer "
+        "appears in list or stats.",
     )
     clear.add_argument("session_id", metavar="ID")
 
@@ -159,6 +169,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     stats.add_argument("--json", action="store_true", help="print JSON")
     return parser
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser that suggests the command meant by a mistyped one."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print the usage and `message` (with a "did you mean" for a command typo); exit 2."""
+        bad = re.match(r"argument COMMAND: invalid choice: '(.*?)'", message)
+        if bad is not None:
+            names = [*self._subcommands()]
+            close = difflib.get_close_matches(bad.group(1), names, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            message = f"unknown command {bad.group(1)!r}: {hint}(commands: {', '.join(names)})"
+        super().error(message)
+
+    def _subcommands(self) -> list[str]:
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                return list(action.choices)
+        return []
 
 
 def _add_storage_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
@@ -190,9 +220,12 @@ def _add_storage_options(parser: argparse.ArgumentParser, *, defaults: bool) -> 
 
 
 def _positive(text: str) -> int:
-    value = _non_negative(text)
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
     return value
 
 
@@ -237,12 +270,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns:
         The exit status: 0 on success (also when the reader of the output stops early, as
         `head` does), 1 when the command failed (a missing session, a storage error), 2 for a
-        usage error (a bad option or storage target).
+        usage error (a bad option or storage target), 130 when interrupted by Ctrl-C (SIGINT)
+        and 143 by SIGTERM. Run as the program (no `argv`, in the main thread), it handles
+        those signals itself (an interrupt prints one line saying what was done) and ends the
+        process instead of returning.
     """
+    interrupts = Interrupts()
+    program = argv is None and threading.current_thread() is threading.main_thread()
+    if program:
+        interrupts.install()
+    try:
+        status = _parse_and_run(argv, interrupts)
+    except SystemExit as exc:  # argparse: --help, --version, a usage error
+        if not program or not (exc.code is None or isinstance(exc.code, int)):
+            raise
+        status = exc.code or 0
+    if program:
+        interrupts.exit(status)
+    return status
+
+
+def _parse_and_run(argv: Sequence[str] | None, interrupts: Interrupts) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not args.db:
         parser.error(f"no storage given: pass --db TARGET or set {_ENV_TARGET}")
+    args.interrupts = interrupts
     try:
         return _main(args)
     except BrokenPipeError:
@@ -255,7 +308,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
+    interrupts: Interrupts = args.interrupts
     if args.command == "import":
+        interrupts.describe = lambda: "nothing was imported"
         try:
             args.records = load_export(args.file)
         except CommandError as exc:
@@ -272,15 +327,17 @@ def _main(args: argparse.Namespace) -> int:
     except (ValueError, TypeError, OSError, ImportError) as exc:
         return _error(exc, 2)
     try:
-        asyncio.run(run(store, args))
+        asyncio.run(_run(store, args, interrupts))
         sys.stdout.flush()
     except BrokenPipeError:
         raise  # main() treats a reader that went away as success
-    except CommandError as exc:
-        return _error(exc, 1)
-    except KeyboardInterrupt:
-        return 130
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        return interrupts.report() if interrupts.signum else 130
     except Exception as exc:
+        if interrupts.signum:  # a failure that the interrupt caused
+            return interrupts.report()
+        if isinstance(exc, CommandError):
+            return _error(exc, 1)
         # Any other failure is an error of this storage, never an empty result: name it (the
         # target shows no password).
         text = str(exc) or type(exc).__name__
@@ -288,6 +345,16 @@ def _main(args: argparse.Namespace) -> int:
             text = f"{store.target}: {text}"
         return _error(text, 1)
     return 0
+
+
+async def _run(store: SessionStore, args: argparse.Namespace, interrupts: Interrupts) -> None:
+    """Carry out the command as a task of its own, which an interrupt cancels; close `store`."""
+    work = asyncio.ensure_future(run(store, args))
+    try:
+        with interrupts.cancelling(work):
+            await work
+    finally:
+        await store.aclose()
 
 
 def _error(message: object, status: int) -> int:

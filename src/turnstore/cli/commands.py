@@ -10,11 +10,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import sys
-import tempfile
-import unicodedata
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime
 from typing import IO, Any
@@ -22,6 +21,7 @@ from typing import IO, Any
 from ..exceptions import TurnstoreError
 from ..memory.codec import encode_items
 from ..memory.store import SessionInfo, SessionRecord, SessionStore
+from .atomic_file import temp_beside
 
 __all__ = ["COMMANDS", "UNITS", "CommandError", "load_export", "run"]
 
@@ -72,35 +72,15 @@ async def _list(store: SessionStore, args: argparse.Namespace) -> None:
     if not infos:
         print("no sessions" if args.page == 1 else f"no sessions on page {args.page}")
         return
-    header = "SESSION ID"
-    width = max(_display_width(header), *(_display_width(info.session_id) for info in infos))
-    print(f"{_pad(header, width)}  {'ITEMS':>7}  LAST ACTIVITY (UTC)")
+    # The id last: the columns before it have a fixed width, and a long id pads no other row.
+    print(f"{'ITEMS':>7}  {'LAST ACTIVITY (UTC)':<19}  SESSION ID")
     for info in infos:
-        print(f"{_pad(info.session_id, width)}  {info.item_count:>7}  {_time(info.last_activity)}")
+        print(f"{info.item_count:>7}  {_time(info.last_activity):<19}  {info.session_id}")
     first = offset + 1
     footer = f"page {args.page}: sessions {first}-{offset + len(infos)}"
     if more:
         footer += f"; next page: --page {args.page + 1}"
     print(footer)
-
-
-def _display_width(text: str) -> int:
-    """Columns `text` takes in a terminal.
-
-    Wide and fullwidth characters (CJK) take two columns, combining marks and control
-    characters none, everything else one.
-    """
-    width = 0
-    for char in text:
-        if unicodedata.combining(char) or unicodedata.category(char) in ("Cc", "Cf"):
-            continue
-        width += 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
-    return width
-
-
-def _pad(text: str, width: int) -> str:
-    """`text` left-aligned in `width` terminal columns."""
-    return text + " " * max(0, width - _display_width(text))
 
 
 async def _require(store: SessionStore, session_id: str) -> SessionInfo:
@@ -144,28 +124,25 @@ async def _show(store: SessionStore, args: argparse.Namespace) -> None:
 
 async def _export(store: SessionStore, args: argparse.Namespace) -> None:
     if args.all:
-        session_ids = [info.session_id async for info in store.iter_sessions()]
+        infos = [info async for info in store.iter_sessions()]
     else:
-        for session_id in args.session_ids:
-            await _require(store, session_id)
-        session_ids = list(args.session_ids)
+        infos = [await _require(store, session_id) for session_id in args.session_ids]
     if args.branch is not None:
-        for session_id in session_ids:
-            await _branch_records(store, session_id, args.branch)  # a missing branch: nothing
+        for info in infos:
+            await _branch_records(store, info.session_id, args.branch)  # a missing branch
     if args.output:
         refuse_empty = (
             None
             if args.allow_empty
             else _nothing_to_export(store, args, f"{args.output} was left as it was")
         )
-        count = await _export_to_file(store, session_ids, args.output, args.branch, refuse_empty)
+        count = await _export_to_file(store, infos, args.output, args.branch, refuse_empty)
         print(
-            f"exported {_count(count, 'item')} of {_count(len(session_ids), 'session')} "
-            f"to {args.output}",
+            f"exported {_count(count, 'item')} of {_count(len(infos), 'session')} to {args.output}",
             file=sys.stderr,
         )
     else:
-        count = await _write_records(store, session_ids, sys.stdout, args.branch)
+        count = await _write_records(store, infos, sys.stdout, args.branch)
         if not count and not args.allow_empty:
             raise CommandError(_nothing_to_export(store, args, "nothing was written"))
 
@@ -189,7 +166,7 @@ def _nothing_to_export(store: SessionStore, args: argparse.Namespace, outcome: s
 
 async def _export_to_file(
     store: SessionStore,
-    session_ids: list[str],
+    infos: list[SessionInfo],
     path: str,
     branch: str | None,
     refuse_empty: str | None,
@@ -206,14 +183,12 @@ async def _export_to_file(
             f"cannot write {path}: the directory {os.path.dirname(path)!r} does not exist"
         )
     try:
-        fd, temp = await asyncio.to_thread(
-            tempfile.mkstemp, prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory
-        )
+        fd, temp = await asyncio.to_thread(temp_beside, path)
     except OSError as exc:
         raise CommandError(f"cannot write {path}: {exc.strerror or exc}") from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            count = await _write_records(store, session_ids, out, branch)
+            count = await _write_records(store, infos, out, branch)
             if not count and refuse_empty is not None:
                 # A wrong --db must not replace the last good backup with an empty file.
                 raise CommandError(refuse_empty)
@@ -230,17 +205,27 @@ async def _export_to_file(
 
 
 async def _write_records(
-    store: SessionStore, session_ids: list[str], out: IO[str], branch: str | None
+    store: SessionStore, infos: list[SessionInfo], out: IO[str], branch: str | None
 ) -> int:
-    """Write each session's records: `main`, then each other branch (or only `branch`)."""
+    """Write each session's records: `main`, then each other branch (or only `branch`).
+
+    The first record of a session carries the session's created and last-activity times.
+    """
     count = 0
-    for session_id in session_ids:
+    for info in infos:
+        session_id = info.session_id
         if branch is not None:
             records = await _branch_records(store, session_id, branch)
         else:
             records = await store.read_records(session_id)
             for name in await store.list_branches(session_id):
                 records += await store.read_branch_records(session_id, name)
+        if records:
+            records[0] = dataclasses.replace(
+                records[0],
+                session_created_at=info.created_at,
+                session_last_activity=info.last_activity,
+            )
         for record in records:
             out.write(_dump(record.to_json()) + "\n")
             count += 1
@@ -267,8 +252,11 @@ def _read_export(lines: Iterable[bytes], source: str) -> _Entries:
             continue
         try:
             data = json.loads(line)
-        except ValueError as exc:
-            raise CommandError(f"{where} is not JSON: {exc}") from exc
+        except json.JSONDecodeError as exc:
+            raise CommandError(
+                f"{where}, column {exc.colno} is not JSON: {exc.msg.removesuffix(' at')}; "
+                "an export has one JSON object a line"
+            ) from exc
         try:
             record = SessionRecord.from_json(data, where=where)
         except ValueError as exc:
@@ -322,6 +310,10 @@ async def _import(store: SessionStore, args: argparse.Namespace) -> None:
             except TypeError as exc:
                 reason = str(exc).removeprefix("item 0 ")
                 raise CommandError(f"{line}: the item cannot be stored: it {reason}") from exc
+        try:
+            store.check_records(session_id, [record for _, record in entries])
+        except ValueError as exc:
+            raise CommandError(f"{where}: {exc}. Nothing was imported") from exc
     # 2. A plain import never mixes a file into sessions that already hold items.
     occupied = []
     for session_id in by_session:
@@ -332,27 +324,31 @@ async def _import(store: SessionStore, args: argparse.Namespace) -> None:
         raise CommandError(
             f"nothing imported: {len(occupied)} of the file's sessions already "
             f"{'holds' if len(occupied) == 1 else 'hold'} items in "
-            f"{store.target}: {', '.join(occupied)}. Pass --append to add to them, or "
+            f"{store.target}: {_some(occupied)}. Pass --append to add to them, or "
             "--replace to replace their items"
         )
     # 3. One transaction per session (one script on Redis): a session is written whole or not.
     done: list[str] = []
     total = 0
+    args.interrupts.describe = lambda: _imported(done, len(by_session), args.append)
     for session_id, entries in by_session.items():
         records = [record for _, record in entries]
+        write = asyncio.ensure_future(
+            store.write_records(session_id, records, replace=args.replace)
+        )
         try:
-            await store.write_records(session_id, records, replace=args.replace)
+            # Shielded: an interrupt lets this session's write end (whole, or not at all) and
+            # then stops the import, which says what it wrote.
+            await asyncio.shield(write)
+        except asyncio.CancelledError:
+            await asyncio.wait([write])
+            if not write.cancelled() and write.exception() is None:
+                done.append(session_id)
+            raise
         except (TurnstoreError, TypeError, ValueError, OSError) as exc:
-            written = (
-                f"{_count(len(done), 'session')} {'was' if len(done) == 1 else 'were'} imported "
-                f"before it ({', '.join(map(repr, done))}); "
-                "rerun with --replace to import the file again without duplicates"
-                if done
-                else "nothing was imported"
-            )
             raise CommandError(
                 f"importing session {session_id!r} failed, nothing of it was written: {exc}. "
-                f"{written}"
+                f"{_imported(done, len(by_session), args.append)}"
             ) from exc
         done.append(session_id)
         total += len(records)
@@ -360,6 +356,30 @@ async def _import(store: SessionStore, args: argparse.Namespace) -> None:
         f"imported {_count(total, 'item')} into {_count(len(by_session), 'session')}",
         file=sys.stderr,
     )
+
+
+def _imported(done: list[str], total: int, append: bool) -> str:
+    """What an import that stopped wrote (`done`, of `total` sessions) and how to finish it."""
+    if not done:
+        return "nothing was imported"
+    if len(done) == total:
+        return f"every session of the file was imported ({total})"
+    written = (
+        f"{len(done)} of {_count(total, 'session')} {'was' if len(done) == 1 else 'were'} "
+        f"imported, each whole ({_some([repr(d) for d in done])}); the others were not written"
+    )
+    if append:
+        return (
+            f"{written}. Importing the file again with --append would add the items of those "
+            f"{len(done)} again: import only the other sessions' lines"
+        )
+    return f"{written}. Run the same import with --replace to finish it"
+
+
+def _some(names: list[str], shown: int = 5) -> str:
+    """The first few of `names` and how many more: `'a', 'b' and 1,998 more`."""
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more:,} more" if more > 0 else "")
 
 
 async def _clear(store: SessionStore, args: argparse.Namespace) -> None:
@@ -429,18 +449,16 @@ COMMANDS: dict[str, Handler] = {
 
 
 async def run(store: SessionStore, args: argparse.Namespace) -> None:
-    """Carry out `args.command` on `store`, then close the store.
+    """Carry out `args.command` on `store` (the caller closes it).
 
     Args:
         store: The opened storage.
-        args: The parsed command line (`args.records` holds an import's file, read already).
+        args: The parsed command line (`args.records` holds an import's file, read already;
+            an import sets `args.interrupts.describe` to say what it has written).
     """
-    try:
-        if args.command != "import":  # import creates the tables
-            await _require_tables(store)
-        await COMMANDS[args.command](store, args)
-    finally:
-        await store.close()
+    if args.command != "import":  # import creates the tables
+        await _require_tables(store)
+    await COMMANDS[args.command](store, args)
 
 
 async def _require_tables(store: SessionStore) -> None:

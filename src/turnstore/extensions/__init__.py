@@ -1,8 +1,8 @@
 """The OpenAI Agents SDK's `agents.extensions` names, under turnstore.
 
 Code moving from the SDK changes `agents.extensions` to `turnstore.extensions` in its imports:
-[`ToolOutputTrimmer`][turnstore.ToolOutputTrimmer] here, the extension sessions in
-`turnstore.extensions.memory`. Every name is also exported from the top-level `turnstore`.
+[`ToolOutputTrimmer`][turnstore.extensions.ToolOutputTrimmer] here, the extension sessions in
+`turnstore.extensions.memory`.
 """
 
 from __future__ import annotations

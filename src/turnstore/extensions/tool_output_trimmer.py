@@ -90,28 +90,47 @@ _IMAGE_DETAILS = frozenset({"low", "high", "auto"})
 
 @dataclass
 class ToolOutputTrimmer:
-    """Configurable filter that trims large tool outputs from older conversation turns.
+    """A model-input filter that shortens large tool outputs of older turns.
 
-    This class implements the ``CallModelInputFilter`` protocol and can be passed directly
-    to ``RunConfig.call_model_input_filter``. It runs immediately before each model call
-    and replaces large tool outputs from older turns with a concise preview, reducing token
-    usage without losing the context of what happened.
+    Use it when tools return bulky outputs (search results, logs, file contents) that cost
+    tokens on every later model call. Pass it as `RunConfig(call_model_input_filter=...)`.
+    Before each model call it replaces the large outputs of older turns with a short preview.
+    The recent turns stay whole. The session keeps the full outputs: only what the model
+    receives is trimmed. It never removes an item, so no tool call loses its output.
+
+    It behaves as the OpenAI Agents SDK's `agents.extensions.ToolOutputTrimmer`, with the
+    same arguments and previews, and also works as a filter of the SDK's runner.
 
     Attributes:
-        recent_turns: Number of recent user messages whose surrounding items are never
-            trimmed. Defaults to 2.
-        max_output_chars: Tool outputs above this character count are candidates for
-            trimming. Structured outputs count their model-facing string payloads without
-            Python or JSON representation overhead, and their replacements fit within this
-            budget. Defaults to 500.
-        preview_chars: Maximum number of characters of a string output, or the text parts of
-            a structured output, to preserve as a preview when trimming. Structured previews
-            may be shorter when needed to fit ``max_output_chars``. Defaults to 200.
-        trimmable_tools: Optional tool name or set of tool names whose outputs can be trimmed.
-            For namespaced tools, both bare names and qualified ``namespace.name`` entries are
-            supported. If ``None``, all tool outputs are eligible for trimming. Defaults
-            to ``None``.
+        recent_turns: How many of the latest turns are never trimmed. A turn is one user
+            message and everything stored up to the next user message. At least 1.
+            Defaults to 2.
+        max_output_chars: Tool outputs longer than this many characters are trimmed.
+            Structured outputs count only the text the model sees, and their previews fit
+            within this size. Defaults to 500.
+        preview_chars: How many characters of a trimmed output to keep as a preview (of the
+            text parts, for a structured output). Defaults to 200.
+        trimmable_tools: The tool name, or names, whose outputs may be trimmed. A namespaced
+            tool matches its bare name or `namespace.name`. `None` (the default) trims the
+            outputs of every tool.
+
+    Raises:
+        ValueError: `recent_turns` or `max_output_chars` is below 1, `preview_chars` is
+            negative, or `trimmable_tools` is bytes.
+
+    Example:
+        ```python
+        from turnstore import RunConfig, Runner, ToolOutputTrimmer
+
+        trimmer = ToolOutputTrimmer(recent_turns=2, trimmable_tools={"search"})
+        config = RunConfig(call_model_input_filter=trimmer)
+        result = await Runner.run(agent, "And now?", session=session, run_config=config)
+        ```
     """
+
+    # Adapted from the OpenAI Agents SDK's ToolOutputTrimmer (MIT licence, (c) OpenAI); it
+    # passes the SDK's own tests. With the SDK's CallModelData it returns the SDK's
+    # ModelInputData.
 
     recent_turns: int = 2
     max_output_chars: int = 500
@@ -140,8 +159,8 @@ class ToolOutputTrimmer:
     def __call__(self, data: CallModelData | Any) -> ModelInputData | Any:
         """Trim the large tool outputs of older turns in the input of one model call.
 
-        Finds the boundary between old and recent items, then trims large tool outputs of the
-        old turns. The given items are not changed: trimmed items are shallow copies.
+        The runner calls this before each model call; you do not call it yourself. The
+        given items are not changed: trimmed items are copies.
 
         Args:
             data: The call's `CallModelData` (ours, or the OpenAI Agents SDK's).
@@ -149,14 +168,6 @@ class ToolOutputTrimmer:
         Returns:
             The input to send, as a `ModelInputData` of the same class as `data.model_data`
             (the given object itself when nothing is old enough to trim).
-
-        Example:
-            ```python
-            from turnstore import RunConfig, ToolOutputTrimmer
-
-            config = RunConfig(call_model_input_filter=ToolOutputTrimmer(recent_turns=2))
-            result = await Runner.run(agent, "And now?", session=session, run_config=config)
-            ```
         """
         model_data = data.model_data
         items = model_data.input

@@ -54,30 +54,27 @@ class AsyncCloseable(ABC):
         await self.aclose()
 
 
-def warn_if_unclosed(
-    owner: object, what: str, *, signal: Callable[[], None] | None = None
-) -> weakref.finalize[..., object]:
+def warn_if_unclosed(owner: object, what: str) -> weakref.finalize[..., object]:
     """Warn with a `ResourceWarning` if `owner` is garbage-collected before it is closed.
 
     Closing `owner` must call `.detach()` on the returned finalizer. The finalizer may run on
-    any thread, inside any allocation: it does no I/O and takes no lock.
+    any thread, inside any allocation: it only warns (no I/O, no lock, no release). It must
+    hold no reference to what `owner` holds (a thread's database, a client), or that would
+    outlive `owner`.
 
     Args:
         owner: The object to watch.
         what: How the warning names it, for example `"SQLiteSession 'u1' on 'chats.db'"`.
-        signal: Called first, if given: a lock-free signal only (a queue put), never a release.
 
     Returns:
         The finalizer (not run at interpreter exit).
     """
-    finalizer = weakref.finalize(owner, _forgotten, what, signal)
+    finalizer = weakref.finalize(owner, _forgotten, what)
     finalizer.atexit = False
     return finalizer
 
 
-def _forgotten(what: str, signal: Callable[[], None] | None) -> None:
-    if signal is not None:
-        signal()
+def _forgotten(what: str) -> None:
     warnings.warn(
         f"{what} was never closed: call `await aclose()` (or `close()`) when done with it, "
         "or use `async with`",

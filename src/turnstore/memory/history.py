@@ -7,7 +7,7 @@ output whose call was cut off; the Responses API rejects such an output, so the 
 (the session keeps it). The window is therefore never longer than any limit allows, and never
 starts with a tool output.
 
-[`load_history`][turnstore.load_history] reads the window through `get_items(limit)`
+[`load_history`][turnstore.memory.load_history] reads the window through `get_items(limit)`
 alone, so it works on every session (the OpenAI Agents SDK's included): with a turn or token limit
 it reads the latest 64 items and doubles the read until the window is complete.
 
@@ -135,7 +135,7 @@ def fit_history(
 
     Applies `limit_turns` and `limit_tokens` (the shorter window wins), then drops tool outputs
     whose call is outside the window. `limit` is not applied here: it bounds the read
-    ([`load_history`][turnstore.load_history] passes it to `get_items`).
+    ([`load_history`][turnstore.memory.load_history] passes it to `get_items`).
 
     Args:
         items: History items, oldest first.
@@ -238,7 +238,7 @@ async def load_unfinished_turn(
     Args:
         session: Any session (an object with `get_items(limit)`).
         window: The latest items of the history, oldest first, as
-            [`load_history`][turnstore.load_history] returned them.
+            [`load_history`][turnstore.memory.load_history] returned them.
 
     Returns:
         The items after the last message, oldest first (empty when the history ends with one).

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from .extras import missing_extra
+from .._extras import import_extra
 from .redis.urls import is_redis_url
 from .sqlalchemy.timeouts import DEFAULT_COMMAND_TIMEOUT, check_command_timeout
 from .store import SessionStore
@@ -55,7 +55,7 @@ def open_session_store(
 
     Example:
         ```python
-        from turnstore import open_session_store
+        from turnstore.admin import open_session_store
 
         async with open_session_store("postgresql://postgres@localhost/app") as store:
             for info in await store.list_sessions(limit=10):
@@ -69,7 +69,7 @@ def open_session_store(
     if not isinstance(text, str) or not text:
         raise ValueError("the storage target must be a file path or a URL, got an empty value")
     if is_redis_url(text):
-        _require_extra("redis", text, "redis")
+        import_extra("redis", "redis", f"a {text.partition('://')[0]}:// URL")
         from .redis.store import RedisStore
 
         return RedisStore(text, key_prefix)
@@ -78,18 +78,8 @@ def open_session_store(
             raise ValueError(f"a SQLite URL looks like sqlite:///path/to/file.db, got {text!r}")
         return SQLiteStore(text[len("sqlite:///") :], sessions_table, messages_table, create)
     if "://" in text:
-        _require_extra("sqlalchemy", text, "postgres")
+        import_extra("sqlalchemy", "postgres", f"a {text.partition('://')[0]}:// URL")
         from .sqlalchemy.store import SQLAlchemyStore
 
         return SQLAlchemyStore(text, sessions_table, messages_table, create, command_timeout)
     return SQLiteStore(text, sessions_table, messages_table, create)
-
-
-def _require_extra(package: str, target: str, extra: str) -> None:
-    """Raise the missing-extra error, naming the URL's scheme, when `package` is not installed."""
-    import importlib
-
-    try:
-        importlib.import_module(package)
-    except ImportError as exc:
-        raise missing_extra(f"a {target.partition('://')[0]}:// URL", extra) from exc

@@ -15,8 +15,9 @@ holds the plumbing both backends need, so each backend only says how to read and
   and an optional bound on the time one operation may take (`_command_timeout`), inside that
   shield so that it cancels the storage work itself.
 
-The public methods stay on each backend with their own docstrings (they are its API reference)
-and call the `_get_items`, `_add_items`, ... templates here.
+The public methods (`get_items`, `add_items`, `pop_item`, `clear_session`, `snapshot_history`,
+`replace_history`) are declared here once, with their docstrings; a backend overrides only the
+private steps they call.
 """
 
 from __future__ import annotations
@@ -139,37 +140,117 @@ class PooledSession(SessionABC, AsyncCloseable):
             f"{self._command_timeout} s"
         )
 
-    # -- the templates the public methods call -------------------------------------------------
+    # -- the public methods: one declaration for both backends --------------------------------
 
-    async def _get_items(self, limit: int | None) -> list[TResponseInputItem]:
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """Return the stored history, oldest first.
+
+        Args:
+            limit: Return only the latest `limit` items (still oldest first), reading only
+                those; `0` returns `[]`. `None` uses `session_settings.limit`, else returns
+                everything. A stored item that is not valid JSON is skipped with a logged
+                warning and does not count.
+
+        Returns:
+            The items in the order they were added.
+
+        Raises:
+            ValueError: `limit` is negative.
+            SessionClosedError: The session was closed.
+            SessionStorageError: The database or Redis failed.
+        """
         count = check_limit(resolve_session_limit(limit, self.session_settings))
         self._check_open()
         if count == 0:
             return []
         return await self._run("get_items", lambda: self._read(count))
 
-    async def _add_items(self, items: list[TResponseInputItem]) -> None:
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        """Append items to the history in one transaction: all of them or none.
+
+        Args:
+            items: The items to append, in order. Each must be a JSON-serialisable mapping;
+                every item is checked before anything is written. An empty list does nothing.
+
+        Raises:
+            TypeError: An item is not a JSON-serialisable mapping (the message names its index).
+            SessionClosedError: The session was closed.
+            SessionStorageError: The database or Redis failed; the batch was not stored (when
+                the connection broke after the transaction was sent, the outcome is unknown).
+        """
         encoded = encode_items(items)
         self._check_open()
         if not encoded:
             return
         await self._run("add_items", lambda: self._append(encoded), mutation=True)
 
-    async def _pop_item(self) -> TResponseInputItem | None:
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Remove and return the newest item, atomically.
+
+        Returns:
+            The removed item, or `None` when the session has no valid item. Corrupt items are
+            skipped (and left in place) with a logged warning.
+
+        Raises:
+            SessionClosedError: The session was closed.
+            SessionStorageError: The database or Redis failed.
+        """
         self._check_open()
         return await self._run("pop_item", self._pop_newest, mutation=True)
 
-    async def _clear_session(self) -> None:
+    async def clear_session(self) -> None:
+        """Remove every item of this session atomically; other sessions are untouched.
+
+        Raises:
+            SessionClosedError: The session was closed.
+            SessionStorageError: The database or Redis failed.
+        """
         self._check_open()
         await self._run("clear_session", self._clear, mutation=True)
 
-    async def _snapshot_history(self) -> HistorySnapshot:
+    async def snapshot_history(self) -> HistorySnapshot:
+        """Read the whole history and the ids of its rows (or elements), in one read.
+
+        Returns:
+            The snapshot to pass to `replace_history` (corrupt items are in its `rows`, not in
+            its `items`).
+
+        Raises:
+            SessionClosedError: The session was closed.
+            SessionStorageError: The database or Redis failed.
+        """
         self._check_open()
         return await self._run("snapshot_history", self._snapshot)
 
-    async def _replace_history(
-        self, snapshot: HistorySnapshot, new_items: list[TResponseInputItem]
+    async def replace_history(
+        self,
+        snapshot: HistorySnapshot,
+        new_items: list[TResponseInputItem],
+        *,
+        archive: bool = True,
     ) -> bool:
+        """Replace the snapshot's items by `new_items` in one transaction, keeping later ones last.
+
+        When the history still starts with exactly the snapshot's items, they are removed and
+        `new_items` put in their place; items added after the snapshot stay after them
+        (`SQLAlchemySession` re-inserts those rows with new ids and their original
+        `created_at`; `RedisSession` runs one Lua script and refreshes the TTL, like every write).
+
+        Args:
+            snapshot: What `snapshot_history` returned, possibly narrowed with `prefix`.
+            new_items: The items that take the place of the snapshot's items.
+            archive: Part of the protocol; these backends keep no archive, so the replaced
+                items are deleted either way.
+
+        Returns:
+            `True` when replaced; `False`, changing nothing, when an item of the snapshot was
+            popped or cleared since it was taken.
+
+        Raises:
+            TypeError: An item of `new_items` is not a JSON-serialisable mapping.
+            SessionClosedError: The session was closed.
+            SessionStorageError: The database or Redis failed; nothing changed.
+        """
         HistorySnapshot.check(snapshot)
         encoded = encode_items(new_items)
         self._check_open()

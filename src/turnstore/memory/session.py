@@ -170,7 +170,7 @@ class OpenAIResponsesCompactionAwareSession(Session, Protocol):
     """A session that can shrink its history with the Responses API's compaction.
 
     The runner calls `run_compaction` after each saved turn when
-    [`is_openai_responses_compaction_aware_session`][turnstore.is_openai_responses_compaction_aware_session]
+    [`is_openai_responses_compaction_aware_session`][turnstore.memory.is_openai_responses_compaction_aware_session]
     returns `True` for the run's session.
     """
 
@@ -181,7 +181,7 @@ class OpenAIResponsesCompactionAwareSession(Session, Protocol):
 
         Args:
             args: What the runner knows about the latest response; see
-                [`OpenAIResponsesCompactionArgs`][turnstore.OpenAIResponsesCompactionArgs].
+                [`OpenAIResponsesCompactionArgs`][turnstore.memory.OpenAIResponsesCompactionArgs].
 
         Returns:
             The token usage of the compaction call, which the runner adds to the run's usage, or
@@ -329,8 +329,8 @@ class AtomicReplacementSession(Session, Protocol):
     snapshot's rows, which fails harmlessly when another writer popped or cleared them meanwhile.
     Items added after the snapshot stay, after the new items.
     [`SQLiteSession`][turnstore.SQLiteSession],
-    [`SQLAlchemySession`][turnstore.SQLAlchemySession] and
-    [`RedisSession`][turnstore.RedisSession] implement it; check with
+    [`SQLAlchemySession`][turnstore.extensions.memory.SQLAlchemySession] and
+    [`RedisSession`][turnstore.extensions.memory.RedisSession] implement it; check with
     [`is_atomic_replacement_session`][turnstore.memory.is_atomic_replacement_session].
 
     Example:
@@ -365,8 +365,9 @@ class AtomicReplacementSession(Session, Protocol):
             new_items: The items that take the place of the snapshot's rows.
             archive: Keep the replaced rows in the backend's archive, where it has one
                 (`SQLiteSession`'s `<messages_table>_archive`); `False` deletes them (as
-                [`EncryptedSession.rotate`][turnstore.EncryptedSession.rotate] needs: no old
-                ciphertext stays behind). A backend without an archive deletes them either way.
+                [`EncryptedSession.rotate`][turnstore.extensions.memory.EncryptedSession.rotate]
+                needs: no old ciphertext stays behind). A backend without an archive deletes them
+                either way.
 
         Returns:
             `True` when replaced; `False`, changing nothing, when a row of the snapshot was

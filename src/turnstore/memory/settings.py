@@ -26,19 +26,24 @@ class SessionSettings:
     same keys is accepted too.
 
     A run loads the latest items of the history that fit every limit set here (see
-    [`load_history`][turnstore.load_history]); the window never starts with a tool output
+    [`load_history`][turnstore.memory.load_history]); the window never starts with a tool output
     whose call was cut off.
 
     Attributes:
         limit: How many of the latest items to load as history before each run. `None` loads the
             whole history; `0` loads nothing. `session.get_items()` without a limit uses it too.
-        limit_turns: How many of the latest turns a run loads. A turn starts at a user message
-            and runs to the next one; items stored before the first user message belong to no
-            turn and are loaded only when the whole history fits. `None`: no turn limit.
+        limit_turns: How many of the latest turns a run loads. A turn is one user message and
+            everything stored up to the next user message. Items stored before the first user
+            message belong to no turn and are loaded only when the whole history fits. `None`:
+            no turn limit.
         limit_tokens: An estimated token budget for the history a run loads: the latest items
             whose estimated tokens add up to at most this many (see
-            [`estimate_item_tokens`][turnstore.estimate_item_tokens]: a quarter of the
+            [`estimate_item_tokens`][turnstore.memory.estimate_item_tokens]: a quarter of the
             length of each item's JSON, rounded up). `None`: no budget.
+
+    Raises:
+        TypeError: A limit is not an int or `None`.
+        ValueError: A limit is negative.
 
     Example:
         ```python

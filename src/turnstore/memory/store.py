@@ -1,9 +1,9 @@
 """Looking after every session in one storage: list, inspect, export, import, clear, count.
 
-The base [`SessionStore`][turnstore.SessionStore] and what it returns, plus helpers the
+The base [`SessionStore`][turnstore.admin.SessionStore] and what it returns, plus helpers the
 per-backend stores (`sqlite/store.py`, `sqlalchemy/store.py`, `redis/store.py`) share
 (the internal ones in `_store_helpers.py`).
-[`open_session_store`][turnstore.open_session_store] (in `open_store.py`, so that this module
+[`open_session_store`][turnstore.admin.open_session_store] (in `open_store.py`, so that this module
 imports no backend) picks the backend. The `turnstore` command line is built on them.
 """
 
@@ -50,7 +50,7 @@ class SessionInfo:
 
 @dataclass(frozen=True, slots=True)
 class SessionStats:
-    """Totals of one storage, from [`SessionStore.stats`][turnstore.SessionStore.stats].
+    """Totals of one storage, from [`SessionStore.stats`][turnstore.admin.SessionStore.stats].
 
     Attributes:
         backend: `"sqlite"`, the SQLAlchemy dialect name (`"postgresql"`, `"mysql"`, ...) or
@@ -76,31 +76,41 @@ class SessionRecord:
         created_at: When it was added (UTC, millisecond precision), if known.
         branch: The `AdvancedSQLiteSession` branch the item belongs to, other than `main`
             (`None`: `main`, or a session without branches).
+        session_created_at: When the session was created, if known: an export sets it (and
+            `session_last_activity`) on the first record of each session, and
+            [`write_records`][turnstore.SessionStore.write_records] keeps both.
+        session_last_activity: When the session was last written to, if known.
     """
 
     session_id: str
     item: TResponseInputItem
     created_at: datetime | None
     branch: str | None = None
+    session_created_at: datetime | None = None
+    session_last_activity: datetime | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Return the record as a JSON-ready dict (`created_at` in ISO 8601).
 
         `branch` is written only for a branch other than `main`, so the records of a session
-        without branches look the same as ever.
+        without branches look the same as ever; `session` (the session's `created_at` and
+        `last_activity`) only when a session time is set, on the first record of a session.
         """
-        data = {
-            "session_id": self.session_id,
-            "created_at": None if self.created_at is None else self.created_at.isoformat(),
-            "item": self.item,
-        }
+        data: dict[str, Any] = {"session_id": self.session_id}
+        if self.session_created_at is not None or self.session_last_activity is not None:
+            data["session"] = {
+                "created_at": _iso(self.session_created_at),
+                "last_activity": _iso(self.session_last_activity),
+            }
+        data["created_at"] = _iso(self.created_at)
+        data["item"] = self.item
         if self.branch is not None and self.branch != MAIN_BRANCH:
             data["branch"] = self.branch
         return data
 
     @classmethod
     def from_json(cls, data: Any, *, where: str = "record") -> SessionRecord:
-        """Build a record from the dict that [`to_json`][turnstore.SessionRecord.to_json] made.
+        """Build a record from the dict that `to_json` made.
 
         Args:
             data: The decoded JSON value.
@@ -124,16 +134,37 @@ class SessionRecord:
         branch = data.get("branch")
         if branch is not None and (not isinstance(branch, str) or not branch or "\x00" in branch):
             raise ValueError(f"{where}: 'branch' must be a branch name (a non-empty string)")
-        created_at: datetime | None = None
-        if stamp is not None:
-            if not isinstance(stamp, str):
-                raise ValueError(f"{where}: 'created_at' must be an ISO 8601 string or null")
-            try:
-                created_at = utc(datetime.fromisoformat(stamp))
-            except (ValueError, OverflowError) as exc:  # OverflowError: out of range in UTC
-                raise ValueError(f"{where}: 'created_at' is not ISO 8601: {stamp!r}") from exc
+        session = data.get("session")
+        if session is not None and not isinstance(session, dict):
+            raise ValueError(
+                f"{where}: 'session' must be a JSON object with 'created_at' and 'last_activity'"
+            )
+        session = session or {}
         branch = None if branch == MAIN_BRANCH else branch
-        return cls(session_id, item, created_at, branch)  # type: ignore[arg-type]
+        return cls(
+            session_id,
+            item,  # type: ignore[arg-type]
+            _parse_time(stamp, "created_at", where),
+            branch,
+            _parse_time(session.get("created_at"), "session.created_at", where),
+            _parse_time(session.get("last_activity"), "session.last_activity", where),
+        )
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def _parse_time(stamp: Any, name: str, where: str) -> datetime | None:
+    """A record's time (`None` or an ISO 8601 string) as a UTC datetime."""
+    if stamp is None:
+        return None
+    if not isinstance(stamp, str):
+        raise ValueError(f"{where}: '{name}' must be an ISO 8601 string or null")
+    try:
+        return utc(datetime.fromisoformat(stamp))
+    except (ValueError, OverflowError) as exc:  # OverflowError: out of range in UTC
+        raise ValueError(f"{where}: '{name}' is not ISO 8601: {stamp!r}") from exc
 
 
 MAIN_BRANCH = "main"
@@ -153,12 +184,40 @@ class EncodedWrite:
     the write commits)."""
     replace: bool
     """Remove the session's items (and archive) first, in the same transaction."""
+    session_created: datetime | None = None
+    """When the session was created, from an export (`None`: unknown, as for a plain write)."""
+    last_activity: datetime | None = None
+    """When the session was last written to, from an export (`None`: unknown; the write's
+    commit is stamped, as for any write)."""
+
+    def session_times(
+        self, existing: tuple[datetime | None, datetime | None] | None
+    ) -> tuple[datetime | None, datetime | None]:
+        """The (created, last activity) times to store; `None` leaves that time to the write.
+
+        A session that the write creates or replaces takes the export's times. One that
+        already exists and is appended to keeps the earlier creation time and the later last
+        activity of its own and the export's.
+
+        Args:
+            existing: The session's (created, last activity) before the write, or `None` when
+                it did not exist.
+        """
+        created, last = self.session_created, self.last_activity
+        if existing is None or self.replace:
+            return created, last
+        old_created, old_last = existing
+        if created is not None and old_created is not None:
+            created = min(created, old_created)
+        if last is not None and old_last is not None:
+            last = max(last, old_last)
+        return created, last
 
 
 class SessionStore(AsyncCloseable):
     """Every session in one storage, for listing, export, import and clean-up.
 
-    Get one with [`open_session_store`][turnstore.open_session_store]; close it with
+    Get one with [`open_session_store`][turnstore.admin.open_session_store]; close it with
     `await store.aclose()` or `async with`.
 
     Attributes:
@@ -400,14 +459,41 @@ class SessionStore(AsyncCloseable):
             )
         return await self.read_records(session_id)
 
+    def check_records(self, session_id: str, records: list[SessionRecord]) -> None:
+        """Raise the `ValueError` that `write_records` would raise for these records' branches.
+
+        Writes nothing: the command line's import checks every session of a file with it
+        before its first write.
+
+        Args:
+            session_id: The session the records go to.
+            records: The records.
+
+        Raises:
+            ValueError: A record belongs to a branch other than `main` and this storage keeps
+                no branches (only a SQLite file does), or a branch name is not valid there.
+        """
+        branches = sorted({record.branch for record in records if record.branch is not None})
+        if branches:
+            raise ValueError(
+                f"the records of session {session_id!r} belong to the branches "
+                f"{', '.join(map(repr, branches))} of an AdvancedSQLiteSession, which only a "
+                "SQLite file keeps: import them into a SQLite file, or leave out their lines "
+                "(an export with --branch main has none)"
+            )
+
     async def write_records(
         self, session_id: str, records: list[SessionRecord], *, replace: bool = False
     ) -> None:
-        """Write records to a session in one transaction, keeping their `created_at`.
+        """Write records to a session in one transaction, keeping their times.
 
         Every item is encoded before anything is written; the write is atomic (one SQL
         transaction, or one Redis script), so a failure leaves the session as it was. The write
-        counts as the session's latest activity.
+        counts as the session's latest activity, unless the records carry the session's times
+        (`session_created_at`, `session_last_activity`, as an export's first record of each
+        session does): a session that the write creates or replaces gets those times; one that
+        it appends to keeps the earlier creation time and the later last activity of its own
+        and the records'. (On Redis a session's creation time is its first item's.)
 
         Args:
             session_id: The session to write to (created if missing).
@@ -422,20 +508,16 @@ class SessionStore(AsyncCloseable):
                 no branches (only a SQLite file does); nothing was written.
             SessionStorageError: The storage failed; nothing was written.
         """
-        branches = sorted({record.branch for record in records if record.branch is not None})
-        if branches:
-            raise ValueError(
-                f"the records of session {session_id!r} belong to the branches "
-                f"{', '.join(map(repr, branches))} of an AdvancedSQLiteSession, which only a "
-                "SQLite file keeps: import them into a SQLite file, or leave out their lines "
-                "(an export with --branch main has none)"
-            )
+        self.check_records(session_id, records)
         encoded = encode_items([record.item for record in records])
         if not encoded and not replace:
             return
         now = datetime.now(UTC)
         created = [record.created_at or now for record in records]
-        await self._write_encoded(EncodedWrite(session_id, encoded, created, replace))
+        session_created, last_activity = session_times_of(records)
+        await self._write_encoded(
+            EncodedWrite(session_id, encoded, created, replace, session_created, last_activity)
+        )
 
     @abstractmethod
     async def _write_encoded(self, write: EncodedWrite) -> None:
@@ -471,6 +553,13 @@ _WALK_PAGE = 500
 """The largest offset or page size passed to a storage: more sessions than any holds, and small
 enough that offset + page size still fits the signed 64-bit integers SQLite, PostgreSQL and
 Redis take (a larger value means the same as this one)."""
+
+
+def session_times_of(records: list[SessionRecord]) -> tuple[datetime | None, datetime | None]:
+    """The session times that records carry: the earliest creation and the latest activity."""
+    created = [r.session_created_at for r in records if r.session_created_at is not None]
+    last = [r.session_last_activity for r in records if r.session_last_activity is not None]
+    return min(created, default=None), max(last, default=None)
 
 
 def _check_page(offset: int, limit: int) -> tuple[int, int]:

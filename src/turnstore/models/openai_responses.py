@@ -21,11 +21,17 @@ __all__ = ["OpenAIResponsesModel"]
 class OpenAIResponsesModel:
     """A model served by the OpenAI Responses API through `openai.AsyncOpenAI`.
 
+    An agent whose `model` is a name already uses this class. Build one yourself to pass your
+    own client: another base URL, API key, timeout or retry policy.
+
     Args:
         model: The model name, for example `"gpt-4.1"` or `"o3"`.
         client: The client to use; it is not closed by the model. Without one, each call creates
             a client from the usual environment variables (`OPENAI_API_KEY`, `OPENAI_BASE_URL`,
             ...) and closes it afterwards.
+
+    Raises:
+        TypeError: `model` is not a non-empty string.
 
     Example:
         ```python
@@ -90,8 +96,8 @@ class OpenAIResponsesModel:
             ModelCallError: The API call failed, or its answer was not valid JSON (truncated,
                 an HTML error page, ...) or was nested too deeply to read; the underlying
                 exception is chained.
-            ModelBehaviorError: The response failed on the server side, or is not a usable
-                response (see `turnstore.models.response_check`).
+            ModelBehaviorError: The response failed on the server side, or lacks a field the
+                runner reads (an id, typed output items, usable token counts).
         """
         args = self.request_args(request)
         with _call_errors(

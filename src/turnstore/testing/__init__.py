@@ -14,9 +14,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from ..memory.extras import lazy_getattr
+from .._extras import missing_extra
 from .fake_conversations import FakeCompactionAPI, FakeConversationsAPI
 from .fake_openai import (
     FakeOpenAIServer,
@@ -50,15 +51,29 @@ __all__ = [
     "text_response",
     "tool_call_response",
 ]
-"""Static: the same on every install. `SessionConformanceTests` and the scripted model are
-imported on first use (`__getattr__`, so that the fake server runs without importing pytest or
-openai); the conformance suite raises an `ImportError` saying what to install when pytest is
-missing."""
+"""Static: the same on every install."""
+
+_ON_FIRST_USE: dict[str, str] = {
+    "ScriptStep": ".scripted_model",
+    "ScriptedModel": ".scripted_model",
+    "SessionConformanceTests": ".conformance",
+}
+"""Imported on first use, so that the fake server runs without importing openai (the scripted
+model) or pytest (the conformance suite, which says what to install when pytest is missing)."""
 
 
-if not TYPE_CHECKING:  # type checkers see the lazy names through the imports above, and
-    # flag any other name (a module `__getattr__` would make every name `Any` to them)
-    __getattr__ = lazy_getattr(__name__, __all__)
+if not TYPE_CHECKING:  # type checkers see the names through the imports above
+
+    def __getattr__(name: str) -> Any:
+        module = _ON_FIRST_USE.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        try:
+            return getattr(importlib.import_module(module, __name__), name)
+        except ModuleNotFoundError as exc:
+            if (exc.name or "").partition(".")[0] not in ("pytest", "pytest_asyncio"):
+                raise
+            raise missing_extra(name, packages=("pytest", "pytest-asyncio")) from exc
 
 
 def __dir__() -> list[str]:

@@ -22,9 +22,9 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from .._extras import missing_extra
 from ..agent import Agent
 from ..items import TResponseInputItem
-from ..memory.extras import missing_extra
 from ..memory.session import Session
 from ..runner import Runner
 from ..tools import function_tool

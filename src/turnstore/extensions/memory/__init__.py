@@ -1,33 +1,49 @@
 """The OpenAI Agents SDK's `agents.extensions.memory` sessions, under turnstore.
 
 Code moving from the SDK changes `agents.extensions.memory` to `turnstore.extensions.memory` in
-its imports. The classes are the ones of `turnstore.memory`; `EncryptedSession`, `RedisSession`
-and `SQLAlchemySession` need their extras, as there.
+its imports; this is the one import path of these classes. `SQLAlchemySession` needs the
+`postgres` extra, `RedisSession` the `redis` extra and `EncryptedSession` the `encryption` extra:
+each is imported on first use, and says what to install when its extra is missing
+(`RedisSession needs the redis extra: pip install 'turnstore[redis]'`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ...memory import AdvancedSQLiteSession, AsyncSQLiteSession
-from ...memory.extras import lazy_getattr
+from ..._extras import import_extra
+from ...memory.sqlite.advanced import AdvancedSQLiteSession
+from ...memory.sqlite.async_session import AsyncSQLiteSession
 
-if TYPE_CHECKING:
-    from ...memory import EncryptedSession, RedisSession, SQLAlchemySession
+if TYPE_CHECKING:  # imported on first use: see _NEEDS_AN_EXTRA
+    from ...memory.encrypted import EncryptedSession
+    from ...memory.redis.session import RedisSession
+    from ...memory.sqlalchemy.session import SQLAlchemySession
 
 __all__ = [
     "AdvancedSQLiteSession",
     "AsyncSQLiteSession",
-    "EncryptedSession",  # lazy: needs the encryption extra
-    "RedisSession",  # lazy: needs the redis extra
-    "SQLAlchemySession",  # lazy: needs the postgres extra
+    "EncryptedSession",
+    "RedisSession",
+    "SQLAlchemySession",
 ]
-"""Static, as in `turnstore.memory`: a backend whose extra is missing raises an `ImportError`
-naming the install command when it is first used."""
+"""Static: the same on every install."""
+
+_NEEDS_AN_EXTRA: dict[str, tuple[str, str]] = {
+    "EncryptedSession": ("turnstore.memory.encrypted", "encryption"),
+    "RedisSession": ("turnstore.memory.redis.session", "redis"),
+    "SQLAlchemySession": ("turnstore.memory.sqlalchemy.session", "postgres"),
+}
+"""The sessions that need an extra: their module and the extra."""
 
 
-if not TYPE_CHECKING:
-    __getattr__ = lazy_getattr(__name__, __all__)
+if not TYPE_CHECKING:  # type checkers see the names through the imports above
+
+    def __getattr__(name: str) -> Any:
+        if name not in _NEEDS_AN_EXTRA:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        module, extra = _NEEDS_AN_EXTRA[name]
+        return getattr(import_extra(module, extra, name), name)
 
 
 def __dir__() -> list[str]:

@@ -56,28 +56,39 @@ logger = logging.getLogger(__name__)
 
 
 class OpenAIResponsesCompactionSession(ReplaceAndRestore, WrapperSessionABC, OpenAIClientSession):
-    """A session that compacts its history with the Responses API once it grows long.
+    """A session wrapper that shortens a long history with the Responses API's compaction.
 
-    It wraps any other session, which keeps doing the storing: reads and writes pass through.
-    After each saved turn the [`Runner`][turnstore.Runner] calls
-    [`run_compaction`][turnstore.OpenAIResponsesCompactionSession.run_compaction]; when the
-    trigger says so, the session sends the history to `client.responses.compact(...)` and
-    replaces the stored items with the compacted output (the user messages plus one encrypted
-    `compaction` item that stands for everything else).
+    Use it when conversations grow long enough to cost too many tokens or to overflow the
+    model's context. It wraps another session, which keeps storing the items. After each
+    turn the [`Runner`][turnstore.Runner] calls
+    [`run_compaction`][turnstore.OpenAIResponsesCompactionSession.run_compaction]. When the
+    trigger says so, the session sends the history to `client.responses.compact(...)`. It then
+    replaces the stored items with the result: the user messages plus one encrypted
+    `compaction` item that stands for everything else.
 
-    What the replacement guarantees:
+    !!! warning "With a history limit, compaction removes the older items"
+        In the default `"auto"` mode, when responses are stored (the API's default), the
+        server compacts only what the latest model call saw. If your runs load only part of
+        the history (`SessionSettings(limit=...)`, `limit_turns`, `limit_tokens`, or a
+        `session_input_callback`), compaction removes the stored items older than that
+        window. PostgreSQL and Redis keep no archive of them. Pass `compaction_mode="input"`
+        to compact everything stored.
 
-    - All or nothing. On a session with an atomic replacement (the built-in
-      [`SQLiteSession`][turnstore.SQLiteSession]) it is one transaction, and the replaced
-      raw items are archived there. On any other session the previous history is restored when
-      the replacement fails or is cancelled, and the result is read back and checked.
-    - Items added while the API call is in flight are kept, after the compacted items.
-    - A tool call is never separated from its output, and a call still waiting for its output is
-      never compacted away: only the longest prefix that ends at a safe boundary is compacted,
-      and the rest is kept as it is.
+    What a compaction guarantees:
 
-    Write through this object (not the wrapped session directly) while it is in use: its own
-    writes wait while a replacement is in progress.
+    - All or nothing. On a session with an atomic replacement, the replacement is one
+      transaction: [`SQLiteSession`][turnstore.SQLiteSession],
+      [`AdvancedSQLiteSession`][turnstore.AdvancedSQLiteSession],
+      [`SQLAlchemySession`][turnstore.SQLAlchemySession],
+      [`RedisSession`][turnstore.RedisSession], and
+      [`EncryptedSession`][turnstore.EncryptedSession] over one of them.
+      `SQLiteSession` keeps the replaced items in its archive. On any other session, the
+      previous history is written back when the replacement fails or is cancelled.
+    - Items added while the compaction call is in flight are kept, after the compacted items.
+    - A tool call is never separated from its output. A call still waiting for its output is
+      never compacted away: only the history before it is compacted.
+
+    Write through this object, not the wrapped session, while it is in use.
 
     Args:
         session_id: Identifies this session (usually the wrapped session's id).
@@ -87,21 +98,19 @@ class OpenAIResponsesCompactionSession(ReplaceAndRestore, WrapperSessionABC, Ope
         client: The `AsyncOpenAI` client for `responses.compact`. `None` builds one from the
             environment on first use.
         model: The model that compacts; best the model the conversation runs on. `None` uses
-            the agents' default: `$OPENAI_DEFAULT_MODEL`, else `"gpt-5.6-luna"`.
-        compaction_mode: `"previous_response_id"` compacts the server-side chain of the latest
-            response (it needs a response id), `"input"` sends the stored items, and `"auto"`
-            sends the items when the latest response was not stored (`store=False`) or no
-            response id is known, else uses the response id.
-        should_trigger_compaction: Decides whether to compact; receives a
+            `$OPENAI_DEFAULT_MODEL`, else `"gpt-5.6-luna"`.
+        compaction_mode: How the history reaches the compaction endpoint.
+            `"previous_response_id"` compacts the server's chain of the latest response (it
+            needs a response id). `"input"` sends the stored items. `"auto"`, the default,
+            uses the response id when the latest response was stored, else sends the items.
+        should_trigger_compaction: Decides whether to compact. It receives a
             [`CompactionTriggerContext`][turnstore.CompactionTriggerContext] and returns a
-            bool (or an awaitable of one). The default compacts once at least 10 candidate items
-            (neither user messages nor compaction items) are stored. The trigger is asked about
-            the history as written through this session, so deciding reads nothing; the stored
-            history is read only when a compaction is due (and once, unless the run's own
-            `get_items()` read already returned the whole history).
+            bool, or an awaitable of one. The default compacts once at least 10 candidate
+            items (neither user messages nor compaction items) are stored.
 
     Raises:
-        UserError: `underlying_session` is an `OpenAIConversationsSession`, or not a session.
+        UserError: `underlying_session` is an `OpenAIConversationsSession`, another
+            `OpenAIResponsesCompactionSession`, or not a session.
         ValueError: `compaction_mode` or `model` is invalid.
         TypeError: `should_trigger_compaction` is not callable.
 
@@ -112,10 +121,18 @@ class OpenAIResponsesCompactionSession(ReplaceAndRestore, WrapperSessionABC, Ope
         session = OpenAIResponsesCompactionSession(
             "user_42", SQLiteSession("user_42", "chats.db"), model="gpt-4.1"
         )
-        result = await Runner.run(agent, "Hello", session=session)  # compacts when needed
+        result = await Runner.run(agent, "Hello", session=session)  # compacts when due
         usage = await session.run_compaction({"force": True})  # or compact now
         ```
     """
+
+    # Atomic replacement: on a session with `snapshot_history`/`replace_history` it is one
+    # transaction; on any other the previous history is restored when the replacement fails
+    # or is cancelled, and the result is read back and checked. This object's own writes wait
+    # (`_mutation_lock`) while a replacement is in progress. The trigger is asked about the
+    # history as written through this object (`_known`), so deciding reads nothing; the stored
+    # history is read only when a compaction is due (and once, unless the run's own whole-
+    # history `get_items()` already returned it).
 
     _kind = "OpenAIResponsesCompactionSession"
 
@@ -285,32 +302,34 @@ class OpenAIResponsesCompactionSession(ReplaceAndRestore, WrapperSessionABC, Ope
     async def run_compaction(
         self, args: OpenAIResponsesCompactionArgs | None = None
     ) -> ResponseUsage | None:
-        """Compact the stored history when the trigger (or `force`) says so.
+        """Compact the stored history now, if the trigger (or `force`) says so.
+
+        The [`Runner`][turnstore.Runner] calls this after each turn. Call it yourself to
+        compact outside a run, for example with `{"force": True}`.
 
         Args:
-            args: What the caller knows about the latest response (`response_id`, `store`), an
-                optional `compaction_mode` for this call, and `force=True` to compact whatever
-                the trigger says.
+            args: What the caller knows about the latest response (`response_id`, `store`),
+                an optional `compaction_mode` for this call, and `force=True` to compact
+                whatever the trigger says.
 
         Returns:
             The token usage of the `responses.compact` call (the runner adds it to the run's
-            usage), or `None` when no call was made: the trigger declined, there was nothing
-            to compact, or the compaction was deferred. In `"previous_response_id"` mode the
-            server compacts the latest response's chain, which does not hold the tool outputs
-            stored after that response (nor a call still waiting for one): such a compaction
-            waits for the next response. When `"auto"` chose that mode and `force` is set, the
-            stored items are sent as `input` instead.
+            usage). `None` when no call was made: the trigger declined, there was nothing to
+            compact, or the compaction must wait. In `"previous_response_id"` mode it waits
+            when tool outputs were stored after the latest response, until the next
+            response. If `"auto"` chose that mode and `force` is set, the stored items are
+            sent instead of waiting.
 
         Raises:
-            ValueError: `"previous_response_id"` mode without a known response id, or an invalid
-                argument.
-            TypeError: `args` is not a dict, has an unknown key, or its `store` or `force` is not
-                a bool.
-            SessionError: The `responses.compact` call failed (an HTTP error or a timeout); the
-                history is unchanged and the client's exception is chained.
-            SessionStorageError: Writing the compacted history failed. On SQLite the transaction
-                changed nothing; elsewhere the previous history was restored (or, if even that
-                failed, the message says so and the items are logged).
+            ValueError: `"previous_response_id"` mode without a known response id, or an
+                invalid argument.
+            TypeError: `args` is not a dict, has an unknown key, or its `store` or `force` is
+                not a bool.
+            SessionError: The `responses.compact` call failed (an HTTP error or a timeout).
+                The history is unchanged and the client's exception is chained.
+            SessionStorageError: Writing the compacted history failed. With an atomic
+                replacement nothing changed; elsewhere the previous history was restored (or,
+                if even that failed, the message says so and the items are logged).
         """
         self._check_open()
         checked = check_args(args, self.compaction_mode)

@@ -163,21 +163,42 @@ session's list and its index, so on a Redis Cluster it runs in one hash slot."""
 IMPORT = (
     _CHECK_TYPES
     + """
+-- ARGV[3]: the export's last activity of the session in milliseconds, or '' (none: the
+-- server's time once written, as for any write).
+local activity = false
+if ARGV[3] ~= '' then
+  activity = tonumber(ARGV[3])
+end
 if ARGV[2] == '1' then
   redis.call('DEL', KEYS[1])
+elseif activity and redis.call('EXISTS', KEYS[1]) == 1 then
+  -- Appending to a session that exists: the later of its activity and the export's.
+  local current = redis.call('ZSCORE', KEYS[2], ARGV[1])
+  if current and tonumber(current) > activity then
+    activity = tonumber(current)
+  end
 end
-local ttl = 0
-local first = 3
+local first = 4
 """
     + _push_from_first("RPUSH")
-    + _INDEX_WRITE
     + """
-return #ARGV - 2
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  if not activity then
+    local clock = redis.call('TIME')
+    activity = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+  end
+  redis.call('ZADD', KEYS[2], activity, ARGV[1])
+else
+  redis.call('ZREM', KEYS[2], ARGV[1])
+end
+return #ARGV - 3
 """
 )
 """The CLI import's write of one session: with ARGV[2] == '1' the list is cleared first, in the
-same script (`--replace`); then ARGV[3..] are appended, keeping any expiry, and the write is
-recorded as the session's activity. ARGV[1] is the session id."""
+same script (`--replace`); then ARGV[4..] are appended, keeping any expiry. The session's index
+score (its last activity) is ARGV[3], the export's (the later of it and the current score when
+appending), or the server's time when ARGV[3] is ''. ARGV[1] is the session id. A session's
+creation time on Redis is its first item's, which the elements carry."""
 
 PRUNE = """
 local removed = 0

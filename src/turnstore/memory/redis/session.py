@@ -8,7 +8,7 @@ element format are in `keys.py`: for a key prefix `P`, a session's items are one
 `P:items:<session_id>` (`P:items:{<session_id>}` on a cluster), whose elements are
 `<milliseconds since the epoch>|<item JSON>`, so each item records when it was added; a sorted
 set scored by each session's last write (`P:index`, or one per hash slot on a cluster) lets
-[`open_session_store`][turnstore.open_session_store] and the `turnstore` CLI list sessions. An
+[`open_session_store`][turnstore.admin.open_session_store] and the `turnstore` CLI list sessions. An
 id whose list has expired is dropped from it when sessions are listed. The Lua scripts are in
 `scripts.py`, the URL schemes in `urls.py`; what it shares with `SQLAlchemySession` (ownership
 of the client, the event loop binding, the open check) in `memory/pooled.py`.
@@ -23,16 +23,11 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, cast
 
-from ..extras import missing_extra
-
-try:
-    from redis.asyncio import Redis
-    from redis.asyncio.cluster import RedisCluster
-    from redis.asyncio.retry import Retry
-    from redis.backoff import NoBackoff
-    from redis.exceptions import RedisClusterException, RedisError
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise missing_extra("RedisSession", "redis") from exc
+from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import RedisClusterException, RedisError
 
 from ...exceptions import SessionStorageError, UserError
 from ..pooled import PooledSession
@@ -99,9 +94,9 @@ class RedisSession(PooledSession):
 
     Errors of the client are raised as [`SessionStorageError`][turnstore.SessionStorageError]
     with the original exception chained; the client reconnects on the next call. A client made by
-    [`from_url`][turnstore.RedisSession.from_url] does not retry commands by itself (a retried
-    write could be applied twice; a cluster client still follows `MOVED` and `ASK` redirects,
-    which are safe); a client you pass in keeps its own retry policy.
+    [`from_url`][turnstore.extensions.memory.RedisSession.from_url] does not retry commands by
+    itself (a retried write could be applied twice; a cluster client still follows `MOVED` and
+    `ASK` redirects, which are safe); a client you pass in keeps its own retry policy.
 
     On a Redis Cluster the session's list and the index entry that lists it share one hash slot
     (the session id is the hash tag), so every write, the atomic replacement included, is still
@@ -127,7 +122,8 @@ class RedisSession(PooledSession):
 
     Example:
         ```python
-        from turnstore import RedisSession, Runner
+        from turnstore import Runner
+        from turnstore.extensions.memory import RedisSession
 
         async with RedisSession.from_url(
             "user-123", "redis://localhost:6379/0", ttl=3600
@@ -220,64 +216,6 @@ class RedisSession(PooledSession):
         """The time-to-live in seconds, or `None` when the session does not expire."""
         return self._ttl_ms / 1000 if self._ttl_ms else None
 
-    # -- the four operations -------------------------------------------------------------------
-
-    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
-        """Return the stored history, oldest first.
-
-        Args:
-            limit: Return only the latest `limit` items (still oldest first), reading only the
-                tail of the list; `0` returns `[]`. `None` uses `session_settings.limit`, else
-                returns everything. A corrupt element is skipped with a logged warning and does
-                not count.
-
-        Returns:
-            The items in the order they were added.
-
-        Raises:
-            ValueError: `limit` is negative.
-            SessionClosedError: The session was closed.
-            SessionStorageError: Redis failed.
-        """
-        return await self._get_items(limit)
-
-    async def add_items(self, items: list[TResponseInputItem]) -> None:
-        """Append items to the history in one transaction: all of them or none.
-
-        Args:
-            items: The items to append, in order. Each must be a JSON-serialisable mapping;
-                every item is checked before anything is written. An empty list does nothing.
-
-        Raises:
-            TypeError: An item is not a JSON-serialisable mapping (the message names its index).
-            SessionClosedError: The session was closed.
-            SessionStorageError: Redis failed; if the connection broke after the transaction was
-                sent, the outcome is unknown.
-        """
-        await self._add_items(items)
-
-    async def pop_item(self) -> TResponseInputItem | None:
-        """Remove and return the newest item, atomically.
-
-        Returns:
-            The removed item, or `None` when the session has no valid item. Corrupt elements
-            are skipped (and left in place).
-
-        Raises:
-            SessionClosedError: The session was closed.
-            SessionStorageError: Redis failed.
-        """
-        return await self._pop_item()
-
-    async def clear_session(self) -> None:
-        """Remove every item of this session atomically; other sessions are untouched.
-
-        Raises:
-            SessionClosedError: The session was closed.
-            SessionStorageError: Redis failed.
-        """
-        await self._clear_session()
-
     async def ping(self) -> bool:
         """Tell whether Redis answers, as the OpenAI Agents SDK's `RedisSession.ping` does.
 
@@ -304,51 +242,6 @@ class RedisSession(PooledSession):
         except Exception as exc:  # the SDK's contract: any failure reads as "not reachable"
             _log.debug("ping of RedisSession %r failed: %r", self.session_id, exc)
             return False
-
-    # -- atomic replacement (AtomicReplacementSession) -----------------------------------------
-
-    async def snapshot_history(self) -> HistorySnapshot:
-        """Read the whole list, in one command.
-
-        Returns:
-            The snapshot to pass to `replace_history` (corrupt elements are in its `rows`, not in
-            its `items`).
-
-        Raises:
-            SessionClosedError: The session was closed.
-            SessionStorageError: Redis failed.
-        """
-        return await self._snapshot_history()
-
-    async def replace_history(
-        self,
-        snapshot: HistorySnapshot,
-        new_items: list[TResponseInputItem],
-        *,
-        archive: bool = True,
-    ) -> bool:
-        """Replace the snapshot's elements by `new_items` in one Lua script, keeping later ones.
-
-        When the list still starts with exactly the snapshot's elements, they are removed and
-        `new_items` put in their place; elements added after the snapshot stay after them. The
-        write refreshes the TTL, like every write.
-
-        Args:
-            snapshot: What `snapshot_history` returned, possibly narrowed with `prefix`.
-            new_items: The items that take the place of the snapshot's elements.
-            archive: Part of the protocol; this backend keeps no archive, so the replaced
-                elements are deleted either way.
-
-        Returns:
-            `True` when replaced; `False`, changing nothing, when an element of the snapshot was
-            popped or cleared since it was taken.
-
-        Raises:
-            TypeError: An item of `new_items` is not a JSON-serialisable mapping.
-            SessionClosedError: The session was closed.
-            SessionStorageError: Redis failed; nothing changed.
-        """
-        return await self._replace_history(snapshot, new_items)
 
     def __repr__(self) -> str:
         return f"RedisSession({self.session_id!r}, key={self._items_key!r})"

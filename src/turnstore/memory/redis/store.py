@@ -143,38 +143,43 @@ class RedisStore(SessionStore):
         """Return sessions, the most recently active first; expired ones are dropped.
 
         Without a prefix a page is one range read of the index (of every index, merged, on a
-        cluster); with one, the indexes are read in order until the page is full.
+        cluster). When sessions of that window are gone by the time they are described, and
+        with a prefix on one Redis, the index is walked on, newest first, by key (score, id)
+        and not by position: sessions written, created or deleted meanwhile neither repeat an
+        entry nor skip one, and each read moves down the index, so a listing ends however
+        fast sessions come and go. With a prefix on a cluster every index is read once, as a
+        walk reads them (not once per page of the walk).
         """
 
         async def work() -> list[SessionInfo]:
-            if not prefix:
-                while True:
-                    entries = await self._newest(offset, limit)
-                    infos = await self._describe(entries)
-                    if len(infos) == len(entries):
-                        return infos
-                    # Expired sessions were pruned from the index: read the window again, so
-                    # that a page is never short (a short page reads as the last one) nor skips
-                    # any.
-            # Walk the index newest first by key (score, id), not by position: sessions
-            # written, created or deleted meanwhile neither repeat an entry nor skip one.
-            found: list[SessionInfo] = []
+            if prefix and self._layout.cluster:
+                entries = await self._every_index_entry()
+                matching = [entry for entry in entries if entry[0].startswith(prefix)]
+                found: list[SessionInfo] = []
+                skip = offset
+                for start in range(0, len(matching), _PAGE):
+                    infos = await self._describe(matching[start : start + _PAGE])
+                    found += infos[skip:][: limit - len(found)]
+                    skip = max(0, skip - len(infos))
+                    if len(found) == limit:
+                        break
+                return found
+            count = _PAGE if prefix else limit
+            page = await (
+                self._newest_after(None, count) if prefix else self._newest(offset, count)
+            )
             seen: set[str] = set()
-            skip, cursor = offset, None
-            while len(found) < limit:
-                page = await self._newest_after(cursor, _PAGE)
-                if not page:
-                    break
-                cursor = page[-1]
+            found, skip = [], offset if prefix else 0
+            while True:
                 matching = [e for e in page if e[0].startswith(prefix) and e[0] not in seen]
                 seen.update(entry[0] for entry in matching)
                 infos = await self._describe(matching)
-                taken = infos[skip:]
+                found += infos[skip:][: limit - len(found)]
                 skip = max(0, skip - len(infos))
-                found += taken[: limit - len(found)]
-                if len(page) < _PAGE:
-                    break
-            return found
+                if len(found) == limit or len(page) < count:
+                    return found
+                count = _PAGE if prefix else limit - len(found)
+                page = await self._newest_after(page[-1], count)
 
         result: list[SessionInfo] = await self._call(work)
         return result
@@ -318,7 +323,8 @@ class RedisStore(SessionStore):
         stamps = [to_ms(at) for at in write.created]
         elements = [encode_element(s, data) for s, data in zip(stamps, write.encoded, strict=True)]
         keys = [self._layout.items_key(session_id), self._layout.index_key(session_id)]
-        args = [session_id, "1" if write.replace else "0", *elements]
+        activity = "" if write.last_activity is None else str(to_ms(write.last_activity))
+        args = [session_id, "1" if write.replace else "0", activity, *elements]
 
         async def work() -> None:
             await self._write(keys=keys, args=args)

@@ -9,11 +9,17 @@ from typing import Any, TypeVar
 
 from sqlalchemy import event
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, DisconnectionError, SQLAlchemyError
+from sqlalchemy.exc import (
+    ArgumentError,
+    DBAPIError,
+    DisconnectionError,
+    NoSuchModuleError,
+    SQLAlchemyError,
+)
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from ..._extras import missing_extra
 from ...exceptions import SessionStorageError
-from ..extras import missing_extra
 from .libpq import split_libpq_params
 from .pgbouncer import split_pgbouncer_flag, watch_for_pooler
 from .timeouts import DEFAULT_COMMAND_TIMEOUT, check_command_timeout
@@ -191,21 +197,43 @@ def create_engine_for_url(url: str, **engine_kwargs: Any) -> AsyncEngine:
         if parsed.drivername == "postgresql+asyncpg":
             raise missing_extra(f"the {parsed.drivername} driver", "postgres") from exc
         # A missing synchronous driver (psycopg2, MySQLdb) would be refused once installed:
-        # point at an async driver instead of at the missing module.
-        asyncpg = missing_extra("postgresql+asyncpg://", "postgres")
+        # name the async driver for this database instead of the missing module.
+        backend = parsed.get_backend_name()
+        use = _ASYNC_DRIVERS.get(backend, "postgresql+asyncpg://")
         raise ImportError(
-            f"the {parsed.drivername} driver is not installed ({exc.name}); use an async "
-            f"driver, for example postgresql+asyncpg:// or mysql+asyncmy:// ({asyncpg})"
+            f"{parsed.drivername}:// selects the driver {exc.name}, which is not installed; "
+            f"turnstore needs an async driver: use {use}"
+        ) from exc
+    except NoSuchModuleError as exc:
+        raise ValueError(
+            f"cannot use {parsed.render_as_string(hide_password=True)!r}: "
+            f"{parsed.drivername}:// is not a storage turnstore supports. {STORAGE_FORMS}"
         ) from exc
     except (ArgumentError, SQLAlchemyError) as exc:
         raise ValueError(
             f"cannot use {parsed.render_as_string(hide_password=True)!r}: "
             f"{str(exc).rstrip('. ')}. "
-            "Use an async driver, for example postgresql+asyncpg:// or mysql+asyncmy://"
+            "Use an async driver, for example postgresql+asyncpg:// or mysql+aiomysql://"
         ) from exc
     watch_for_pooler(engine, pgbouncer)
     discard_closed_connections(engine)
     return engine
+
+
+_ASYNC_DRIVERS = {
+    "postgresql": "postgresql+asyncpg:// (pip install 'turnstore[postgres]')",
+    "mysql": "mysql+aiomysql:// or mysql+asyncmy://",
+    "mariadb": "mariadb+aiomysql:// or mariadb+asyncmy://",
+    "sqlite": "sqlite+aiosqlite://, or the file's path for turnstore's own SQLite backend",
+}
+"""The async driver URL to use instead of a synchronous one, per database."""
+
+STORAGE_FORMS = (
+    "A storage is a SQLite file's path (or sqlite:///path), a SQLAlchemy URL with an async "
+    "driver (postgresql://user@host/db, mysql+aiomysql://user@host/db) or a Redis URL "
+    "(redis://host:6379/0, redis+cluster://host:7000)"
+)
+"""The forms of storage target turnstore accepts, for errors about a target it does not."""
 
 
 def _libpq_params(url: URL) -> tuple[URL, dict[str, Any]]:

@@ -12,13 +12,6 @@ import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from ..extras import missing_extra
-
-try:
-    import sqlalchemy  # noqa: F401  (fail here, with the extra to install, when it is missing)
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise missing_extra("SQLAlchemySession", "postgres") from exc
-
 from sqlalchemy import delete, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -95,7 +88,8 @@ class SQLAlchemySession(PooledSession):
 
     Example:
         ```python
-        from turnstore import Runner, SQLAlchemySession
+        from turnstore import Runner
+        from turnstore.extensions.memory import SQLAlchemySession
 
         async with SQLAlchemySession.from_url(
             "user-123",
@@ -212,108 +206,6 @@ class SQLAlchemySession(PooledSession):
     def command_timeout(self) -> float | None:
         """The most seconds one operation may spend in the database, or `None` for no bound."""
         return self._command_timeout
-
-    # -- the four operations -------------------------------------------------------------------
-
-    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
-        """Return the stored history, oldest first.
-
-        Args:
-            limit: Return only the latest `limit` items (still oldest first); `0` returns `[]`.
-                `None` uses `session_settings.limit`, else returns everything. A stored row that
-                is not valid JSON is skipped with a logged warning and does not count.
-
-        Returns:
-            The items in the order they were added.
-
-        Raises:
-            ValueError: `limit` is negative.
-            SessionClosedError: The session was closed.
-            SessionStorageError: The database failed.
-        """
-        return await self._get_items(limit)
-
-    async def add_items(self, items: list[TResponseInputItem]) -> None:
-        """Append items to the history in one transaction: all of them or none.
-
-        Args:
-            items: The items to append, in order. Each must be a JSON-serialisable mapping;
-                every item is checked before anything is written. An empty list does nothing.
-
-        Raises:
-            TypeError: An item is not a JSON-serialisable mapping (the message names its index).
-            SessionClosedError: The session was closed.
-            SessionStorageError: The database failed; the batch was not stored (when the
-                connection broke during the commit, the outcome is unknown).
-        """
-        await self._add_items(items)
-
-    async def pop_item(self) -> TResponseInputItem | None:
-        """Remove and return the newest item, atomically.
-
-        Returns:
-            The removed item, or `None` when the session has no valid item. Corrupt rows are
-            skipped (and left in place) with a logged warning.
-
-        Raises:
-            SessionClosedError: The session was closed.
-            SessionStorageError: The database failed.
-        """
-        return await self._pop_item()
-
-    async def clear_session(self) -> None:
-        """Remove every item of this session atomically; other sessions are untouched.
-
-        Raises:
-            SessionClosedError: The session was closed.
-            SessionStorageError: The database failed.
-        """
-        await self._clear_session()
-
-    # -- atomic replacement (AtomicReplacementSession) -----------------------------------------
-
-    async def snapshot_history(self) -> HistorySnapshot:
-        """Read the whole history and the ids of its rows, in one read.
-
-        Returns:
-            The snapshot to pass to `replace_history` (corrupt rows are in its `rows`, not in its
-            `items`).
-
-        Raises:
-            SessionClosedError: The session was closed.
-            SessionStorageError: The database failed.
-        """
-        return await self._snapshot_history()
-
-    async def replace_history(
-        self,
-        snapshot: HistorySnapshot,
-        new_items: list[TResponseInputItem],
-        *,
-        archive: bool = True,
-    ) -> bool:
-        """Replace the snapshot's rows by `new_items` in one transaction, keeping later rows last.
-
-        The session's row is locked; when its rows up to the snapshot are still exactly the
-        snapshot's, they are deleted, `new_items` inserted, and the rows added after the
-        snapshot re-inserted after them (new ids, original `created_at`).
-
-        Args:
-            snapshot: What `snapshot_history` returned, possibly narrowed with `prefix`.
-            new_items: The items that take the place of the snapshot's rows.
-            archive: Part of the protocol; this backend keeps no archive, so the replaced
-                rows are deleted either way.
-
-        Returns:
-            `True` when replaced; `False`, changing nothing, when a row of the snapshot was
-            popped or cleared since it was taken.
-
-        Raises:
-            TypeError: An item of `new_items` is not a JSON-serialisable mapping.
-            SessionClosedError: The session was closed.
-            SessionStorageError: The database failed; nothing changed.
-        """
-        return await self._replace_history(snapshot, new_items)
 
     def __repr__(self) -> str:
         url = self._engine.url.render_as_string(hide_password=True)

@@ -206,22 +206,46 @@ class SQLAlchemyStore(SessionStore):
 
     async def _write_encoded(self, write: EncodedWrite) -> None:
         session_id = write.session_id
-        from sqlalchemy import delete
+        from sqlalchemy import delete, select, update
 
         from .engine import retry_deadlocks
         from .schema import insert_messages, touch_session
 
         session = self.session(session_id)
 
+        keep_times = write.session_created is not None or write.last_activity is not None
+        s = self._s
+
         async def transaction() -> None:
             async with self._engine.begin() as conn:
+                existing = None
+                # Before the row is created: an existing session's times are merged.
+                if (
+                    keep_times
+                    and not write.replace
+                    and await session._lock_session_row(conn, create=False)  # type: ignore[attr-defined]
+                ):
+                    query = select(s.c.created_at, s.c.updated_at).where(
+                        s.c.session_id == session_id
+                    )
+                    row = (await conn.execute(query)).one()
+                    existing = (_maybe_utc(row[0]), _maybe_utc(row[1]))
                 await session._lock_session_row(conn, create=True)  # type: ignore[attr-defined]
                 if write.replace:
                     await conn.execute(delete(self._m).where(self._m.c.session_id == session_id))
                 await insert_messages(
                     conn, self._m, session_id, write.encoded, created_at=write.created
                 )
-                await touch_session(conn, self._s, session_id)
+                await touch_session(conn, s, session_id)
+                if keep_times:
+                    # The export's times, set after the touch (the write's last statement).
+                    created, last = write.session_times(existing)
+                    times = {"created_at": created, "updated_at": last}
+                    await conn.execute(
+                        update(s)
+                        .where(s.c.session_id == session_id)
+                        .values({k: v for k, v in times.items() if v is not None})
+                    )
 
         try:
             async with self._errors(missing_table_ok=False):

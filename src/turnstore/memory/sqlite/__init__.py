@@ -1,6 +1,6 @@
 """The SQLite backend.
 
-`SQLiteSession` (session.py), its writer and reader threads (database.py), its tables and SQL
+`SQLiteSession` (session.py), its thread (database.py), its tables and SQL
 (schema.py) and the CLI's store for SQLite files (store.py).
 """
 

@@ -1,8 +1,8 @@
 """AsyncSQLiteSession: the OpenAI Agents SDK's name and signature, on `SQLiteSession`'s engine.
 
 The SDK's `AsyncSQLiteSession` runs SQLite through aiosqlite so that it never blocks the event
-loop. `SQLiteSession` never blocks it either (its SQLite calls run on a writer thread and reader
-threads), so this class is `SQLiteSession` under the SDK's name, with the SDK's positional
+loop. `SQLiteSession` never blocks it either (its SQLite calls run on one thread per
+database file), so this class is `SQLiteSession` under the SDK's name, with the SDK's positional
 constructor arguments: code moving from the SDK changes its import and nothing else, and needs no
 aiosqlite.
 """
@@ -64,7 +64,7 @@ class AsyncSQLiteSession(SQLiteSession):
         )
 
     async def close(self) -> None:  # type: ignore[override]  # the SDK's is a coroutine here
-        """Close the session and wait until its threads have stopped (the same as `aclose()`).
+        """Close the session and wait until its thread has stopped (the same as `aclose()`).
 
         Closing twice is harmless; any other operation after it raises `SessionClosedError`.
         """

@@ -63,16 +63,16 @@ def sqlite_time(value: datetime) -> str:
 
 
 _touched = threading.local()
-"""On the writer thread: the sessions its open transaction wrote to, by `stamp_session` SQL."""
+"""On the database thread: the sessions its open transaction wrote to, by `stamp_session` SQL."""
 
 
 def forget_touched() -> None:
-    """On the writer thread, as a transaction begins: no session is waiting for its stamp."""
+    """On the database thread, as a transaction begins: no session is waiting for its stamp."""
     _touched.__dict__.pop("stamps", None)
 
 
 def stamp_touched(conn: sqlite3.Connection) -> None:
-    """On the writer thread, just before `COMMIT`: stamp every session `touch` recorded."""
+    """On the database thread, just before `COMMIT`: stamp every session `touch` recorded."""
     for sql, session_ids in _touched.__dict__.pop("stamps", {}).items():
         conn.executemany(sql, [(sid,) for sid in sorted(session_ids)])
 
@@ -255,7 +255,7 @@ class SQLiteSchema:
     def create(self, conn: sqlite3.Connection) -> None:
         """Create the tables if missing, check them, and record the schema version.
 
-        Runs inside the writer's transaction, so a failure leaves nothing behind.
+        Runs inside a write transaction, so a failure leaves nothing behind.
 
         Raises:
             SessionSchemaError: The file's schema is newer than this release, or an existing
@@ -329,7 +329,7 @@ class SQLiteSchema:
     def touch_session(self) -> str:
         """Create the session's row, or bump its `updated_at` (to the millisecond).
 
-        A write on the writer thread calls `touch` instead, which also stamps the row again
+        A write job calls `touch` instead, which also stamps the row again
         just before the transaction commits.
         """
         return (
@@ -346,13 +346,27 @@ class SQLiteSchema:
             "WHERE session_id = ?"
         )
 
+    @property
+    def set_session_times(self) -> str:
+        """Create or update a session's row with the times of an export.
+
+        Three `?`: the session id, `created_at`, `updated_at`. A `NULL` time is now for a new
+        row and left as it is in an existing one.
+        """
+        return (
+            f"INSERT INTO {quote_identifier(self.sessions_table)} "
+            f"(session_id, created_at, updated_at) VALUES (?1, coalesce(?2, {NOW}), "
+            f"coalesce(?3, {NOW})) ON CONFLICT (session_id) DO UPDATE SET "
+            "created_at = coalesce(?2, created_at), updated_at = coalesce(?3, updated_at)"
+        )
+
     def touch(self, conn: sqlite3.Connection, session_ids: Iterable[str]) -> None:
         """Record a write to these sessions: create their rows now, stamp them at the commit.
 
-        The row is created (or bumped) at once, and `stamp_touched`, which the writer runs as
-        the last statement before `COMMIT`, sets `updated_at` again: a session's last activity
-        is when its write committed, not when its transaction began, so a prune whose cutoff
-        falls while the write's transaction is open keeps the session.
+        The row is created (or bumped) at once, and `stamp_touched`, which the database thread
+        runs as the last statement before `COMMIT`, sets `updated_at` again: a session's last
+        activity is when its write committed, not when its transaction began, so a prune whose
+        cutoff falls while the write's transaction is open keeps the session.
         """
         ids = list(session_ids)
         conn.executemany(self.touch_session, [(sid,) for sid in ids])

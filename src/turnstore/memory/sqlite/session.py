@@ -1,10 +1,11 @@
 """SQLiteSession: conversation history in SQLite, in memory or in a file.
 
-How it works (see `database.py` for the threads, `schema.py` for the tables and all SQL,
-`reads.py` for the fast reads): every session object on one file shares that file's writer
-thread, which commits all pending `add_items` calls in one transaction (group commit), and a few
-reader threads. The event loop only encodes JSON, queues work and awaits it; no SQLite call runs
-on it, the constructor included (the schema is created by the writer on first use).
+How it works (see `database.py` for the thread, `schema.py` for the tables and all SQL,
+`reads.py` for the reads): every session object on one file shares that file's one thread and
+connection, which runs each call in one transaction (concurrent writes share one: group
+commit). The event loop only encodes JSON, queues
+work and awaits it; no SQLite call runs on it, the constructor included (the schema is created
+by the thread on first use).
 
 For compaction, `SQLiteSession` implements
 [`AtomicReplacementSession`][turnstore.memory.AtomicReplacementSession] and keeps the replaced
@@ -39,9 +40,8 @@ from ..settings import (
     default_session_settings,
     resolve_session_limit,
 )
-from .database import Job, SQLiteDatabase, Work
+from .database import Job, SQLiteDatabase, Work, acquire_database, release_now
 from .reads import read_all, read_latest
-from .registry import acquire_database, release_later, release_now
 from .schema import SQLiteSchema
 
 if TYPE_CHECKING:
@@ -55,9 +55,9 @@ class SQLiteSession(SessionABC, AsyncCloseable):
 
     Different session ids on one database are isolated; the same id on one file shares its
     history across session objects, threads and processes. Every session object on a file shares
-    one writer thread, which commits concurrent `add_items` calls together (group commit); each
-    call returns once its own items are committed, and a committed call survives a crash or
-    SIGKILL of the process. Nothing touches SQLite on the event loop thread.
+    one thread and connection; each call is atomic (concurrent writes share one transaction)
+    and returns once it is committed, and a committed call survives a crash or SIGKILL of the
+    process. Nothing touches SQLite on the event loop thread.
 
     Args:
         session_id: Identifies the conversation inside the database.
@@ -108,30 +108,28 @@ class SQLiteSession(SessionABC, AsyncCloseable):
         self._db: SQLiteDatabase = acquire_database(path)
         self._closed = False
         self._close_lock = threading.Lock()
-        # A forgotten close() warns; the finalizer also signals the engine (a lock-free queue
-        # put, no I/O) so that a forgotten :memory: database's thread does not live forever.
-        db = self._db
+        # A forgotten close() only warns: once no session holds the database, its idle thread
+        # notices, closes the connection and exits by itself. The finalizer holds no reference
+        # to the database, or the database would outlive the session.
         self._finalizer = warn_if_unclosed(
-            self,
-            f"{type(self).__name__} {session_id!r} on {path!r}",
-            signal=lambda: release_later(db),
+            self, f"{type(self).__name__} {session_id!r} on {path!r}"
         )
 
     # --- lifecycle --------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the session; the last session on a database stops its threads.
+        """Close the session; the last session on a database stops its thread.
 
         A plain method, as in the OpenAI Agents SDK. Operations already started finish first.
         Closing twice is harmless; any other operation after it raises `SessionClosedError`.
-        With no event loop running on this thread, `close()` also waits for the threads to
-        close their connections. Called on an event loop, it only tells them to stop and
-        returns at once (it never blocks the loop): `await aclose()` there to wait for them.
+        With no event loop running on this thread, `close()` also waits for the thread to
+        close its connection. Called on an event loop, it only tells the thread to stop and
+        returns at once (it never blocks the loop): `await aclose()` there to wait for it.
         """
         self._release()
 
     async def aclose(self) -> None:
-        """Close the session and wait, off the event loop, until its threads have stopped.
+        """Close the session and wait, off the event loop, until its thread has stopped.
 
         Closing twice is harmless; any other operation after it raises `SessionClosedError`.
         `async with` calls it at the end of the block.
@@ -141,13 +139,12 @@ class SQLiteSession(SessionABC, AsyncCloseable):
             await release()
 
     def _release(self) -> Release | None:
-        """Mark the session closed and drop its database; return what joins the threads."""
+        """Mark the session closed and drop its database; return what joins the thread."""
         with self._close_lock:
             if self._closed:
                 return None
             self._closed = True
-        if self._finalizer.detach() is None:
-            return None
+        self._finalizer.detach()
         return release_now(self._db)
 
     def _check_open(self) -> None:
@@ -159,21 +156,18 @@ class SQLiteSession(SessionABC, AsyncCloseable):
     # --- plumbing ---------------------------------------------------------------------------
 
     def _enqueue(self, work: Work, *, write: bool) -> Job:
-        # Queued synchronously, so calls reach the writer in the order they were made and a
+        # Queued synchronously, so calls reach the thread in the order they were made and a
         # call made before close() is never refused by it.
         self._check_open()
         return self._db.enqueue(work, write=write, schema=self._schema)
 
     async def _read(self, work: Work) -> Any:
-        if self._schema not in self._db.prepared:
-            # The writer creates (or checks) the schema on first use; reads wait for it.
-            await self._enqueue(_nothing, write=True).future
         return await self._enqueue(work, write=False).future
 
     async def _write(self, work: Work) -> Any:
         job = self._enqueue(work, write=True)
         # A cancelled caller waits for the write to commit, unless the write is still waiting
-        # for a busy database: the writer then drops it (nothing written) within a busy slice.
+        # for a busy database: the thread then drops it (nothing written) within a busy wait.
         return await await_session_mutation(job.future, on_cancel=job.abandon)
 
     # --- the Session protocol -----------------------------------------------------------------
@@ -231,7 +225,14 @@ class SQLiteSession(SessionABC, AsyncCloseable):
         if not encoded:
             return
         schema, session_id = self._schema, self.session_id
-        await self._write(Insert(schema, session_id, [(session_id, data) for data in encoded]))
+        rows = [(session_id, data) for data in encoded]
+
+        def insert(conn: sqlite3.Connection) -> None:
+            schema.check_session(conn, session_id)
+            schema.touch(conn, [session_id])
+            conn.executemany(schema.insert, rows)
+
+        await self._write(insert)
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the newest item, atomically.
@@ -374,10 +375,10 @@ class SQLiteSession(SessionABC, AsyncCloseable):
         Every row counts: the history, the archive, and, on an `AdvancedSQLiteSession`, the
         rows of every branch (they all live in the messages table). Row ids, order and
         `created_at` stay, so branches keep sharing what they shared. Used by
-        [`EncryptedSession.rotate`][turnstore.EncryptedSession.rotate].
+        [`EncryptedSession.rotate`][turnstore.extensions.memory.EncryptedSession.rotate].
 
         Args:
-            rewrite: Called on the writer thread with each row's stored JSON text; returns the
+            rewrite: Called on the database thread with each row's stored JSON text; returns the
                 new text, or `None` to leave the row as it is. If it raises, nothing changes
                 and the exception propagates.
 
@@ -406,31 +407,3 @@ class SQLiteSession(SessionABC, AsyncCloseable):
 
         rewritten: int = await self._write(run)
         return rewritten
-
-
-class Insert:
-    """The write of one `add_items` call; the writer merges consecutive ones into one statement."""
-
-    __slots__ = ("batch_key", "rows", "schema", "session_id")
-
-    def __init__(self, schema: SQLiteSchema, session_id: str, rows: list[tuple[str, str]]) -> None:
-        self.schema = schema
-        self.session_id = session_id
-        self.rows = rows
-        self.batch_key = ("insert", schema)
-
-    def __call__(self, conn: sqlite3.Connection) -> None:
-        self.run_batch(conn, [self])
-
-    def run_batch(self, conn: sqlite3.Connection, inserts: list[Any]) -> None:
-        """Insert the rows of several calls (same tables) in their order, two statements in all."""
-        rows = [row for insert in inserts for row in insert.rows]
-        session_ids = list(dict.fromkeys(insert.session_id for insert in inserts))
-        for session_id in session_ids:
-            self.schema.check_session(conn, session_id)
-        self.schema.touch(conn, session_ids)
-        conn.executemany(self.schema.insert, rows)
-
-
-def _nothing(conn: sqlite3.Connection) -> None:
-    """A write job that only makes the writer prepare the schema."""

@@ -1,8 +1,8 @@
 """The CLI's store for SQLite files written by `SQLiteSession`.
 
 Every job runs through the file's `SQLiteDatabase` (`database.py`), the one way into a SQLite
-file: the same writer thread, busy timeout, WAL set-up and fork gate as the sessions on that
-file. Its SQL lives in `schema.py` and `advanced/schema.py`.
+file: the same thread, busy timeout, WAL set-up and fork gate as the sessions on that file. Its
+SQL lives in `schema.py` and `advanced/schema.py`.
 """
 
 from __future__ import annotations
@@ -19,18 +19,24 @@ from ..closing import warn_if_unclosed
 from ..codec import encode_items, validate_table_names
 from ..mutation import await_session_mutation
 from ..session import Session
-from ..store import EncodedWrite, SessionInfo, SessionRecord, SessionStats, SessionStore
+from ..store import (
+    EncodedWrite,
+    SessionInfo,
+    SessionRecord,
+    SessionStats,
+    SessionStore,
+    session_times_of,
+)
 from .advanced.branches import Branches, check_branch_id
 from .advanced.schema import MAIN, AdvancedSQLiteSchema
-from .database import Work
-from .registry import acquire_database, release_later, release_now
+from .database import Work, acquire_database, release_now
 from .schema import SQLiteSchema, sqlite_time
 
 __all__ = ["SQLiteStore"]
 
 
 class SQLiteStore(SessionStore):
-    """A SQLite file written by `SQLiteSession`, read and written by the file's database threads."""
+    """A SQLite file written by `SQLiteSession`, read and written by the file's database thread."""
 
     backend = "sqlite"
 
@@ -57,22 +63,20 @@ class SQLiteStore(SessionStore):
         self._closed = False
         # Shared with every session on the file; nothing touches the file until the first job.
         self._db = acquire_database(path)
-        db = self._db
-        self._finalizer = warn_if_unclosed(
-            self, f"the session store on {path!r}", signal=lambda: release_later(db)
-        )
+        self._finalizer = warn_if_unclosed(self, f"the session store on {path!r}")
 
     async def aclose(self) -> None:
-        """Release the file's database (its threads stop when no session uses it either)."""
-        self._closed = True
-        if self._finalizer.detach() is None:
+        """Release the file's database (its thread stops when no session uses it either)."""
+        if self._closed:
             return
+        self._closed = True
+        self._finalizer.detach()
         release = release_now(self._db)
         if release is not None:
             await release()
 
     async def _run(self, work: Work, *, write: bool) -> Any:
-        """Run `work` as one transaction on the writer (`write`) or a reader thread."""
+        """Run `work` as one transaction (a write transaction if `write`) on the file's thread."""
         if self._closed:
             raise SessionClosedError(f"the store on the SQLite file {self._path!r} is closed")
         job = self._db.enqueue(work, write=write)
@@ -82,7 +86,7 @@ class SQLiteStore(SessionStore):
         return await job.future
 
     async def _read(self, work: Work) -> Any:
-        """Run `work` on a reader; first give an older branched file its branch column."""
+        """Run `work` as a read; first give an older branched file its branch column."""
         try:
             return await self._run(work, write=False)
         except _NoBranchColumn:
@@ -187,7 +191,7 @@ class SQLiteStore(SessionStore):
         return self._advanced.items_table in tables and self._advanced.branches_table in tables
 
     def _branched(self, conn: sqlite3.Connection) -> bool:
-        """Whether the file keeps `AdvancedSQLiteSession` branches (on a reader thread).
+        """Whether the file keeps `AdvancedSQLiteSession` branches (a read).
 
         Raises:
             _NoBranchColumn: It does, in an older layout that `_add_branch_column` migrates.
@@ -199,7 +203,7 @@ class SQLiteStore(SessionStore):
         return True
 
     def _add_branch_column(self, conn: sqlite3.Connection) -> None:
-        """On the writer: add the branch column to a branched file that lacks it."""
+        """A write: add the branch column to a branched file that lacks it."""
         if self._has_branch_tables(conn) and not self._advanced.has_branch_column(conn):
             self._advanced.ensure_branch_column(conn)
 
@@ -258,6 +262,11 @@ class SQLiteStore(SessionStore):
         result: list[SessionRecord] = await self._read(work)
         return result
 
+    def check_records(self, session_id: str, records: list[SessionRecord]) -> None:
+        """As `SessionStore.check_records`: a SQLite file keeps branches (names are checked)."""
+        for name in {record.branch for record in records if record.branch is not None}:
+            check_branch_id(name)
+
     async def write_records(
         self, session_id: str, records: list[SessionRecord], *, replace: bool = False
     ) -> None:
@@ -275,12 +284,18 @@ class SQLiteStore(SessionStore):
             return
         encoded = encode_items([record.item for record in records])
         now = datetime.now().astimezone()
+        write = EncodedWrite(
+            session_id,
+            encoded,
+            [utc(record.created_at or now) for record in records],
+            replace,
+            *session_times_of(records),
+        )
         rows = [
-            (record.branch or MAIN, data, sqlite_time(utc(record.created_at or now)))
-            for record, data in zip(records, encoded, strict=True)
+            (record.branch or MAIN, data, sqlite_time(at))
+            for record, data, at in zip(records, encoded, write.created, strict=True)
         ]
-        for name, _data, _stamp in rows:
-            check_branch_id(name)
+        self.check_records(session_id, records)
         advanced = self._advanced
 
         def work(conn: sqlite3.Connection) -> None:
@@ -289,7 +304,7 @@ class SQLiteStore(SessionStore):
                 conn.execute(advanced.delete_messages, (session_id,))
                 advanced.delete_side_rows(conn, session_id)
             self._advanced.check_session(conn, session_id)
-            advanced.touch(conn, [session_id])
+            _touch(conn, advanced, write)
             branches = Branches(conn, advanced, session_id)
             for name in dict.fromkeys(name for name, _d, _s in rows if name != MAIN):
                 if name not in branches.rows:
@@ -318,7 +333,7 @@ class SQLiteStore(SessionStore):
             if write.replace:
                 conn.execute(schema.delete_messages, (session_id,))
                 schema.delete_side_rows(conn, session_id)
-            schema.touch(conn, [session_id])
+            _touch(conn, schema, write)
             conn.executemany(
                 schema.insert_with_time,
                 [
@@ -341,5 +356,32 @@ class SQLiteStore(SessionStore):
         )
 
 
+def _touch(conn: sqlite3.Connection, schema: SQLiteSchema, write: EncodedWrite) -> None:
+    """Record a write to the session (its commit is its last activity), or the export's times.
+
+    A write that carries the session's times (an import of an export) stores them instead.
+    """
+    session_id = write.session_id
+    if write.session_created is None and write.last_activity is None:
+        schema.touch(conn, [session_id])
+        return
+    existing = None
+    if not write.replace:
+        row = conn.execute(schema.select_one_info, (session_id,)).fetchone()
+        if row is not None:
+            existing = (parse_sqlite_time(row[1]), parse_sqlite_time(row[2]))
+    created, last = write.session_times(existing)
+    if last is None:
+        schema.touch(conn, [session_id])  # stamped as the transaction commits
+    conn.execute(
+        schema.set_session_times,
+        (
+            session_id,
+            None if created is None else sqlite_time(created),
+            None if last is None else sqlite_time(last),
+        ),
+    )
+
+
 class _NoBranchColumn(Exception):
-    """A branched file lacks the messages table's `branch_id`: the writer adds it first."""
+    """A branched file lacks the messages table's `branch_id`: a write adds it first."""

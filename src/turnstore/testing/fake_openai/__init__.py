@@ -526,8 +526,7 @@ class FakeOpenAIServer:
     def answer(self, request: RecordedRequest) -> FakeReply:
         """Return the reply the server gives `request`, without recording the request.
 
-        The routes, the queue and the defaults answer it as if it had come over the socket
-        (the Batch API's fake runs each line of a batch through this).
+        The routes, the queue and the defaults answer it as if it had come over the socket.
         """
         with self._lock:
             routes = list(self._routes)

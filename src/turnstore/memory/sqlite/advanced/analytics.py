@@ -1,6 +1,6 @@
 """The turn and usage analytics of `AdvancedSQLiteSession` (a mixin; see `session.py`).
 
-Each method is one job on the database's threads, through the session's `_on_branch` or `_read`.
+Each method is one job on the database's thread, through the session's `_on_branch` or `_read`.
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ class BranchAnalytics:
 
     # --- usage ----------------------------------------------------------------------------------
 
-    async def store_run_usage(self, result: Any, *, turn: int | None = None) -> None:
+    async def store_run_usage(self, result: Any) -> None:
         """Record a run's token usage against the current turn of the current branch.
 
         Not needed with turnstore's `Runner`, which records it by itself.
@@ -136,8 +136,6 @@ class BranchAnalytics:
         Args:
             result: A run result: turnstore's (its `usage`) or the OpenAI Agents SDK's (its
                 `context_wrapper.usage`).
-            turn: The turn to record against, for a wrapper that stores items this session
-                cannot read (`EncryptedSession` counts the turns of the decrypted items).
 
         Raises:
             TypeError: `result` carries no usage, or its counts are not non-negative ints.
@@ -156,9 +154,9 @@ class BranchAnalytics:
                 f"SDK's), not {type(result).__name__}"
             )
         if usage is not None:
-            await self.record_turn_usage(usage, turn=turn)
+            await self.record_turn_usage(usage)
 
-    async def record_turn_usage(self, usage: Any, *, turn: int | None = None) -> None:
+    async def record_turn_usage(self, usage: Any) -> None:
         """Record token usage against the current turn (replacing what the turn had).
 
         Called by `Runner` after each run (see
@@ -168,7 +166,6 @@ class BranchAnalytics:
         Args:
             usage: Counts `requests`, `input_tokens`, `output_tokens`, `total_tokens`, and
                 token details (turnstore's `Usage` or the SDK's).
-            turn: As in `store_run_usage`; `None` counts the user messages of the branch.
 
         Raises:
             TypeError: A count is missing or not a non-negative int.
@@ -179,7 +176,7 @@ class BranchAnalytics:
         values = usage_row(usage)
 
         def record(branches: Branches, name: str) -> None:
-            number = branches.count_users(name) if turn is None else turn
+            number = branches.count_users(name)
             if number == 0:
                 return
             branches.conn.execute(

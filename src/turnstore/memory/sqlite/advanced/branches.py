@@ -1,4 +1,4 @@
-"""The branch operations of `AdvancedSQLiteSession`, run on the database's threads.
+"""The branch operations of `AdvancedSQLiteSession`, run on the database's thread.
 
 Each function takes the connection of the thread it runs on; the writer's run inside its
 transaction, so each operation is atomic. See `schema.py` for the layout.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +17,10 @@ from ..reads import decode_checked, read_all, read_latest
 from .items import is_user
 from .schema import CLEARED, DELETED, MAIN, SEGMENT_PREFIX, AdvancedSQLiteSchema, Chain
 
-__all__ = ["Branches", "check_branch_id"]
+__all__ = ["Branches", "ItemDecoder", "check_branch_id"]
+
+ItemDecoder = Callable[[Any], Any]
+"""What a stored item stands for, or `None` to skip it (see `set_item_decoder`)."""
 
 
 @dataclass(slots=True)
@@ -31,10 +35,17 @@ class _Branch:
 class Branches:
     """The branch rows of one session as one transaction sees them, and what to do with them."""
 
-    def __init__(self, conn: sqlite3.Connection, schema: AdvancedSQLiteSchema, sid: str) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        schema: AdvancedSQLiteSchema,
+        sid: str,
+        decoder: ItemDecoder | None = None,
+    ) -> None:
         self.conn = conn
         self.schema = schema
         self.sid = sid
+        self.decoder = decoder
         schema.check_session(conn, sid)
         self.rows: dict[str, _Branch] = {
             name: _Branch(parent, before, bool(deleted), created, deleted == CLEARED)
@@ -132,16 +143,26 @@ class Branches:
         out: list[tuple[int, Any, Any]] = []
         rows = self.conn.execute(self.schema.in_order(view), params)
         for row_id, data, _valid, created in rows:
-            item = decode_item(data, where=f"row {row_id} of session {self.sid!r}")
+            item = self.readable(decode_item(data, where=f"row {row_id} of session {self.sid!r}"))
             if item is not None:
                 out.append((row_id, item, created))
         return out
 
+    def readable(self, item: Any) -> Any:
+        """What a decoded item says, read through the session's item decoder when it has one."""
+        if item is None or self.decoder is None:
+            return item
+        return self.decoder(item)
+
     def count_users(self, branch_id: str, through: int = MAX_LIMIT) -> int:
         """How many turns (user messages) a branch's view holds up to row `through`.
 
-        Counted as `get_items` decodes the rows: rows SQLite finds invalid are decoded here.
+        Counted as `get_items` decodes the rows: rows SQLite finds invalid are decoded here
+        (every row, through the item decoder, when the session has one).
         """
+        if self.decoder is not None:
+            decoded = self.read_rows(branch_id)
+            return sum(1 for row_id, item, _ in decoded if row_id <= through and is_user(item))
         view, params = self.schema.view(self.chain(branch_id), self.sid)
         (count,) = self.conn.execute(self.schema.count_users(view), [*params, through]).fetchone()
         rows = self.conn.execute(self.schema.invalid_rows(view), [*params, through])
@@ -155,6 +176,9 @@ class Branches:
 
     def nth_user(self, branch_id: str, turn: int) -> int | None:
         """The row id of the user message that starts turn `turn` of a branch (as `count_users`)."""
+        if self.decoder is not None:
+            users = [row_id for row_id, item, _ in self.read_rows(branch_id) if is_user(item)]
+            return users[turn - 1] if 1 <= turn <= len(users) else None
         view, params = self.schema.view(self.chain(branch_id), self.sid)
         seen = 0
         for row_id, data, valid in self.conn.execute(self.schema.user_rows(view), params):

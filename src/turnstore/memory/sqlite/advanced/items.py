@@ -1,6 +1,6 @@
 """What `AdvancedSQLiteSession` derives from stored items: turns, message types, tool names, usage.
 
-Pure functions (no SQLite), run on the database's threads with the decoded items of a branch.
+Pure functions (no SQLite), run on the database's thread with the decoded items of a branch.
 A *turn* starts at each user message (`"role": "user"`) and holds every item up to the next one;
 items before the first user message are turn 0. Turn numbers are counted on the branch's view
 when read, so they always match what `get_items` returns.

@@ -327,11 +327,6 @@ class AdvancedSQLiteSchema(SQLiteSchema):
         """How many rows a view holds."""
         return f"SELECT COUNT(*) FROM ({view})"
 
-    @staticmethod
-    def view_has_row(view: str) -> str:
-        """1 when a view holds the row with id `?`."""
-        return f"SELECT 1 FROM ({view}) WHERE id = ?"
-
     @property
     def insert_branch(self) -> str:
         """A branch with no parent: (session_id, branch_id)."""

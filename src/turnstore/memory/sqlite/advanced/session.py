@@ -1,8 +1,8 @@
 """AdvancedSQLiteSession: `SQLiteSession` with conversation branches and token usage per turn.
 
-Every operation is one job on the database's writer or reader threads (`database.py`), so it keeps
-`SQLiteSession`'s guarantees: no SQLite call on the event loop, group commit for `add_items` on
-`main`, one transaction per write, committed writes survive a crash. How branches share history
+Every operation is one job on the database's thread (`database.py`), so it keeps
+`SQLiteSession`'s guarantees: no SQLite call on the event loop, one transaction per write,
+committed writes survive a crash. How branches share history
 without copying it: `schema.py`; the operations on them: `branches.py`; what is derived from the
 items (turns, tools, usage): `items.py`; the turn and usage methods: `analytics.py`.
 """
@@ -22,7 +22,7 @@ from ...session import HistorySnapshot
 from ...settings import SessionSettingsLike, resolve_session_limit
 from ..session import SQLiteSession
 from .analytics import BranchAnalytics
-from .branches import Branches, check_branch_id
+from .branches import Branches, ItemDecoder, check_branch_id
 from .items import is_user
 from .schema import MAIN, AdvancedSQLiteSchema
 
@@ -65,7 +65,7 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
 
     Example:
         ```python
-        from turnstore import AdvancedSQLiteSession
+        from turnstore.extensions.memory import AdvancedSQLiteSession
 
         session = AdvancedSQLiteSession(session_id="u1", db_path="chat.db")
         await session.add_items([{"role": "user", "content": "Hi"}])
@@ -97,11 +97,28 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
         self._schema: AdvancedSQLiteSchema = AdvancedSQLiteSchema(sessions_table, messages_table)
         self._logger = logger if logger is not None else _LOGGER
         self._current_branch_id = MAIN
+        self._item_decoder: ItemDecoder | None = None
 
     @property
     def current_branch_id(self) -> str:
         """The branch that `get_items`, `add_items` and `pop_item` work on."""
         return self._current_branch_id
+
+    def set_item_decoder(self, decoder: ItemDecoder | None) -> None:
+        """Read the stored items through `decoder` for turns, search, branches and usage.
+
+        For a wrapper that stores items in a form this session cannot read
+        ([`EncryptedSession`][turnstore.EncryptedSession] sets its own): turn numbers, turn
+        listings and search, tool counts, `list_branches`' `user_turns`, branching from a turn
+        and usage recording then work on what the decoder returns. `get_items`, `pop_item`
+        and the atomic replacement still return and take the items as stored.
+
+        Args:
+            decoder: Gets each stored item and returns the item it stands for, or `None` to
+                skip it; what it raises fails the read. It runs on the database's threads.
+                `None` reads the items as stored again.
+        """
+        self._item_decoder = decoder
 
     # --- plumbing -----------------------------------------------------------------------------
 
@@ -120,10 +137,10 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
             check_branch_id(branch_id)
         self._check_open()
         captured = self._current_branch_id
-        schema, session_id = self._schema, self.session_id
+        schema, session_id, decoder = self._schema, self.session_id, self._item_decoder
 
         def run(conn: sqlite3.Connection) -> tuple[str, Any]:
-            branches = Branches(conn, schema, session_id)
+            branches = Branches(conn, schema, session_id, decoder)
             if branch_id is not None:
                 if not branches.exists(branch_id):
                     raise ValueError(f"Branch '{branch_id}' does not exist")
@@ -182,7 +199,7 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Append items to the current branch in one transaction: all of them or none.
 
-        On `main` the write joins the group commit of `SQLiteSession.add_items`.
+        On `main` this is `SQLiteSession.add_items`.
 
         Raises:
             TypeError: As `SQLiteSession.add_items`; nothing is stored.
@@ -231,7 +248,7 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
             if found is None:
                 return None
             row_id, item, own = found
-            if is_user(item):
+            if is_user(branches.readable(item)):
                 turn = branches.count_users(name, row_id)
                 branches.conn.execute(schema.delete_turn_usage, (session_id, name, turn))
             shared = branches.needed_below(name) > row_id
@@ -338,7 +355,7 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
     # --- branches -------------------------------------------------------------------------------
 
     async def create_branch_from_turn(
-        self, turn_number: int, branch_name: str | None = None, *, user_row: int | None = None
+        self, turn_number: int, branch_name: str | None = None
     ) -> str:
         """Start a branch holding the current branch's turns before `turn_number`; switch to it.
 
@@ -349,9 +366,6 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
                 replaces; see `get_conversation_turns`.
             branch_name: The new branch's id (default `branch_from_turn_<n>_<unix time>`). A name
                 used before in this session, deleted branches included, is refused.
-            user_row: For a wrapper that stores items this session cannot read
-                (`EncryptedSession`): the row id, from `snapshot_history()`, of the user
-                message that starts turn `turn_number`, found on the decrypted items.
 
         Returns:
             The id of the new branch, now the current one.
@@ -359,8 +373,7 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
         Raises:
             TypeError: `turn_number` is not an int, or `branch_name` is not a str.
             ValueError: The branch has no turn `turn_number`, or `branch_name` is blank, holds
-                a NUL character, or was used before; or `user_row` is not a row of the
-                current branch.
+                a NUL character, or was used before.
         """
         if isinstance(turn_number, bool) or not isinstance(turn_number, int):
             raise TypeError(f"turn_number must be an int, not {type(turn_number).__name__}")
@@ -369,17 +382,8 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
             if not branch_name.strip():
                 raise ValueError("Branch name cannot be empty")
 
-        schema = self._schema
-
         def create(branches: Branches, source: str) -> tuple[str, str]:
-            if user_row is None:
-                at = branches.nth_user(source, turn_number) if turn_number >= 1 else None
-            else:
-                view, params = schema.view(branches.chain(source), branches.sid)
-                seen = branches.conn.execute(
-                    schema.view_has_row(view), [*params, user_row]
-                ).fetchone()
-                at = user_row if seen is not None else None
+            at = branches.nth_user(source, turn_number) if turn_number >= 1 else None
             if at is None:
                 raise ValueError(
                     f"Turn {turn_number} does not contain a user message in branch '{source}'"
