@@ -71,7 +71,7 @@ class _ClientCloser:
     def __init__(self, client: Any) -> None:
         self.client = client
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         await self.client.close()
 
 

@@ -184,11 +184,7 @@ async def test_4_failed_later_turn_keeps_completed_turns(tmp_path: Path) -> None
     reopened = SQLiteSession("s4c", db)
     assert roles(await reopened.get_items()) == ["user", "function_call", "function_call_output"]
     for s in (session, reopened):
-        close = getattr(s, "close", None)
-        if close is not None:
-            result = close()
-            if asyncio.iscoroutine(result):
-                await result
+        await s.aclose()
 
 
 async def test_4_max_turns_keeps_completed_turns() -> None:
