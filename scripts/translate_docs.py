@@ -51,6 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mode.add_argument("--dry-run", action="store_true", help="list what would be sent")
     mode.add_argument("--adopt", action="store_true", help="record hand edits that pass the checks")
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="with --adopt and --file: the stale sections' current translation still holds",
+    )
     return parser
 
 
@@ -100,8 +105,10 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
     args = parser.parse_args(argv)
     if args.concurrency < 1:
         parser.error("--concurrency must be at least 1")
+    if args.keep and not (args.adopt and args.file):
+        parser.error("--keep goes with --adopt and --file PAGE (it is never done site-wide)")
     options = Options(root, _files(parser, root, args.file), args.lang or list(LANGUAGES))
-    options.force = args.force
+    options.force, options.keep = args.force, args.keep
     try:
         glossary = load_glossary(root / "docs" / "i18n" / "glossary.yml")
         manifest = Manifest(root / "docs" / "i18n" / "manifest.json")

@@ -52,6 +52,7 @@ REGISTER = {
         )
     ],
 }
+_PROSE_KINDS = ("paragraph", "list", "footnote", "admonition", "quote")  # register checked
 _QUOTED = re.compile(r"「[^」\n]*」|“[^”\n]*”|\"[^\"\n]*\"")
 
 
@@ -249,7 +250,7 @@ def _language(english: str, blocks: list[tuple[int, str]], lang: str) -> list[Fi
         words = re.findall(r"[A-Za-z]{4,}", _QUOTED.sub(" ", body))
         if len(words) >= 8 and not re.search(SCRIPT[lang], body):
             findings.append(Finding(line, "this block is still in English"))
-        if _kind(block).startswith(("paragraph", "list")) or lang == "zh":
+        if _kind(block).startswith(_PROSE_KINDS) or lang == "zh":
             unquoted = _QUOTED.sub(" ", re.sub(r"\*\*[^*\n]+\*\*", " ", body))
             for rule, note in REGISTER[lang]:
                 for found in re.finditer(rule, unquoted, re.M):

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .glossary import Glossary
-from .pages import Page, norm_hash, refresh_code, text_hash, write_atomic
+from .pages import Page, anchor_ids, norm_hash, refresh_code, text_hash, write_atomic
 
 __all__ = ["Manifest", "Plan", "Section", "plan_page", "record_of", "source_hash"]
 
@@ -50,7 +50,7 @@ class Manifest:
 
     def moved_entry(self, lang: str, translation: Page, docs: Path) -> dict[str, Any] | None:
         """The entry of a page that is gone whose translation is now `translation` (a move)."""
-        hashes = {text_hash(section) for section in translation.sections}
+        hashes = {h for section in translation.sections for h in _tr_hashes(section)}
         for page, langs in self.pages.items():
             entry = langs.get(lang)
             if entry is None or (docs / page).is_file():
@@ -140,7 +140,28 @@ def plan_page(
     plan.recorded = entry is not None
     tr_sections = translation.sections if translation else []
     en_hashes = [norm_hash(s) for s in english.sections]
-    if entry is None or len(old) != len(tr_sections):
+    by_id = _pair_by_id(english, translation)
+    if by_id is not None:
+        # The translation pins the English heading ids: each section pairs with the translated
+        # section of its id and finds its record by the translation's or the English hash, so a
+        # section moved in English keeps its record.
+        spare = list(old)
+        for j, i in enumerate(by_id):
+            kept = tr_sections[i] if i is not None else None
+            record = _find(spare, "tr", _tr_hashes(kept)) if kept else None
+            record = record or _find(spare, "en", {en_hashes[j]})
+            if kept is None:
+                status = "new"
+            elif entry is None:
+                status = "unrecorded"
+            elif record is None:
+                status = "revised"  # moved and rewritten: send it with the text to keep, or adopt
+            elif record["en"] == en_hashes[j]:
+                status = "current"
+            else:
+                status = "changed" if record["tr"] in _tr_hashes(kept) else "revised"
+            plan.sections.append(Section(english.sections[j], kept, status, record, i))
+    elif entry is None or len(old) != len(tr_sections):
         # Not recorded, or rewritten by hand to another shape: sections pair by position when the
         # counts agree, and --adopt records them after the checks.
         same = translation is not None and len(tr_sections) == len(english.sections)
@@ -157,7 +178,7 @@ def plan_page(
                 kept = tr_sections[i] if i is not None else None
                 record = old[i] if i is not None else None
                 status = "current" if op == "equal" else ("changed" if kept else "new")
-                if status == "changed" and record and record["tr"] != text_hash(kept or ""):
+                if status == "changed" and record and record["tr"] not in _tr_hashes(kept or ""):
                     status = "revised"  # a person edited it: maybe already for the new English
                 plan.sections.append(Section(english.sections[j], kept, status, record, i))
     for section in plan.sections:
@@ -167,7 +188,7 @@ def plan_page(
             section.english, lang
         ):
             section.status = "glossary"
-        elif section.entry and section.entry["tr"] != text_hash(section.translation):
+        elif section.entry and section.entry["tr"] not in _tr_hashes(section.translation):
             section.status = "edited"
         elif (
             section.entry
@@ -178,6 +199,48 @@ def plan_page(
         for section in plan.sections:
             section.status, section.translation = "new", None
     return plan
+
+
+def _pair_by_id(english: Page, translation: Page | None) -> list[int | None] | None:
+    """For each English section, the index of the translated section with its heading id.
+
+    None when an id is missing or repeated, or the translation has an id the English lacks
+    (sections then pair by the manifest's order). Section 0 (before the first `## `) pairs
+    with section 0.
+    """
+    if translation is None:
+        return None
+    en_ids = [_heading_id(s, False) for s in english.sections[1:]]
+    tr_ids = [_heading_id(s, True) for s in translation.sections[1:]]
+    known = [i for i in en_ids + tr_ids if i is not None]
+    if None in en_ids + tr_ids or len(set(en_ids)) < len(en_ids) or len(set(tr_ids)) < len(tr_ids):
+        return None
+    if not set(tr_ids) <= set(en_ids) or not known:
+        return None
+    return [0] + [tr_ids.index(i) + 1 if i in tr_ids else None for i in en_ids]
+
+
+def _heading_id(section: str, explicit: bool) -> str | None:
+    """The id of a section's `## ` heading: its `{#id}`, else (not `explicit`) its slug."""
+    found = anchor_ids(section.split("\n", 1)[0])
+    if not found or (explicit and "{#" not in section.split("\n", 1)[0]):
+        return None
+    return found[0][2]
+
+
+def _tr_hashes(text: str) -> set[str]:
+    """The hashes a record of this translated section may hold (a section moved to or from the
+    end of its page changes only its trailing newlines)."""
+    return {text_hash(text.rstrip("\n") + tail) for tail in ("", "\n", "\n\n")}
+
+
+def _find(records: list[dict[str, str]], key: str, values: set[str]) -> dict[str, str] | None:
+    """Take the first record whose `key` is one of `values` out of `records`."""
+    for record in records:
+        if record[key] in values:
+            records.remove(record)
+            return record
+    return None
 
 
 def record_of(english: str, translation: str, lang: str, glossary: Glossary) -> dict[str, str]:

@@ -39,6 +39,7 @@ class Options:
     files: list[str] = field(default_factory=list)  # English pages relative to docs/
     langs: list[str] = field(default_factory=lambda: list(LANGUAGES))
     force: bool = False
+    keep: bool = False  # --adopt --keep: the stale sections' translation still holds
 
     @property
     def docs(self) -> Path:
@@ -101,9 +102,14 @@ def page_problems(plan: Plan, glossary: Glossary, docs: Path) -> list[tuple[int,
             action = "run scripts/translate_docs.py"
             if status == "revised":
                 action += ", or --adopt if the edit already follows the new English"
+            if status == "changed":
+                action += f", or --adopt --keep --file docs/{plan.page} if it still holds"
             problems.append((1, f"stale, {note} ({sections}): {action}"))
     if len(plan.translation.sections) > len(plan.sections) and plan.recorded:
         problems.append((1, "stale, sections were removed in English: run the tool"))
+    order = [s.index for s in plan.sections if s.index is not None]
+    if order != sorted(order) and plan.recorded:
+        problems.append((1, "stale, sections moved in English: run the tool (no model call)"))
     for section in plan.sections:
         if section.status == "edited":
             line = _line(plan, section.index)
@@ -134,10 +140,14 @@ def check(options: Options, manifest: Manifest, glossary: Glossary) -> int:
 
 
 def adopt(options: Options, manifest: Manifest, glossary: Glossary) -> int:
-    """`--adopt`: record hand edits of sections whose English is current, after the checks."""
+    """`--adopt`: record hand edits of sections whose English is current, after the checks.
+
+    With `options.keep` (`--adopt --keep --file PAGE`), also the sections whose English changed
+    and whose translation did not: their current translation still holds.
+    """
     adopted, refused = [], 0
     for plan in plans(options, manifest, glossary):
-        adoptable = ("edited", "revised", "unrecorded", "glossary")
+        adoptable = ("edited", "revised", "unrecorded", "glossary", *("changed",) * options.keep)
         wanted = [s for s in plan.sections if s.status in adoptable]
         if not wanted or plan.translation is None:
             continue
@@ -156,13 +166,13 @@ def adopt(options: Options, manifest: Manifest, glossary: Glossary) -> int:
             _say(f"docs/{plan.lang}/{plan.page}", [(ln, f"not adopted: {m}") for ln, m in problems])
             refused += 1
             continue
-        records = []
-        for section in plan.sections:
-            keep = section.entry is not None and section not in wanted
-            if keep:
+        records = []  # in the translation's order, as the file has its sections
+        for section in sorted(plan.sections, key=lambda s: -1 if s.index is None else s.index):
+            if section.translation is None:
+                continue  # new in English: the next run translates it
+            if section.entry is not None and section not in wanted:
                 records.append(section.entry)
             else:
-                assert section.translation is not None
                 records.append(record_of(section.english, section.translation, plan.lang, glossary))
         english = (options.docs / plan.page).read_text(encoding="utf-8")
         manifest.record(plan.page, plan.lang, english, records, plan.moved_from)  # type: ignore[arg-type]
@@ -234,6 +244,7 @@ async def _page(
     calls = sum(result.calls for result in done.values())  # type: ignore[attr-defined]
     failures = []
     texts, records = [], []
+    order = [s.index for s in plan.sections if s.index is not None]
     for index, section in enumerate(plan.sections):
         result = done.get(index)
         if result is not None:
@@ -245,6 +256,8 @@ async def _page(
         else:
             assert section.translation is not None
             text = section.translation
+            if order != sorted(order):  # sections moved: each takes its English place's tail
+                text = text.rstrip("\n") + section.english[len(section.english.rstrip("\n")) :]
             if section.status == "code":
                 text = refresh_code(section.english, text)
                 findings = check_section(section.english, text, plan.lang, glossary)

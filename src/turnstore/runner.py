@@ -20,9 +20,11 @@ await session.record_turn_usage(usage)               if the session records usag
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import copy
 import dataclasses
 import inspect
+import threading
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, NamedTuple, TypeVar, cast
 
@@ -360,9 +362,14 @@ async def _execute(
             # The window that fits the limits; it never starts with an orphaned tool output.
             # A run abandoned a moment ago may still be finishing a write: read after it.
             await _writes_landed(session)
-            stored = await load_history(session, session_history_settings(session, config))
+            limits = session_history_settings(session, config)
+            stored = await load_history(session, limits)
             history = [clean_input_item(item) for item in stored]
-            pending = _pending_tool_calls(await load_unfinished_turn(session, stored))
+            whole = (
+                limits.limit is None and limits.limit_turns is None and limits.limit_tokens is None
+            )
+            unfinished = await load_unfinished_turn(session, stored, whole=whole)
+            pending = _pending_tool_calls(unfinished)
             if pending:
                 # An interrupted run saved tool calls whose outputs it never produced (some may
                 # be outside the window): complete that turn first, or the calls stay without
@@ -560,41 +567,46 @@ def _message_text(response: Response) -> str:
 
 _T = TypeVar("_T")
 
-_writes_in_flight: dict[tuple[asyncio.AbstractEventLoop, object], set[asyncio.Future[None]]] = {}
-"""The writes of runs still in progress, by event loop and session id."""
+_writes_in_flight: dict[object, set[concurrent.futures.Future[None]]] = {}
+"""The writes of runs still in progress, by session id, in every thread of the process."""
+_writes_lock = threading.Lock()
 
 
-def _write_key(session: object) -> tuple[asyncio.AbstractEventLoop, object]:
+def _write_key(session: object) -> object:
     session_id = getattr(session, "session_id", None)
-    return asyncio.get_running_loop(), session_id if isinstance(session_id, str) else id(session)
+    return session_id if isinstance(session_id, str) else id(session)
 
 
 async def _write(session: object, mutation: Awaitable[_T]) -> _T:
     """Run one of a run's session writes to its end, even if the run is cancelled.
 
     Until it has landed (or failed), the write is listed in `_writes_in_flight`, where the next
-    run on the same session id waits for it before reading the history (`_writes_landed`): a
-    cancelled or abandoned run's last write can never land after that read, which would store
-    a tool output twice.
+    run on the same session id waits for it before reading the history (`_writes_landed`), on
+    any thread and event loop of the process: a cancelled or abandoned run's last write can
+    never land after that read, which would store a tool output twice.
     """
     key = _write_key(session)
-    landed: asyncio.Future[None] = key[0].create_future()
-    writes = _writes_in_flight.setdefault(key, set())
-    writes.add(landed)
+    landed: concurrent.futures.Future[None] = concurrent.futures.Future()
+    with _writes_lock:
+        _writes_in_flight.setdefault(key, set()).add(landed)
     try:
         return await await_session_mutation(mutation)
     finally:
         landed.set_result(None)
-        writes.discard(landed)
-        if not writes and _writes_in_flight.get(key) is writes:
-            del _writes_in_flight[key]
+        with _writes_lock:
+            writes = _writes_in_flight.get(key)
+            if writes is not None:
+                writes.discard(landed)
+                if not writes:
+                    del _writes_in_flight[key]
 
 
 async def _writes_landed(session: object) -> None:
     """Wait until the writes that runs have in progress on this session id have landed."""
-    writes = _writes_in_flight.get(_write_key(session))
+    with _writes_lock:
+        writes = list(_writes_in_flight.get(_write_key(session), ()))
     if writes:
-        await asyncio.wait(set(writes))
+        await asyncio.wait([asyncio.wrap_future(write) for write in writes])
 
 
 _ItemSaver = Callable[[list[TResponseInputItem]], Awaitable[None]]

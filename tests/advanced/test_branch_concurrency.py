@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from support.items import user
 from turnstore.extensions.memory import AdvancedSQLiteSession
 
 WRITES = 25
@@ -42,10 +43,6 @@ CHILD = textwrap.dedent(
     asyncio.run(main(sys.argv[1], sys.argv[2]))
     """
 )
-
-
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
 
 
 PREFIX = [user("one"), {"role": "assistant", "content": "a"}, user("two")]

@@ -11,14 +11,11 @@ from typing import Any
 
 import pytest
 
+from support.items import user
 from support.sqlite_rows import trace_sqlite_calls
 from turnstore import Agent, RunConfig, Runner
 from turnstore.extensions.memory import AdvancedSQLiteSession
 from turnstore.testing import FakeOpenAIServer, text_response
-
-
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
 
 
 def texts(items: list[Any]) -> list[str]:

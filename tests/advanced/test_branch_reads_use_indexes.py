@@ -15,15 +15,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from support.items import user
 from turnstore.extensions.memory import AdvancedSQLiteSession
 from turnstore.memory.sqlite.advanced.branches import Branches
 from turnstore.memory.sqlite.advanced.schema import MAIN, AdvancedSQLiteSchema
 
 SCHEMA = AdvancedSQLiteSchema("agent_sessions", "agent_messages")
-
-
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
 
 
 def bot(text: str) -> dict[str, Any]:

@@ -14,11 +14,8 @@ from typing import Any
 
 import pytest
 
+from support.items import user
 from turnstore.extensions.memory import AdvancedSQLiteSession
-
-
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
 
 
 def reply(text: str) -> dict[str, Any]:

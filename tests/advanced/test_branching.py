@@ -9,12 +9,9 @@ from typing import Any
 
 import pytest
 
+from support.items import user
 from turnstore import BranchDeletedError, SessionClosedError, SQLiteSession
 from turnstore.extensions.memory import AdvancedSQLiteSession
-
-
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
 
 
 def bot(text: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from support.items import user
 from turnstore import SQLiteSession
 from turnstore.admin import open_session_store
 from turnstore.cli import main
@@ -25,10 +26,6 @@ from turnstore.extensions.memory import AdvancedSQLiteSession
 from turnstore.result import Usage
 
 SIDE = ("agent_messages_branches", "agent_messages_branch_items", "agent_messages_turn_usage")
-
-
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
 
 
 async def branched(path: Path, session_id: str) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from support.items import user
 from turnstore import SessionSchemaError
 from turnstore.extensions.memory import AdvancedSQLiteSession
 
@@ -23,10 +24,6 @@ def sdk_memory() -> ModuleType:
     # Imported by the tests that use it, not when the file is collected: every pytest -n worker
     # collects this file, and the SDK takes seconds to import.
     return pytest.importorskip("agents.extensions.memory.advanced_sqlite_session")
-
-
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
 
 
 def bot(text: str) -> dict[str, Any]:

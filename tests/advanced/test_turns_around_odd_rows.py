@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from support.items import user
 from turnstore.extensions.memory import AdvancedSQLiteSession
 from turnstore.result import Usage
 
@@ -32,10 +33,6 @@ ODD_ROWS = [
         ),
     ),
 ]
-
-
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
 
 
 @pytest.mark.parametrize("raw", ODD_ROWS)

@@ -10,20 +10,11 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from turnstore import Agent, RunConfig, Runner, function_tool
+from support.tools import lookup
+from turnstore import Agent, RunConfig, Runner
 from turnstore.extensions.memory import AdvancedSQLiteSession
 from turnstore.memory import is_usage_recording_session
 from turnstore.testing import FakeOpenAIServer, text_response, tool_call_response
-
-
-@function_tool
-def lookup(city: str) -> str:
-    """Look a city up.
-
-    Args:
-        city: The city.
-    """
-    return f"{city}: sunny"
 
 
 async def test_runner_records_usage_per_turn_on_each_branch(
@@ -31,7 +22,7 @@ async def test_runner_records_usage_per_turn_on_each_branch(
 ) -> None:
     fake_openai.enqueue(
         text_response("Hello", input_tokens=10, output_tokens=2),
-        tool_call_response("lookup", {"city": "Oslo"}, input_tokens=20, output_tokens=3),
+        tool_call_response("lookup", {"key": "Oslo"}, input_tokens=20, output_tokens=3),
         text_response("Sunny", input_tokens=30, output_tokens=4),
         text_response("Other answer", input_tokens=7, output_tokens=1),
     )

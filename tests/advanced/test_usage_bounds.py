@@ -8,17 +8,12 @@ nothing written, and counts that each fit must still add up in `get_session_usag
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from support.items import user
 from turnstore.extensions.memory import AdvancedSQLiteSession
 from turnstore.result import Usage
-
-
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
-
 
 BIG = 2**62
 

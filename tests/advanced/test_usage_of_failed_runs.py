@@ -11,21 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from turnstore import Agent, RunConfig, Runner, function_tool
+from support.tools import lookup
+from turnstore import Agent, RunConfig, Runner
 from turnstore.exceptions import ModelCallError
 from turnstore.extensions.memory import AdvancedSQLiteSession
 from turnstore.testing import FakeOpenAIServer, text_response, tool_call_response
 from turnstore.testing.fake_openai import FakeReply
-
-
-@function_tool
-def lookup(city: str) -> str:
-    """Look a city up.
-
-    Args:
-        city: The city.
-    """
-    return f"{city}: sunny"
 
 
 @pytest.mark.parametrize("streamed", [False, True])
@@ -35,9 +26,9 @@ async def test_a_failed_run_records_no_usage_and_the_next_run_only_its_own(
     fake_openai.enqueue(
         text_response("Hello", input_tokens=10, output_tokens=2),
         text_response("Hello again", input_tokens=5, output_tokens=1),
-        tool_call_response("lookup", {"city": "Oslo"}, input_tokens=20, output_tokens=3),
+        tool_call_response("lookup", {"key": "Oslo"}, input_tokens=20, output_tokens=3),
         FakeReply(status=400, body={"error": {"message": "bad", "type": "invalid_request"}}),
-        tool_call_response("lookup", {"city": "Rome"}, input_tokens=40, output_tokens=5),
+        tool_call_response("lookup", {"key": "Rome"}, input_tokens=40, output_tokens=5),
         text_response("Sunny", input_tokens=7, output_tokens=1),
     )
     client = fake_openai.async_client()

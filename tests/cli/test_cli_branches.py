@@ -19,13 +19,10 @@ from typing import Any
 import pytest
 
 from support.backends import unique_prefix
+from support.items import user
 from turnstore import SQLiteSession
 from turnstore.cli import main
 from turnstore.extensions.memory import AdvancedSQLiteSession
-
-
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
 
 
 def bot(text: str) -> dict[str, Any]:

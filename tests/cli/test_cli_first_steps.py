@@ -42,7 +42,8 @@ def test_without_an_extra_the_cli_names_it_in_the_api_s_words(
     )
     api = _child(
         hide
-        + f"try:\n    from turnstore import {api_name}\nexcept ImportError as exc:\n    print(exc)"
+        + f"try:\n    from turnstore.extensions.memory import {api_name}\n"
+        + "except ImportError as exc:\n    print(exc)"
     )
     scheme = target.partition("://")[0]
     assert cli.returncode == 2

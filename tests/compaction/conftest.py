@@ -10,6 +10,7 @@ import pytest
 from openai import AsyncOpenAI
 
 from support.items import assistant, user
+from support.waiting import eventually
 from turnstore.testing import (
     FakeCompactionAPI,
     FakeConversationsAPI,
@@ -75,8 +76,7 @@ async def compaction_in_flight(
 ) -> asyncio.Task[Any]:
     """Start `session.run_compaction()`; return its task once the API has received the call."""
     task = asyncio.create_task(session.run_compaction())
-    while not compaction_api.bodies:
-        await asyncio.sleep(0.01)
+    await eventually(lambda: compaction_api.bodies, "the compact request to reach the server")
     return task
 
 

@@ -11,6 +11,7 @@ import pytest
 from openai import AsyncOpenAI
 
 from support.sessions import MemorySession
+from support.waiting import eventually
 from turnstore import (
     CompactionTriggerContext,
     OpenAIResponsesCompactionSession,
@@ -258,7 +259,7 @@ async def test_cancellation_during_the_api_call_leaves_the_history_untouched(
     before = copy.deepcopy(store.items)
     compaction_api.fail_next(FakeReply(delay=1.0, body={}))
     task = asyncio.create_task(wrap(store, client).run_compaction())
-    await asyncio.sleep(0.2)
+    await eventually(lambda: compaction_api.bodies, "the compact request to reach the server")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from openai import AsyncOpenAI
 
+from support.waiting import eventually
 from turnstore import (
     Agent,
     OpenAIConversationsSession,
@@ -218,7 +219,11 @@ async def test_a_cancelled_add_is_stored_whole(
         ),
     )
     task = asyncio.create_task(session.add_items([user(f"m{n}") for n in range(30)]))
-    await asyncio.sleep(0.1)
+
+    def first_chunk_sent() -> bool:
+        return any(r.method == "POST" and r.path.endswith("/items") for r in fake_openai.requests)
+
+    await eventually(first_chunk_sent, "the first chunk to reach the server")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -7,13 +7,13 @@ from __future__ import annotations
 from openai import AsyncOpenAI
 
 from support.sessions import MemorySession
+from support.tools import lookup
 from turnstore import (
     Agent,
     CompactionTriggerContext,
     OpenAIResponsesCompactionSession,
     RunConfig,
     Runner,
-    function_tool,
 )
 from turnstore.testing import (
     FakeCompactionAPI,
@@ -21,16 +21,6 @@ from turnstore.testing import (
     text_response,
     tool_call_response,
 )
-
-
-@function_tool
-def lookup(key: str) -> str:
-    """Look a key up.
-
-    Args:
-        key: The key.
-    """
-    return f"value of {key}"
 
 
 def _three_turns(fake_openai: FakeOpenAIServer, run: int) -> None:

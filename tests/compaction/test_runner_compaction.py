@@ -6,6 +6,7 @@ from pathlib import Path
 
 from openai import AsyncOpenAI
 
+from support.tools import lookup
 from turnstore import (
     Agent,
     ModelSettings,
@@ -13,7 +14,6 @@ from turnstore import (
     RunConfig,
     Runner,
     SQLiteSession,
-    function_tool,
 )
 from turnstore.agent import DEFAULT_MODEL
 from turnstore.testing import (
@@ -22,16 +22,6 @@ from turnstore.testing import (
     text_response,
     tool_call_response,
 )
-
-
-@function_tool
-def lookup(city: str) -> str:
-    """Look up the weather.
-
-    Args:
-        city: The city.
-    """
-    return f"sunny in {city}"
 
 
 async def test_runner_compacts_after_ten_answers_and_counts_the_usage(
@@ -104,7 +94,7 @@ async def test_unstored_responses_are_compacted_from_input_and_tool_pairs_stay_w
             ),
         )
         fake_openai.enqueue(
-            tool_call_response("lookup", {"city": "Paris"}, call_id="call_p"),
+            tool_call_response("lookup", {"key": "Paris"}, call_id="call_p"),
             text_response("It is sunny in Paris."),
         )
         result = await Runner.run(agent, "Weather in Paris?", session=session, run_config=config)
@@ -142,7 +132,7 @@ async def test_a_tool_turn_waits_for_the_response_that_saw_its_outputs(
             should_trigger_compaction=lambda context: bool(context["compaction_candidate_items"]),
         )
         fake_openai.enqueue(
-            tool_call_response("lookup", {"city": "Oslo"}, call_id="call_o", response_id="r_1"),
+            tool_call_response("lookup", {"key": "Oslo"}, call_id="call_o", response_id="r_1"),
             text_response("Sunny in Oslo.", response_id="r_2"),
         )
         result = await Runner.run(

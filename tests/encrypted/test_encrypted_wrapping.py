@@ -20,6 +20,7 @@ from cryptography.fernet import Fernet, InvalidToken
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from support.backends import delete_prefix, drop_tables, unique_prefix, unique_tables
+from support.items import user
 from turnstore import (
     Agent,
     OpenAIResponsesCompactionSession,
@@ -41,10 +42,6 @@ from turnstore.testing import FakeCompactionAPI, FakeOpenAIServer, text_response
 
 KEY = Fernet.generate_key().decode()
 OLD_KEY = Fernet.generate_key().decode()
-
-
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
 
 
 def assistant(text: str) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import pytest
 from cryptography.fernet import Fernet
 
 from support.backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
+from support.items import user
 from turnstore import SessionDecryptionError, SQLiteSession
 from turnstore.extensions.memory import EncryptedSession
 from turnstore.memory.envelopes import master_bytes as _master_bytes
@@ -22,10 +23,6 @@ from turnstore.memory.envelopes import session_fernet as _session_fernet
 NEW = Fernet.generate_key().decode()
 OLD = Fernet.generate_key().decode()
 STRANGER = Fernet.generate_key().decode()
-
-
-def msg(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
 
 
 def aged_envelope(key: str, session_id: str, item: Any, age: float) -> dict[str, Any]:
@@ -38,12 +35,12 @@ async def test_rotate_leaves_only_new_key_ciphertext(backend: Backend) -> None:
     raw = backend.session()
     sid = raw.session_id
     old = EncryptedSession(sid, backend.session(sid), OLD, ttl=None)
-    await old.add_items([msg("one"), msg("two")])
+    await old.add_items([user("one"), user("two")])
     both = EncryptedSession(sid, backend.session(sid), [NEW, OLD], ttl=None)
-    await both.add_items([msg("three")])
+    await both.add_items([user("three")])
     assert await both.rotate() == 3
     only_new = EncryptedSession(sid, backend.session(sid), NEW, ttl=None)
-    assert await only_new.get_items() == [msg("one"), msg("two"), msg("three")]
+    assert await only_new.get_items() == [user("one"), user("two"), user("three")]
     with pytest.raises(SessionDecryptionError):
         await EncryptedSession(sid, backend.session(sid), OLD, ttl=None).get_items()
     if backend.name == "sqlite":
@@ -53,8 +50,8 @@ async def test_rotate_leaves_only_new_key_ciphertext(backend: Backend) -> None:
 async def test_rotate_with_an_unreadable_item_changes_nothing(backend: Backend) -> None:
     raw = backend.session()
     sid = raw.session_id
-    await EncryptedSession(sid, backend.session(sid), STRANGER, ttl=None).add_items([msg("x")])
-    await EncryptedSession(sid, backend.session(sid), OLD, ttl=None).add_items([msg("y")])
+    await EncryptedSession(sid, backend.session(sid), STRANGER, ttl=None).add_items([user("x")])
+    await EncryptedSession(sid, backend.session(sid), OLD, ttl=None).add_items([user("y")])
     before = await raw.get_items()
     with pytest.raises(SessionDecryptionError):
         await EncryptedSession(sid, backend.session(sid), [NEW, OLD], ttl=None).rotate()
@@ -66,28 +63,28 @@ async def test_writes_during_rotation_survive(backend: Backend) -> None:
     sid = raw.session_id
     writer = EncryptedSession(sid, backend.session(sid), [NEW, OLD], ttl=None)
     await EncryptedSession(sid, backend.session(sid), OLD, ttl=None).add_items(
-        [msg(f"old {n}") for n in range(100)]
+        [user(f"old {n}") for n in range(100)]
     )
     rotator = EncryptedSession(sid, backend.session(sid), [NEW, OLD], ttl=None)
 
     async def write() -> None:
         for n in range(10):
-            await writer.add_items([msg(f"new {n}")])
+            await writer.add_items([user(f"new {n}")])
             await asyncio.sleep(0)
 
     await asyncio.gather(write(), rotator.rotate())
     await rotator.rotate()  # whatever landed meanwhile
     items = await EncryptedSession(sid, backend.session(sid), NEW, ttl=None).get_items()
-    assert items == [msg(f"old {n}") for n in range(100)] + [msg(f"new {n}") for n in range(10)]
+    assert items == [user(f"old {n}") for n in range(100)] + [user(f"new {n}") for n in range(10)]
 
 
 async def test_prune_expired_deletes_from_storage(backend: Backend) -> None:
     raw = backend.session()
     sid = raw.session_id
-    await raw.add_items([aged_envelope(NEW, sid, msg("stale"), 3600)])
+    await raw.add_items([aged_envelope(NEW, sid, user("stale"), 3600)])
     session = EncryptedSession(sid, backend.session(sid), NEW, ttl=60)
-    await session.add_items([msg("fresh")])  # the first write prunes (atomic replacement)
-    assert await session.get_items() == [msg("fresh")]
+    await session.add_items([user("fresh")])  # the first write prunes (atomic replacement)
+    assert await session.get_items() == [user("fresh")]
     assert len(await raw.get_items()) == 1
 
 
@@ -102,23 +99,23 @@ async def test_add_items_does_not_fail_after_storing_when_pruning_fails(
     """
     raw = backend.session()
     sid = raw.session_id
-    await EncryptedSession(sid, backend.session(sid), STRANGER, ttl=None).add_items([msg("x")])
+    await EncryptedSession(sid, backend.session(sid), STRANGER, ttl=None).add_items([user("x")])
     session = EncryptedSession(sid, backend.session(sid), NEW, ttl=600)
-    await session.add_items([msg("mine")])  # must not raise: the item is stored
+    await session.add_items([user("mine")])  # must not raise: the item is stored
     stored = await raw.get_items()
     assert len(stored) == 2
     opened = EncryptedSession(sid, backend.session(sid), [NEW, STRANGER], ttl=None)
-    assert await opened.get_items() == [msg("x"), msg("mine")]
+    assert await opened.get_items() == [user("x"), user("mine")]
 
 
 async def test_encrypted_session_replaces_with_ciphertext(tmp_path: Any) -> None:
     # Its atomic replacement reads plaintext and stores envelopes, never the other way round.
     underlying = SQLiteSession("s", tmp_path / "e.db")
     session = EncryptedSession("s", underlying, NEW)
-    await session.add_items([msg("a"), msg("b")])
+    await session.add_items([user("a"), user("b")])
     snapshot = await session.snapshot_history()
-    assert snapshot.items == [msg("a"), msg("b")]
-    assert await session.replace_history(snapshot.prefix(1), [msg("A")])
-    assert await session.get_items() == [msg("A"), msg("b")]
+    assert snapshot.items == [user("a"), user("b")]
+    assert await session.replace_history(snapshot.prefix(1), [user("A")])
+    assert await session.get_items() == [user("A"), user("b")]
     assert all("__enc__" in item for item in await underlying.get_items())
     await session.aclose()

@@ -8,11 +8,8 @@ from typing import Any
 
 import pytest
 
+from support.items import user
 from turnstore.extensions.memory import RedisSession, SQLAlchemySession
-
-
-def msg(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
 
 
 async def test_engine_kwargs_reach_the_engine(postgres_url: str) -> None:
@@ -25,8 +22,8 @@ async def test_engine_kwargs_reach_the_engine(postgres_url: str) -> None:
     )
     try:
         assert session.engine.pool.size() == 2  # type: ignore[attr-defined]
-        await session.add_items([msg("x")])
-        assert await session.get_items() == [msg("x")]
+        await session.add_items([user("x")])
+        assert await session.get_items() == [user("x")]
         await session.clear_session()
     finally:
         await session.aclose()
@@ -58,12 +55,12 @@ async def test_redis_kwargs_reach_the_client(request: pytest.FixtureRequest, whi
         key_prefix=f"fromurl{uuid.uuid4().hex}",
     )
     try:
-        await session.add_items([msg("a"), msg("b")])
+        await session.add_items([user("a"), user("b")])
         snapshot = await session.snapshot_history()
         assert all(isinstance(row, str) for row in snapshot.rows)  # the option took effect
-        assert await session.replace_history(snapshot.prefix(1), [msg("z")]) is True
-        assert await session.get_items() == [msg("z"), msg("b")]
-        assert await session.pop_item() == msg("b")
+        assert await session.replace_history(snapshot.prefix(1), [user("z")]) is True
+        assert await session.get_items() == [user("z"), user("b")]
+        assert await session.pop_item() == user("b")
         await session.clear_session()
     finally:
         await session.aclose()

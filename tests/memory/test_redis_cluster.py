@@ -17,6 +17,7 @@ from redis.asyncio.cluster import RedisCluster
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
 from support.backends import delete_prefix, unique_prefix
+from support.waiting import eventually
 from turnstore import Session, SessionStorageError
 from turnstore.admin import SessionRecord, open_session_store
 from turnstore.extensions.memory import RedisSession
@@ -138,7 +139,11 @@ async def test_sessions_spread_over_every_primary_and_the_store_lists_them_all(
 
     brief = RedisSession("brief", redis_client=cluster, key_prefix=prefix, ttl=0.05)
     await brief.add_items([{"gone": True}])
-    await asyncio.sleep(0.2)
+
+    async def expired() -> bool:
+        return not await cluster.exists(ClusterLayout(prefix).items_key("brief"))
+
+    await eventually(expired, "Redis to expire 'brief'")  # its ttl is what is tested
 
     async with open_session_store(redis_cluster_url, key_prefix=prefix) as store:
         listed = []

@@ -10,18 +10,15 @@ import asyncio
 import sqlite3
 import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
 from sqlalchemy import text
 
+from support.items import user
+from support.sqlite_rows import trace_sqlite_calls, writer_meets_the_lock
 from turnstore import SessionStorageError, SQLiteSession
 from turnstore.extensions.memory import SQLAlchemySession
 from turnstore.memory.sqlalchemy.session import create_engine_for_url
-
-
-def msg(text_: str) -> dict[str, Any]:
-    return {"role": "user", "content": text_}
 
 
 @pytest.mark.parametrize("which", ["postgres_url", "pgbouncer_url"])
@@ -34,7 +31,7 @@ async def test_replace_behind_a_held_row_lock_raises_within_command_timeout(
     session = SQLAlchemySession.from_url(sid, url, create_tables=True, command_timeout=3)
     locker = create_engine_for_url(url)  # handles ?pgbouncer=true
     try:
-        await session.add_items([msg("a"), msg("b")])
+        await session.add_items([user("a"), user("b")])
         snapshot = await session.snapshot_history()
         async with locker.connect() as conn:
             transaction = await conn.begin()
@@ -43,11 +40,11 @@ async def test_replace_behind_a_held_row_lock_raises_within_command_timeout(
                 {"sid": sid},
             )
             with pytest.raises(SessionStorageError, match="command_timeout"):
-                await session.replace_history(snapshot, [msg("S")])
+                await session.replace_history(snapshot, [user("S")])
             await transaction.rollback()
-        assert await session.get_items() == [msg("a"), msg("b")]
-        assert await session.replace_history(snapshot, [msg("S")]) is True
-        assert await session.get_items() == [msg("S")]
+        assert await session.get_items() == [user("a"), user("b")]
+        assert await session.replace_history(snapshot, [user("S")]) is True
+        assert await session.get_items() == [user("S")]
         await session.clear_session()
     finally:
         await locker.dispose()
@@ -55,17 +52,19 @@ async def test_replace_behind_a_held_row_lock_raises_within_command_timeout(
 
 
 async def test_cancelled_sqlite_replace_behind_another_writer_writes_nothing(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "locked.db"
+    seen = trace_sqlite_calls(monkeypatch)
     async with SQLiteSession("s", path) as session:
-        await session.add_items([msg("a"), msg("b")])
+        await session.add_items([user("a"), user("b")])
         snapshot = await session.snapshot_history()
         holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         try:
             holder.execute("BEGIN IMMEDIATE")  # another connection holds the write lock
-            task = asyncio.create_task(session.replace_history(snapshot, [msg("S")]))
-            await asyncio.sleep(0.2)  # let the writer meet the lock (no timing is asserted)
+            met = asyncio.create_task(writer_meets_the_lock(seen))
+            task = asyncio.create_task(session.replace_history(snapshot, [user("S")]))
+            await met
             assert not task.done()
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
@@ -73,6 +72,6 @@ async def test_cancelled_sqlite_replace_behind_another_writer_writes_nothing(
             holder.execute("ROLLBACK")
         finally:
             holder.close()
-        assert await session.get_items() == [msg("a"), msg("b")]
-        assert await session.replace_history(snapshot, [msg("S")]) is True
-        assert await session.get_items() == [msg("S")]
+        assert await session.get_items() == [user("a"), user("b")]
+        assert await session.replace_history(snapshot, [user("S")]) is True
+        assert await session.get_items() == [user("S")]

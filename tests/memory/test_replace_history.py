@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from support.backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
+from support.items import user
 from turnstore import SessionClosedError, UserError
 from turnstore.admin import SessionRecord, open_session_store
 from turnstore.memory import (
@@ -26,12 +27,7 @@ from turnstore.memory import (
     is_atomic_replacement_session,
 )
 
-
-def msg(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
-
-
-A, B, C, D = msg("a"), msg("b"), msg("c"), msg("d")
+A, B, C, D = user("a"), user("b"), user("c"), user("d")
 SUMMARY = {"type": "message", "role": "assistant", "content": "summary of a and b"}
 
 
@@ -192,7 +188,7 @@ async def test_close_inside_the_loop_then_replace(backend: Backend) -> None:
 
 async def test_cancelled_replace_is_all_or_nothing(backend: Backend) -> None:
     session = backend.session()
-    items = [msg(f"item {n}") for n in range(200)]
+    items = [user(f"item {n}") for n in range(200)]
     await session.add_items(items)
     for _ in range(5):
         snapshot = await session.snapshot_history()
@@ -216,11 +212,11 @@ async def test_concurrent_compactors_only_one_wins(backend: Backend) -> None:
     await session.add_items([A, B, C])
     snapshots = [await session.snapshot_history() for _ in range(6)]
     results = await asyncio.gather(
-        *(session.replace_history(s, [msg(f"winner {n}")]) for n, s in enumerate(snapshots))
+        *(session.replace_history(s, [user(f"winner {n}")]) for n, s in enumerate(snapshots))
     )
     assert results.count(True) == 1, results
     winner = results.index(True)
-    assert await session.get_items() == [msg(f"winner {winner}")]
+    assert await session.get_items() == [user(f"winner {winner}")]
 
 
 async def test_writers_during_replacements_lose_nothing(backend: Backend) -> None:
@@ -230,7 +226,7 @@ async def test_writers_during_replacements_lose_nothing(backend: Backend) -> Non
 
     async def write() -> None:
         for n in range(30):
-            await writer.add_items([msg(f"w{n}")])
+            await writer.add_items([user(f"w{n}")])
 
     async def compact() -> int:
         done = 0
@@ -245,7 +241,7 @@ async def test_writers_during_replacements_lose_nothing(backend: Backend) -> Non
     _, replaced = await asyncio.gather(write(), compact())
     assert replaced >= 1
     stored = await session.get_items()
-    assert stored == [A, *(msg(f"w{n}") for n in range(30))]
+    assert stored == [A, *(user(f"w{n}") for n in range(30))]
 
 
 async def test_empty_snapshot_puts_new_items_first(backend: Backend) -> None:

@@ -6,18 +6,15 @@ import asyncio
 from typing import Any
 
 from support.backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
-
-
-def msg(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
+from support.items import user
 
 
 async def test_thousands_of_rows_replaced_by_thousands_keep_their_order(
     backend: Backend,
 ) -> None:
     session = backend.session()
-    old = [msg(f"old {n}") for n in range(2500)]
-    new = [msg(f"new {n}") for n in range(2500)]
+    old = [user(f"old {n}") for n in range(2500)]
+    new = [user(f"new {n}") for n in range(2500)]
     await session.add_items(old)
     snapshot = (await session.snapshot_history()).prefix(2000)
     assert await session.replace_history(snapshot, new) is True
@@ -27,7 +24,7 @@ async def test_thousands_of_rows_replaced_by_thousands_keep_their_order(
 
 async def test_a_huge_item_replaces_and_reads_back(backend: Backend) -> None:
     session = backend.session()
-    await session.add_items([msg("a"), msg("b")])
+    await session.add_items([user("a"), user("b")])
     huge = {"role": "assistant", "content": "ü" * 3_000_000}
     assert await session.replace_history(await session.snapshot_history(), [huge]) is True
     assert await session.get_items() == [huge]
@@ -40,12 +37,12 @@ async def test_sessions_sharing_a_storage_replace_concurrently_in_isolation(
     sessions = [backend.session() for _ in range(8)]
 
     async def life(index: int, session: Any) -> None:
-        await session.add_items([msg(f"{index}-{n}") for n in range(20)])
+        await session.add_items([user(f"{index}-{n}") for n in range(20)])
         for round_ in range(3):
             snapshot = await session.snapshot_history()
-            writer = asyncio.create_task(session.add_items([msg(f"{index}-late-{round_}")]))
+            writer = asyncio.create_task(session.add_items([user(f"{index}-late-{round_}")]))
             assert await session.replace_history(
-                snapshot.prefix(len(snapshot.items) - 1), [msg(f"{index}-summary-{round_}")]
+                snapshot.prefix(len(snapshot.items) - 1), [user(f"{index}-summary-{round_}")]
             )
             await writer
 

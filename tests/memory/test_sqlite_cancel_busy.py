@@ -13,6 +13,9 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
+from support.sqlite_rows import trace_sqlite_calls, writer_meets_the_lock
 from turnstore import SQLiteSession
 from turnstore.memory.sqlite import database as sqlite_database
 
@@ -50,17 +53,19 @@ async def _release(holder: subprocess.Popen[str]) -> None:
 
 
 async def test_a_cancelled_add_queued_behind_a_busy_write_returns_promptly(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = tmp_path / "chats.db"
+    seen = trace_sqlite_calls(monkeypatch)
     async with SQLiteSession("s", db) as session:
         await session.add_items([{"role": "user", "content": "before"}])
         holder = await _start_holder(db)
         try:
             # The first write occupies the writer (it retries the busy database); the second
             # is queued behind it, so the writer has not taken it when its caller is cancelled.
+            met = asyncio.create_task(writer_meets_the_lock(seen))
             waiting = asyncio.create_task(session.add_items([{"role": "user", "content": "kept"}]))
-            await asyncio.sleep(0.3)  # let the writer take the first write (not an assertion)
+            await met  # the writer has taken the first write and retries it
             queued = asyncio.create_task(session.add_items([{"role": "user", "content": "lost"}]))
             await asyncio.sleep(0)
             queued.cancel()
@@ -77,15 +82,17 @@ async def test_a_cancelled_add_queued_behind_a_busy_write_returns_promptly(
 
 
 async def test_cancelled_add_on_a_locked_database_returns_promptly_and_writes_nothing(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = tmp_path / "chats.db"
+    seen = trace_sqlite_calls(monkeypatch)
     async with SQLiteSession("s", db) as session:
         await session.add_items([{"role": "user", "content": "before"}])  # schema ready
         holder = await _start_holder(db)
         try:
+            met = asyncio.create_task(writer_meets_the_lock(seen))
             task = asyncio.create_task(session.add_items([{"role": "user", "content": "lost"}]))
-            await asyncio.sleep(0.3)  # let the writer meet the lock (not an assertion)
+            await met
             assert not task.done()
             task.cancel()
             # A safety bound far below the 60 s retry window, not a measurement.

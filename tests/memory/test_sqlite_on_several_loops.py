@@ -9,13 +9,9 @@ from __future__ import annotations
 import asyncio
 import threading
 from pathlib import Path
-from typing import Any
 
+from support.items import user
 from turnstore import SQLiteSession
-
-
-def msg(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
 
 
 def test_one_sqlite_session_on_several_loops_at_once(tmp_path: Path) -> None:
@@ -25,7 +21,7 @@ def test_one_sqlite_session_on_several_loops_at_once(tmp_path: Path) -> None:
     def worker(name: str) -> None:
         async def run() -> None:
             for n in range(30):
-                await session.add_items([msg(f"{name}-{n}")])
+                await session.add_items([user(f"{name}-{n}")])
                 if n % 10 == 9:
                     snapshot = await session.snapshot_history()
                     await session.replace_history(snapshot.prefix(1), [snapshot.items[0]])

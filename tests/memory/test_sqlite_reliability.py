@@ -18,11 +18,9 @@ from typing import Any
 
 import pytest
 
+from support.items import user
+from support.sqlite_rows import trace_sqlite_calls, writer_meets_the_lock
 from turnstore import SessionClosedError, SessionSchemaError, SQLiteSession
-
-
-def msg(text: str) -> Any:
-    return {"role": "user", "content": text}
 
 
 @pytest.fixture
@@ -76,7 +74,7 @@ def test_a_gc_cycle_collected_while_a_lock_is_held_does_not_deadlock(tmp_path: P
 
 async def test_a_forgotten_session_still_releases_its_database() -> None:
     session = SQLiteSession("s")
-    await session.add_items([msg("a")])
+    await session.add_items([user("a")])
     threads = [session._db._thread]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -98,7 +96,7 @@ def test_a_call_that_passed_the_open_check_when_close_ran_raises_closed(
     # Force the interleaving: the caller's thread is held right after `_check_open` returned
     # (a trace hook, no change to the code under test) while another thread closes the session.
     session = SQLiteSession("s", db_path)
-    asyncio.run(session.add_items([msg("warm")]))  # the database threads are running
+    asyncio.run(session.add_items([user("warm")]))  # the database threads are running
     reached, proceed = threading.Event(), threading.Event()
 
     def tracer(frame: Any, event: str, arg: Any) -> Any:
@@ -150,7 +148,7 @@ def test_calls_racing_close_from_another_thread_complete_or_raise(db_path: str) 
             while True:
                 started.set()
                 try:
-                    await asyncio.wait_for(session.add_items([msg("x")]), 20)
+                    await asyncio.wait_for(session.add_items([user("x")]), 20)
                     await asyncio.wait_for(session.get_items(1), 20)
                 except SessionClosedError:
                     return "closed"
@@ -188,7 +186,7 @@ async def test_reads_never_touch_the_garbage_collector(
 
         monkeypatch.setattr(gc, name, spy)
     async with SQLiteSession("s", db_path) as session:
-        await session.add_items([msg(str(i)) for i in range(5000)])
+        await session.add_items([user(str(i)) for i in range(5000)])
         assert len(await session.get_items()) == 5000
         assert len(await session.get_items(3000)) == 3000
     assert calls == []
@@ -196,7 +194,7 @@ async def test_reads_never_touch_the_garbage_collector(
 
 async def test_an_application_that_disabled_the_collector_keeps_it_disabled(db_path: str) -> None:
     async with SQLiteSession("s", db_path) as session:
-        await session.add_items([msg(str(i)) for i in range(3000)])
+        await session.add_items([user(str(i)) for i in range(3000)])
         gc.disable()
         try:
             reads = [asyncio.ensure_future(session.get_items()) for _ in range(10)]
@@ -278,7 +276,7 @@ async def test_26_items_of_40_mb_read_back(tmp_path: Path) -> None:
 
 async def _read_back_huge(path: str, size: int) -> None:
     async with SQLiteSession("s", path) as session:
-        await session.add_items([msg("first")])
+        await session.add_items([user("first")])
         conn = sqlite3.connect(path)
         with conn:
             # Item i is {"role": "user", "content": "i:000..."}, `size` zeros after the colon.
@@ -312,12 +310,12 @@ async def test_an_archive_table_that_is_another_pairs_messages_table_is_refused(
     async with SQLiteSession(
         "a", db_path, sessions_table=f"s_{first}", messages_table=first
     ) as owner:
-        await owner.add_items([msg("owner's")])
+        await owner.add_items([user("owner's")])
         async with SQLiteSession(
             "a", db_path, sessions_table=f"s_{second}", messages_table=second
         ) as intruder:
             with pytest.raises(SessionSchemaError, match="chat_archive"):
-                await intruder.add_items([msg("intruder's")])
+                await intruder.add_items([user("intruder's")])
             with pytest.raises(SessionSchemaError):
                 await intruder.clear_session()
         assert [item["content"] for item in await owner.get_items()] == ["owner's"]
@@ -328,8 +326,8 @@ async def test_pairs_with_distinct_names_share_a_file(db_path: str) -> None:
         SQLiteSession("a", db_path, sessions_table="s1", messages_table="chat") as one,
         SQLiteSession("a", db_path, sessions_table="s2", messages_table="talk") as two,
     ):
-        await one.add_items([msg("one")])
-        await two.add_items([msg("two")])
+        await one.add_items([user("one")])
+        await two.add_items([user("two")])
         await one.clear_session()
         assert [item["content"] for item in await two.get_items()] == ["two"]
         assert await one.get_archived_items() == []
@@ -369,20 +367,22 @@ async def test_a_file_written_by_the_previous_release_still_opens(db_path: str) 
 
 @pytest.mark.parametrize("through", ["direct", "runner-style shield"])
 async def test_a_cancelled_add_waiting_for_a_lock_gives_up_without_writing(
-    db_path: str, through: str
+    db_path: str, through: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from turnstore.memory import await_session_mutation
 
+    seen = trace_sqlite_calls(monkeypatch)
     async with SQLiteSession("s", db_path) as session:
-        await session.add_items([msg("before")])
+        await session.add_items([user("before")])
         other = sqlite3.connect(db_path, isolation_level=None)  # another writer, as a process
         other.execute("BEGIN IMMEDIATE")
         try:
-            call = session.add_items([msg("cancelled")])
+            call = session.add_items([user("cancelled")])
             if through != "direct":  # the runner shields its own add_items the same way
                 call = await_session_mutation(call)
+            met = asyncio.ensure_future(writer_meets_the_lock(seen))
             task = asyncio.ensure_future(call)
-            await asyncio.sleep(0.3)  # the writer is now retrying against the lock
+            await met  # the writer is now retrying against the lock
             task.cancel()
             # While the other writer still holds its lock, the cancellation completes (it
             # would otherwise wait for the lock for up to 60 s of retries).
@@ -393,5 +393,5 @@ async def test_a_cancelled_add_waiting_for_a_lock_gives_up_without_writing(
             other.execute("ROLLBACK")
             other.close()
         assert [item["content"] for item in await session.get_items()] == ["before"]
-        await session.add_items([msg("after")])
+        await session.add_items([user("after")])
         assert [item["content"] for item in await session.get_items()] == ["before", "after"]

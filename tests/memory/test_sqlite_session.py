@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from support.sqlite_rows import trace_sqlite_calls
+from support.items import user
+from support.sqlite_rows import trace_sqlite_calls, writer_meets_the_lock
 from turnstore import (
     SessionClosedError,
     SessionSchemaError,
@@ -23,10 +24,6 @@ from turnstore import (
     SQLiteSession,
 )
 from turnstore.memory.sqlite.schema import SCHEMA_VERSION
-
-
-def msg(text: str) -> Any:
-    return {"role": "user", "content": text}
 
 
 def texts(items: list[Any]) -> list[str]:
@@ -144,7 +141,7 @@ def test_table_name_types_and_clashes() -> None:
 async def test_custom_table_names_and_pathlike(tmp_path: Path) -> None:
     path = tmp_path / "custom.db"
     async with SQLiteSession("s", path, sessions_table="S_1", messages_table="_msgs") as session:
-        await session.add_items([msg("a")])
+        await session.add_items([user("a")])
         assert texts(await session.get_items()) == ["a"]
     names = {row[0] for row in query(str(path), "SELECT name FROM sqlite_master")}
     assert {"S_1", "_msgs", "_msgs_archive", "idx__msgs_session_id"} <= names
@@ -159,7 +156,7 @@ async def test_schema_is_created_on_first_use_with_version_and_timestamps(db_pat
         assert os.path.exists(db_path)
         assert query(db_path, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
         assert query(db_path, "PRAGMA journal_mode") == [("wal",)]
-        await session.add_items([msg("a"), msg("b")])
+        await session.add_items([user("a"), user("b")])
     rows = query(db_path, "SELECT session_id, created_at FROM agent_messages ORDER BY id")
     assert [row[0] for row in rows] == ["s", "s"]
     assert all(row[1] for row in rows), "every row records when it was added"
@@ -170,7 +167,7 @@ async def test_newer_schema_version_is_refused(db_path: str) -> None:
     execute(db_path, f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     async with SQLiteSession("s", db_path) as session:
         with pytest.raises(SessionSchemaError, match="newer"):
-            await session.add_items([msg("a")])
+            await session.add_items([user("a")])
         with pytest.raises(SessionSchemaError, match="newer"):
             await session.get_items()
 
@@ -179,17 +176,17 @@ async def test_foreign_table_with_our_name_is_refused(db_path: str) -> None:
     execute(db_path, "CREATE TABLE agent_messages (x INTEGER)")
     async with SQLiteSession("s", db_path) as session:
         with pytest.raises(SessionSchemaError, match="missing columns"):
-            await session.add_items([msg("a")])
+            await session.add_items([user("a")])
     assert query(db_path, "PRAGMA user_version") == [(0,)]  # nothing was half-done
 
 
 async def test_a_file_written_by_the_agents_sdk_is_adopted(db_path: str) -> None:
     sdk_memory = pytest.importorskip("agents.memory", reason="the SDK writes the file")
     peer = sdk_memory.SQLiteSession("shared", db_path)
-    await peer.add_items([msg("from the SDK")])
+    await peer.add_items([user("from the SDK")])
     async with SQLiteSession("shared", db_path) as ours:
         assert texts(await ours.get_items()) == ["from the SDK"]
-        await ours.add_items([msg("from turnstore")])
+        await ours.add_items([user("from turnstore")])
     assert texts(await peer.get_items()) == ["from the SDK", "from turnstore"]
     peer.close()
     assert query(db_path, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
@@ -221,7 +218,7 @@ def test_limited_read_uses_the_index(db_path: str) -> None:
 
 async def test_session_settings_limit() -> None:
     async with SQLiteSession("s", session_settings=SessionSettings(limit=2)) as session:
-        await session.add_items([msg(str(i)) for i in range(5)])
+        await session.add_items([user(str(i)) for i in range(5)])
         assert texts(await session.get_items()) == ["3", "4"]
         assert texts(await session.get_items(3)) == ["2", "3", "4"]
 
@@ -230,7 +227,7 @@ async def test_corrupt_rows_are_skipped_and_logged(
     db_path: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     async with SQLiteSession("s", db_path) as session:
-        await session.add_items([msg(str(i)) for i in range(10)])
+        await session.add_items([user(str(i)) for i in range(10)])
         # Rows that are invalid alone but would join into valid JSON, a non-object, NULL-ish text,
         # and a run of corrupt rows at the newest end.
         bad = {2: '{"a":[1', 3: "2]}", 5: "42", 7: "", 8: "nope", 9: "{"}
@@ -247,7 +244,7 @@ async def test_corrupt_rows_are_skipped_and_logged(
 
 async def test_large_history_full_and_limited_reads(db_path: str) -> None:
     async with SQLiteSession("s", db_path) as session:
-        await session.add_items([msg(str(i)) for i in range(3000)])
+        await session.add_items([user(str(i)) for i in range(3000)])
         assert texts(await session.get_items()) == [str(i) for i in range(3000)]
         assert texts(await session.get_items(3)) == ["2997", "2998", "2999"]
         # A corrupt row in the middle chunk is skipped; the chunks around it stay whole.
@@ -274,7 +271,7 @@ async def test_corrupt_rows_that_join_into_as_many_objects_are_skipped(
     # Three rows, each invalid alone, that joined read as three JSON objects: a read that decoded
     # a chunk as one array and only checked the count would return them.
     async with SQLiteSession("s", db_path) as session:
-        await session.add_items([msg(str(i)) for i in range(2500)])
+        await session.add_items([user(str(i)) for i in range(2500)])
         overwrite_rows(db_path, dict(enumerate(spliced, start=1200)))
         expected = [str(i) for i in range(2500) if not 1200 <= i < 1203]
         with caplog.at_level(logging.WARNING, logger="turnstore.memory.sqlite"):
@@ -289,9 +286,9 @@ async def test_rows_that_are_not_text_in_a_chunk(
     # A BLOB of UTF-8 JSON reads as its item; a number and a BLOB that is not UTF-8 are skipped;
     # the text rows around them still read.
     async with SQLiteSession("s", db_path) as session:
-        await session.add_items([msg(str(i)) for i in range(1500)])
+        await session.add_items([user(str(i)) for i in range(1500)])
         stored: dict[int, object] = {
-            10: json.dumps(msg("blob")).encode(),
+            10: json.dumps(user("blob")).encode(),
             12: 7,
             1300: b"\xff{}",
         }
@@ -314,22 +311,22 @@ async def test_items_must_be_a_list_of_mappings() -> None:
         with pytest.raises(TypeError, match="items must be a list"):
             await session.add_items("abc")  # type: ignore[arg-type]
         with pytest.raises(TypeError, match=r"item 1 is not JSON-serialisable"):
-            await session.add_items([msg("a"), {"n": float("nan")}])
+            await session.add_items([user("a"), {"n": float("nan")}])
         with pytest.raises(TypeError, match=r"item 0 is a list, not a mapping"):
             await session.add_items([[1, 2]])  # type: ignore[list-item]
         assert await session.get_items() == []
-        await session.add_items((msg("tuple ok"),))  # type: ignore[arg-type]
+        await session.add_items((user("tuple ok"),))  # type: ignore[arg-type]
         assert texts(await session.get_items()) == ["tuple ok"]
 
 
 async def test_same_file_shares_history_across_objects_and_threads(db_path: str) -> None:
     first = SQLiteSession("shared", db_path)
-    await first.add_items([msg("main thread")])
+    await first.add_items([user("main thread")])
 
     def other_thread() -> None:
         async def work() -> None:
             async with SQLiteSession("shared", db_path) as second:
-                await second.add_items([msg("other thread")])
+                await second.add_items([user("other thread")])
                 assert texts(await second.get_items()) == ["main thread", "other thread"]
 
         asyncio.run(work())
@@ -345,7 +342,7 @@ async def test_same_file_shares_history_across_objects_and_threads(db_path: str)
 
 async def test_memory_databases_are_private_to_their_object() -> None:
     async with SQLiteSession("s") as first, SQLiteSession("s") as second:
-        await first.add_items([msg("a")])
+        await first.add_items([user("a")])
         assert await second.get_items() == []
 
 
@@ -394,9 +391,9 @@ async def test_a_failing_call_among_concurrent_ones_fails_alone(
             conn.execute("INSERT INTO agent_messages (session_id, message_data) VALUES ('s', '{}')")
             conn.execute("SELECT * FROM no_such_table")
 
-        good1 = asyncio.ensure_future(session.add_items([msg("good 1")]))
+        good1 = asyncio.ensure_future(session.add_items([user("good 1")]))
         bad = asyncio.ensure_future(session._write(half_then_fail))
-        good2 = asyncio.ensure_future(session.add_items([msg("good 2")]))
+        good2 = asyncio.ensure_future(session.add_items([user("good 2")]))
         await _wait_queued(session, 3)
         blocked_writer.set()
         await asyncio.gather(blocker, good1, good2)
@@ -418,7 +415,7 @@ async def test_a_refused_add_among_concurrent_adds_fails_alone(
         )
         blocker = await _block_writer(session, blocked_writer)
         adds = [
-            asyncio.ensure_future(session.add_items([msg(text), msg(text + "+")]))
+            asyncio.ensure_future(session.add_items([user(text), user(text + "+")]))
             for text in ("ok 1", "poison", "ok 2", "ok 3")
         ]
         await _wait_queued(session, 4)
@@ -444,13 +441,15 @@ async def test_a_busy_database_is_retried_not_reported(
     from turnstore.memory.sqlite import database as sqlite_database
 
     monkeypatch.setattr(sqlite_database, "BUSY_TIMEOUT_MS", 20)  # SQLite gives up quickly...
+    seen = trace_sqlite_calls(monkeypatch)
     async with SQLiteSession("s", db_path) as session:
         await session.get_items()
         other = sqlite3.connect(db_path, isolation_level=None)
         other.execute("BEGIN IMMEDIATE")  # ...while another process holds the write lock
         other.execute("INSERT INTO agent_messages (session_id, message_data) VALUES ('x', '{}')")
-        add = asyncio.ensure_future(session.add_items([msg("waited")]))
-        await asyncio.sleep(0.3)  # many busy timeouts long
+        met = asyncio.ensure_future(writer_meets_the_lock(seen))
+        add = asyncio.ensure_future(session.add_items([user("waited")]))
+        await met  # SQLite gave up at least once and the thread began the write again
         assert not add.done()
         other.execute("COMMIT")
         other.close()
@@ -461,7 +460,7 @@ async def test_a_busy_database_is_retried_not_reported(
 async def test_unopenable_file_is_a_storage_error(tmp_path: Path) -> None:
     async with SQLiteSession("s", tmp_path / "missing-dir" / "x.db") as session:
         with pytest.raises(SessionStorageError, match="unable to open"):
-            await session.add_items([msg("a")])
+            await session.add_items([user("a")])
 
 
 async def test_no_sqlite_call_runs_on_the_event_loop_thread(
@@ -471,13 +470,13 @@ async def test_no_sqlite_call_runs_on_the_event_loop_thread(
     loop_thread = threading.get_ident()
     for path in (db_path, ":memory:"):
         session = SQLiteSession("s", path)
-        await session.add_items([msg("a"), msg("b")])
-        await asyncio.gather(*(session.add_items([msg(str(i))]) for i in range(20)))
+        await session.add_items([user("a"), user("b")])
+        await asyncio.gather(*(session.add_items([user(str(i))]) for i in range(20)))
         await session.get_items()
         await session.get_items(2)
         await session.pop_item()
         snapshot = await session.snapshot_history()
-        await session.replace_history(snapshot, [msg("summary")])
+        await session.replace_history(snapshot, [user("summary")])
         await session.get_archived_items()
         await session.clear_session()
         await session.aclose()
@@ -489,7 +488,7 @@ async def test_no_sqlite_call_runs_on_the_event_loop_thread(
 
 def _use_inherited_session(session: SQLiteSession, result: Any) -> None:
     async def work() -> list[str]:
-        await session.add_items([msg("from the child")])
+        await session.add_items([user("from the child")])
         return texts(await session.get_items())
 
     result.put(asyncio.run(work()))
@@ -501,7 +500,7 @@ async def test_a_forked_child_gets_its_own_threads(db_path: str) -> None:
     import multiprocessing
 
     session = SQLiteSession("s", db_path)
-    await session.add_items([msg("from the parent")])  # the parent's threads are running
+    await session.add_items([user("from the parent")])  # the parent's threads are running
     context = multiprocessing.get_context("fork")
     result = context.SimpleQueue()
     child = context.Process(target=_use_inherited_session, args=(session, result))
@@ -519,12 +518,12 @@ async def test_a_forked_child_gets_its_own_threads(db_path: str) -> None:
 
 async def test_operations_after_close_raise(db_path: str) -> None:
     session = SQLiteSession("s", db_path)
-    await session.add_items([msg("a")])
+    await session.add_items([user("a")])
     await session.aclose()
     await session.aclose()  # harmless
     for call in (
         session.get_items(),
-        session.add_items([msg("b")]),
+        session.add_items([user("b")]),
         session.pop_item(),
         session.clear_session(),
         session.get_archived_items(),
@@ -538,7 +537,7 @@ async def test_close_lets_started_writes_finish_and_stops_threads(db_path: str) 
     other = SQLiteSession("t", db_path)
     await session.get_items()
     db = session._db
-    adds = [asyncio.ensure_future(session.add_items([msg(str(i))])) for i in range(50)]
+    adds = [asyncio.ensure_future(session.add_items([user(str(i))])) for i in range(50)]
     await asyncio.sleep(0)
     await session.aclose()
     await asyncio.gather(*adds)
@@ -553,7 +552,7 @@ async def test_close_lets_started_writes_finish_and_stops_threads(db_path: str) 
 
 async def test_async_with_closes() -> None:
     async with SQLiteSession("s") as session:
-        await session.add_items([msg("a")])
+        await session.add_items([user("a")])
     with pytest.raises(SessionClosedError):
         await session.get_items()
 
@@ -600,6 +599,6 @@ print("ok")
 
 async def test_stored_json_is_compact_utf8(db_path: str) -> None:
     async with SQLiteSession("s", db_path) as session:
-        await session.add_items([msg("héllo 🎉")])
+        await session.add_items([user("héllo 🎉")])
     (data,) = query(db_path, "SELECT message_data FROM agent_messages")[0]
-    assert data == json.dumps(msg("héllo 🎉"), ensure_ascii=False, separators=(",", ":"))
+    assert data == json.dumps(user("héllo 🎉"), ensure_ascii=False, separators=(",", ":"))

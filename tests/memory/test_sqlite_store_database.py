@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from support.items import user
 from turnstore import SessionStorageError, SQLiteSession
 from turnstore.admin import SessionRecord, open_session_store
 from turnstore.memory.sqlite import database, forkgate
@@ -24,16 +25,12 @@ from turnstore.memory.sqlite import database, forkgate
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 
-def msg(text: str) -> dict[str, str]:
-    return {"role": "user", "content": text}
-
-
 async def test_a_prune_on_a_locked_file_gives_up_after_the_databases_busy_retry(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = tmp_path / "locked.db"
     async with SQLiteSession("s", db) as session:
-        await session.add_items([msg("a")])
+        await session.add_items([user("a")])
     # The database's own limits, made short: the store's job follows them (not a timeout of
     # its own, which was 30 seconds).
     monkeypatch.setattr(database, "BUSY_RETRY_SECONDS", 0.2)
@@ -52,7 +49,7 @@ async def test_a_prune_on_a_locked_file_gives_up_after_the_databases_busy_retry(
 async def test_an_import_into_a_new_file_sets_up_wal(tmp_path: Path) -> None:
     db = tmp_path / "imported.db"
     async with open_session_store(db, create=True) as store:
-        await store.write_records("s", [SessionRecord("s", msg("a"), None)])  # type: ignore[arg-type]
+        await store.write_records("s", [SessionRecord("s", user("a"), None)])  # type: ignore[arg-type]
     conn = sqlite3.connect(db)
     try:
         (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
@@ -66,7 +63,7 @@ async def test_store_jobs_hold_off_fork_like_session_jobs(
 ) -> None:
     db = tmp_path / "gated.db"
     async with SQLiteSession("s", db) as session:
-        await session.add_items([msg("a")])
+        await session.add_items([user("a")])
     gated: list[str] = []
     real = forkgate.transaction
 

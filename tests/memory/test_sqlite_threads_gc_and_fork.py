@@ -12,16 +12,11 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from support.items import user
 from turnstore import SessionClosedError, SQLiteSession
-
-
-def msg(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
-
 
 # --- a finalizer run by a collection inside another thread's construction ------------------------
 
@@ -91,7 +86,7 @@ def test_close_racing_eight_threads_ends_every_call(tmp_path: Path, round_: int)
     path = str(tmp_path / "race.db")
     session = SQLiteSession("s", path)
     bystander = SQLiteSession("s", path)  # shares the database: must survive the close
-    asyncio.run(bystander.add_items([msg("before")]))
+    asyncio.run(bystander.add_items([user("before")]))
     started = threading.Barrier(9)
     outcomes: list[tuple[str, int, int]] = []
     lock = threading.Lock()
@@ -102,12 +97,12 @@ def test_close_racing_eight_threads_ends_every_call(tmp_path: Path, round_: int)
         while True:
             try:
                 if n % 3 == 0:
-                    await asyncio.wait_for(session.add_items([msg(f"{n}")]), 30)
+                    await asyncio.wait_for(session.add_items([user(f"{n}")]), 30)
                     added += 1
                 elif n % 3 == 1:
                     await asyncio.wait_for(session.get_items(5), 30)
                 else:
-                    await asyncio.wait_for(session.add_items([msg(f"{n}"), msg("x")]), 30)
+                    await asyncio.wait_for(session.add_items([user(f"{n}"), user("x")]), 30)
                     added += 2
                     if await asyncio.wait_for(session.pop_item(), 30) is not None:
                         popped += 1
@@ -153,7 +148,7 @@ async def test_disabled_frozen_and_tuned_collector_stays_as_set(tmp_path: Path) 
     frozen = gc.get_freeze_count()
     try:
         sessions = [SQLiteSession(f"s{i}", path) for i in range(3)]
-        await asyncio.gather(*(s.add_items([msg(str(n)) for n in range(2000)]) for s in sessions))
+        await asyncio.gather(*(s.add_items([user(str(n)) for n in range(2000)]) for s in sessions))
         for _ in range(3):
             reads = await asyncio.gather(*(s.get_items() for s in sessions))
             assert [len(r) for r in reads] == [2000] * 3

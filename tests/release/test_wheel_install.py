@@ -155,7 +155,7 @@ def test_build_check_and_install_the_wheel_into_a_fresh_venv(tmp_path: Path) -> 
     )
     assert (home / "conversations.db").is_file()
     listed = run(venv / "bin" / "turnstore", "--db", "conversations.db", "list", cwd=home, env=env)
-    assert re.search(r"conversation_123\s+4\s", listed), listed
+    assert re.search(r"^\s*4\s+\S+ \S+\s+conversation_123$", listed, re.M), listed
 
     # The README's try-out, its shell lines as written (a free port instead of 8787): the
     # server in one shell, `eval` of its export line and the example in another.

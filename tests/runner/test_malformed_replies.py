@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from support.tools import lookup
 from turnstore import (
     Agent,
     ModelBehaviorError,
@@ -25,7 +26,6 @@ from turnstore import (
     Runner,
     SQLiteSession,
     TurnstoreError,
-    function_tool,
 )
 from turnstore.testing import (
     FakeOpenAIServer,
@@ -35,16 +35,6 @@ from turnstore.testing import (
     sse_events_for,
     tool_call_response,
 )
-
-
-@function_tool
-def lookup(key: str) -> str:
-    """Look a key up.
-
-    Args:
-        key: The key.
-    """
-    return f"value of {key}"
 
 
 def _good() -> dict[str, Any]:

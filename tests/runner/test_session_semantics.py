@@ -1,4 +1,4 @@
-"""Session semantics 1-8 of the runner, each with its own test (ScriptedModel, SQLiteSession)."""
+"""How the runner uses a session: what it reads, merges, saves per turn and keeps on failure."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 from openai.types.responses import ResponseUsage
 
 from support.sessions import MemorySession
+from support.tools import lookup
 from turnstore import (
     Agent,
     MaxTurnsExceeded,
@@ -26,27 +27,17 @@ from turnstore import (
 from turnstore.testing import ScriptedModel, response_body, tool_call_response
 
 
-@function_tool
-def lookup(key: str) -> str:
-    """Look a key up.
-
-    Args:
-        key: The key.
-    """
-    return f"value of {key}"
-
-
 def roles(items: list[TResponseInputItem]) -> list[str]:
     return [str(item.get("role") or item.get("type")) for item in items]
 
 
-# 1 --------------------------------------------------------------------------------------------
+# sessions the runner refuses --------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     "option", [{"previous_response_id": "resp_1"}, {"conversation_id": "conv_1"}]
 )
-async def test_1_session_with_server_state_is_rejected_before_any_call(
+async def test_a_session_with_server_state_is_rejected_before_any_call(
     option: dict[str, Any],
 ) -> None:
     model = ScriptedModel(["never"])
@@ -59,10 +50,10 @@ async def test_1_session_with_server_state_is_rejected_before_any_call(
     assert session.calls == []
 
 
-# 2 --------------------------------------------------------------------------------------------
+# the history limit ------------------------------------------------------------------------------
 
 
-async def test_2_history_limit_from_run_config_over_session_settings() -> None:
+async def test_the_run_configs_history_limit_overrides_the_sessions_settings() -> None:
     session = MemorySession(session_settings=SessionSettings(limit=3))
     await session.add_items([{"role": "user", "content": f"m{i}"} for i in range(6)])
     session.calls.clear()
@@ -85,10 +76,10 @@ async def test_2_history_limit_from_run_config_over_session_settings() -> None:
     assert session.calls[0] == ("get_items", None)
 
 
-# 3 --------------------------------------------------------------------------------------------
+# merging history and new input ------------------------------------------------------------------
 
 
-async def test_3_default_merge_history_then_input() -> None:
+async def test_the_default_merge_puts_history_before_the_new_input() -> None:
     session = SQLiteSession("s3")
     await session.add_items([{"role": "user", "content": "old"}])
     model = ScriptedModel(["x", "y"])
@@ -105,7 +96,7 @@ async def test_3_default_merge_history_then_input() -> None:
 
 
 @pytest.mark.parametrize("is_async", [False, True])
-async def test_3_callback_rewrites_input_and_receives_copies(is_async: bool) -> None:
+async def test_the_input_callback_rewrites_the_input_and_receives_copies(is_async: bool) -> None:
     session = SQLiteSession("s3cb")
     await session.add_items([{"role": "user", "content": f"h{i}"} for i in range(4)])
     seen: list[tuple[list[Any], list[Any]]] = []
@@ -128,7 +119,7 @@ async def test_3_callback_rewrites_input_and_receives_copies(is_async: bool) -> 
     assert len(seen) == 1
 
 
-async def test_3_callback_returning_a_non_list_is_a_clear_error() -> None:
+async def test_an_input_callback_returning_a_non_list_is_a_clear_error() -> None:
     session = MemorySession()
     model = ScriptedModel(["never"])
     config = RunConfig(session_input_callback=lambda history, new: tuple(history + new))
@@ -138,10 +129,10 @@ async def test_3_callback_returning_a_non_list_is_a_clear_error() -> None:
     assert ("add_items", 1) not in session.calls
 
 
-# 4 --------------------------------------------------------------------------------------------
+# what is saved per turn, and on failure ---------------------------------------------------------
 
 
-async def test_4_input_saved_before_first_model_call() -> None:
+async def test_the_input_is_saved_before_the_first_model_call() -> None:
     session = SQLiteSession("s4a")
     stored_at_call: list[list[TResponseInputItem]] = []
 
@@ -153,7 +144,7 @@ async def test_4_input_saved_before_first_model_call() -> None:
     assert stored_at_call == [[{"role": "user", "content": "question"}]]
 
 
-async def test_4_one_add_items_per_turn_and_never_a_call_without_its_output() -> None:
+async def test_one_add_items_per_turn_and_never_a_tool_call_without_its_output() -> None:
     session = MemorySession()
     model = ScriptedModel(
         [
@@ -173,7 +164,7 @@ async def test_4_one_add_items_per_turn_and_never_a_call_without_its_output() ->
     assert result.new_items == [item for batch in adds[1:] for item in batch]
 
 
-async def test_4_failed_later_turn_keeps_completed_turns(tmp_path: Path) -> None:
+async def test_a_failed_later_turn_keeps_the_completed_turns(tmp_path: Path) -> None:
     db = tmp_path / "s4.db"
     session = SQLiteSession("s4c", db)
     model = ScriptedModel(
@@ -187,7 +178,7 @@ async def test_4_failed_later_turn_keeps_completed_turns(tmp_path: Path) -> None
         await s.aclose()
 
 
-async def test_4_max_turns_keeps_completed_turns() -> None:
+async def test_max_turns_keeps_the_completed_turns() -> None:
     session = SQLiteSession("s4m")
     model = ScriptedModel([tool_call_response("lookup", {"key": str(i)}) for i in range(2)])
     with pytest.raises(MaxTurnsExceeded, match="2 model calls"):
@@ -197,7 +188,7 @@ async def test_4_max_turns_keeps_completed_turns() -> None:
     assert len(await session.get_items()) == 5
 
 
-async def test_4_cancelled_run_leaves_no_half_turn() -> None:
+async def test_a_cancelled_run_leaves_no_half_turn() -> None:
     session = SQLiteSession("s4x")
     tool_started = asyncio.Event()
 
@@ -220,7 +211,7 @@ async def test_4_cancelled_run_leaves_no_half_turn() -> None:
     assert roles(await session.get_items()) == ["user"]
 
 
-async def test_4_cancel_during_turn_save_finishes_the_save() -> None:
+async def test_a_cancel_during_a_turns_save_finishes_the_save() -> None:
     save_started = asyncio.Event()
     release = asyncio.Event()
 
@@ -244,10 +235,10 @@ async def test_4_cancel_during_turn_save_finishes_the_save() -> None:
     assert roles(session.items) == ["user", "function_call", "function_call_output"]
 
 
-# 5 --------------------------------------------------------------------------------------------
+# saving history once ----------------------------------------------------------------------------
 
 
-async def test_5_history_never_saved_twice_even_when_callback_repeats_it() -> None:
+async def test_history_is_never_saved_twice_even_when_the_callback_repeats_it() -> None:
     session = SQLiteSession("s5")
     await session.add_items([{"role": "user", "content": "h1"}, {"role": "user", "content": "h2"}])
 
@@ -264,10 +255,10 @@ async def test_5_history_never_saved_twice_even_when_callback_repeats_it() -> No
     assert len(stored) == 4  # + the answer
 
 
-# 6 --------------------------------------------------------------------------------------------
+# a limit that splits a tool call ----------------------------------------------------------------
 
 
-async def test_6_limit_that_splits_a_tool_call_drops_the_orphan_output() -> None:
+async def test_a_limit_that_splits_a_tool_call_drops_the_orphan_output() -> None:
     session = SQLiteSession("s6")
     model = ScriptedModel(
         [tool_call_response("lookup", {"key": "a"}, call_id="call_x"), "one", "two"]
@@ -291,7 +282,7 @@ async def test_6_limit_that_splits_a_tool_call_drops_the_orphan_output() -> None
     ]
 
 
-# 7 --------------------------------------------------------------------------------------------
+# compaction after each saved turn ---------------------------------------------------------------
 
 
 class CompactionAwareSession(MemorySession):
@@ -307,7 +298,7 @@ class CompactionAwareSession(MemorySession):
 
 
 @pytest.mark.parametrize("usage_tokens", [None, 100])
-async def test_7_compaction_aware_session_is_compacted_after_each_saved_turn(
+async def test_a_compaction_aware_session_is_compacted_after_each_saved_turn(
     usage_tokens: int | None,
 ) -> None:
     usage = (
@@ -363,10 +354,10 @@ async def test_7_compaction_aware_session_is_compacted_after_each_saved_turn(
         assert result.usage.input_tokens == model_tokens + 2 * usage_tokens
 
 
-# 8 --------------------------------------------------------------------------------------------
+# one session, several agents --------------------------------------------------------------------
 
 
-async def test_8_one_session_shared_by_different_agents() -> None:
+async def test_one_session_shared_by_different_agents_keeps_one_history() -> None:
     session = SQLiteSession("s8")
     triage_model = ScriptedModel(["I will ask the expert."])
     expert_model = ScriptedModel(["The expert answer."])

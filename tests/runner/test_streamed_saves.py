@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -318,6 +319,76 @@ async def test_a_run_right_after_leaving_a_stream_waits_for_its_pending_write(
     history = await backend.session(session.session_id).get_items()
     assert _shape(history) == ["user", "function_call", "function_call_output", "message"]
     assert finished == ["a"]  # the resume found the output saved: the tool did not run again
+
+
+class ReadSignalSession(SQLiteSession):
+    """A `SQLiteSession` that tells another thread when its first read has returned."""
+
+    def __init__(self, *args: Any, read: threading.Event, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._signal = read
+
+    async def get_items(self, limit: int | None = None) -> list[Any]:
+        items = await super().get_items(limit)
+        self._signal.set()
+        return items
+
+
+async def test_a_resume_from_another_thread_waits_for_the_abandoned_runs_write(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    finished: list[str] = []
+
+    @function_tool
+    async def lookup(key: str) -> str:
+        """Look a key up."""
+        finished.append(key)
+        return f"value of {key}"
+
+    fake_openai.enqueue(
+        tool_call_response("lookup", {"key": "a"}, call_id="call_1"), text_response("done")
+    )
+    path = str(tmp_path / "threads.db")
+    other_read = threading.Event()
+
+    class HeldUntilTheOtherThreadReads(HeldOutputSession):
+        # The abandoned run's output lands only once the other thread has read the history, or
+        # after a second if that thread waits for it (as it must): without the wait, the other
+        # thread always reads the history without the output.
+        async def add_items(self, items: list[Any]) -> None:
+            if any(item.get("type") == "function_call_output" for item in items):
+                self.write_held.set()
+                await asyncio.to_thread(other_read.wait, 1.0)
+            await self.inner.add_items(items)
+
+    agent = Agent(name="A", tools=[lookup])
+    async with SQLiteSession("s", path) as inner, fake_openai.async_client() as client:
+        session = HeldUntilTheOtherThreadReads(inner)
+        result = Runner.run_streamed(
+            agent, "look up a", session=session, run_config=RunConfig(openai_client=client)
+        )
+        async for event in result.stream_events():
+            if isinstance(event, RunItemEvent) and event.item["type"] == "function_call":
+                await session.write_held.wait()  # the tool returned; its output is being saved
+                result.cancel()
+                break
+
+        def resume_in_another_thread() -> str:
+            async def resume() -> str:
+                async with (
+                    ReadSignalSession("s", path, read=other_read) as own,
+                    fake_openai.async_client() as own_client,
+                ):
+                    config = RunConfig(openai_client=own_client)
+                    resumed = await Runner.run(agent, [], session=own, run_config=config)
+                    return str(resumed.final_output)
+
+            return asyncio.run(resume())
+
+        assert await asyncio.to_thread(resume_in_another_thread) == "done"
+        history = await inner.get_items()
+    assert _shape(history) == ["user", "function_call", "function_call_output", "message"]
+    assert finished == ["a"]
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres", "redis"], indirect=True)

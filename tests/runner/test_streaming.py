@@ -7,6 +7,7 @@ import contextlib
 
 import pytest
 
+from support.tools import lookup
 from turnstore import (
     Agent,
     ModelBehaviorError,
@@ -21,12 +22,6 @@ from turnstore import (
     function_tool,
 )
 from turnstore.testing import ScriptedModel, tool_call_response
-
-
-@function_tool
-def lookup(key: str) -> str:
-    """Look up."""
-    return f"v:{key}"
 
 
 def stalled_run(

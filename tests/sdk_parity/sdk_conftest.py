@@ -15,6 +15,8 @@ import sys
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 
 import turnstore
+import turnstore.extensions
+import turnstore.extensions.memory
 
 _MODULES = [
     "agents",
@@ -37,8 +39,10 @@ _NAMES = {
     "ToolOutputTrimmer": turnstore.extensions.ToolOutputTrimmer,
 }
 for _optional in ("EncryptedSession", "AdvancedSQLiteSession"):
-    if hasattr(turnstore, _optional):
-        _NAMES[_optional] = getattr(turnstore, _optional)
+    try:
+        _NAMES[_optional] = getattr(turnstore.extensions.memory, _optional)
+    except ImportError:  # its extra is not installed
+        continue
 # The server backends, rebound in the SDK's own modules for them (their tests import from there).
 _EXTENSIONS = {
     "RedisSession": "agents.extensions.memory.redis_session",
@@ -49,7 +53,7 @@ for _name, _module in _EXTENSIONS.items():
         importlib.import_module(_module)
     except ImportError:  # the SDK's module needs a driver that is not installed
         continue
-    _NAMES[_name] = getattr(turnstore, _name)
+    _NAMES[_name] = getattr(turnstore.extensions.memory, _name)
 
 
 def _rebind() -> None:

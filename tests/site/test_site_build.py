@@ -103,6 +103,8 @@ def test_api_reference_is_shown_in_each_language_with_english_docstrings(
             article = html[html.index("<article") : html.index("</article>")]
             # (the edit and view buttons' tooltips are the interface's, in the reader's language)
             article = re.sub(r'<a [^>]*class="md-content__button[^>]*>', "", article)
+            # (and the permalinks' tooltips, "link to this heading")
+            article = re.sub(r'<a [^>]*class="headerlink"[^>]*>', "", article)
             notice = re.search(
                 r'<div class="admonition note reference-language-notice" lang="(\w+)">(.*?)</div>',
                 article,

@@ -9,11 +9,8 @@ from typing import Any
 import pytest
 
 from support.backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
+from support.items import user
 from turnstore.admin import open_session_store
-
-
-def msg(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
 
 
 def store_of(backend: Backend) -> Any:
@@ -24,7 +21,7 @@ def store_of(backend: Backend) -> Any:
 async def test_huge_pages_are_not_storage_errors(backend: Backend, offset: int, limit: int) -> None:
     """A page larger than any store means "everything": like `get_items`, it is capped."""
     session = backend.session(f"{backend.key_prefix}-huge")
-    await session.add_items([msg("x")])
+    await session.add_items([user("x")])
     async with store_of(backend) as store:
         listed = await store.list_sessions(offset=offset, limit=limit, prefix=backend.key_prefix)
     ids = [info.session_id for info in listed]
@@ -33,7 +30,7 @@ async def test_huge_pages_are_not_storage_errors(backend: Backend, offset: int, 
 
 @pytest.mark.parametrize(("offset", "limit"), [(-1, 10), (0, 0), (0, -5), (True, 10), (0, True)])
 async def test_bad_pages_are_value_errors(backend: Backend, offset: Any, limit: Any) -> None:
-    await backend.session().add_items([msg("x")])
+    await backend.session().add_items([user("x")])
     async with store_of(backend) as store:
         with pytest.raises(ValueError, match=r"offset|limit"):
             await store.list_sessions(offset=offset, limit=limit)
@@ -42,27 +39,27 @@ async def test_bad_pages_are_value_errors(backend: Backend, offset: Any, limit: 
 @pytest.mark.parametrize("older_than", [math.inf, 1e300, timedelta.max, 10**30])
 async def test_enormous_idle_age_deletes_nothing(backend: Backend, older_than: Any) -> None:
     session = backend.session()
-    await session.add_items([msg("keep me")])
+    await session.add_items([user("keep me")])
     async with store_of(backend) as store:
         assert await store.delete_idle_sessions(older_than) == 0
-    assert await session.get_items() == [msg("keep me")]
+    assert await session.get_items() == [user("keep me")]
 
 
 @pytest.mark.parametrize("older_than", [-math.inf, -1, timedelta(seconds=-1), math.nan])
 async def test_negative_or_nan_idle_age_is_a_value_error(backend: Backend, older_than: Any) -> None:
     session = backend.session()
-    await session.add_items([msg("x")])
+    await session.add_items([user("x")])
     async with store_of(backend) as store:
         with pytest.raises(ValueError, match="older_than"):
             await store.delete_idle_sessions(older_than)
-    assert await session.get_items() == [msg("x")]
+    assert await session.get_items() == [user("x")]
 
 
 async def test_prefix_with_wildcards_is_literal_and_pages_are_disjoint(backend: Backend) -> None:
     base = backend.key_prefix
     ids = [f"{base}%_{n}" for n in range(7)] + [f"{base}x{n}" for n in range(3)]
     for sid in ids:
-        await backend.session(sid).add_items([msg(sid)])
+        await backend.session(sid).add_items([user(sid)])
     async with store_of(backend) as store:
         pages = [
             await store.list_sessions(prefix=f"{base}%_", offset=offset, limit=3)
@@ -78,7 +75,7 @@ async def test_prefix_with_wildcards_is_literal_and_pages_are_disjoint(backend: 
 
 async def test_sessions_sharing_a_storage_survive_an_idle_prune(backend: Backend) -> None:
     fresh = backend.session()
-    await fresh.add_items([msg("fresh")])
+    await fresh.add_items([user("fresh")])
     async with store_of(backend) as store:
         await store.delete_idle_sessions(timedelta(days=1))
-    assert await fresh.get_items() == [msg("fresh")]
+    assert await fresh.get_items() == [user("fresh")]

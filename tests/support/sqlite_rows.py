@@ -50,3 +50,19 @@ def trace_sqlite_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, str]]
 
     monkeypatch.setattr(sqlite3, "connect", traced_connect)
     return seen
+
+
+async def writer_meets_the_lock(seen: list[tuple[int, str]]) -> None:
+    """Wait until a traced connection began a write transaction twice from now on.
+
+    The writer retries a transaction that found the file locked, so a second `BEGIN IMMEDIATE`
+    shows it met another connection's lock. `seen` comes from `trace_sqlite_calls`.
+    """
+    from support.waiting import eventually
+
+    since = len(seen)
+
+    def retried() -> bool:
+        return sum(sql == "BEGIN IMMEDIATE" for _, sql in seen[since:]) >= 2
+
+    await eventually(retried, "the writer to retry against the lock")

@@ -11,6 +11,7 @@ import threading
 from echo_translator import EchoTranslator
 
 from conftest import LANGS, Site
+from docs_i18n.pages import split_page
 
 
 def adopted(site: Site, *cases: str) -> Site:
@@ -285,3 +286,65 @@ def test_a_page_rewritten_by_hand_to_a_new_english_shape_is_adopted(site: Site) 
     refused = site.run("--adopt", "--lang", "ja")
     assert refused.returncode == 1
     assert "not adopted" in refused.stderr
+
+
+def _swap_sections(site: Site, name: str) -> None:
+    """Swap the two `## ` sections of a page (the fixture `basic` has two)."""
+    page = split_page(site.read(name))
+    first, second = page.sections[1], page.sections[2]
+    site.write(name, page.front + page.sections[0] + second.rstrip("\n") + "\n\n" + first.rstrip())
+
+
+def test_sections_moved_in_english_pair_by_their_heading_ids(
+    site: Site, model: EchoTranslator
+) -> None:
+    adopted(site, "basic")
+    _swap_sections(site, "docs/basic.md")
+    checked = site.run("--check")
+    assert checked.stderr.count("sections moved in English") == 3, checked.stderr
+    assert "code differs" not in checked.stderr
+    assert site.run().returncode == 0
+    assert model.calls == 0  # the translations are reordered, nothing is sent
+    for lang in LANGS:
+        assert site.read(f"docs/{lang}/basic.md").index("{#reference}") < site.read(
+            f"docs/{lang}/basic.md"
+        ).index("{#storing}")
+    assert site.run("--check").returncode == 0
+    # Moved back, and the translators move their sections by hand: all current, nothing to adopt.
+    _swap_sections(site, "docs/basic.md")
+    for lang in LANGS:
+        _swap_sections(site, f"docs/{lang}/basic.md")
+    assert (site.run("--check").returncode, site.run("--adopt").stdout) == (0, "nothing to adopt\n")
+    # A moved section whose English changed is stale; its hand translation is adopted.
+    _swap_sections(site, "docs/basic.md")
+    site.edit("docs/basic.md", "Each write takes", "Each single write takes")
+    assert site.run("--check").stderr.count("stale, the English changed (1 section)") == 3
+    for lang, old, new in (
+        ("ja", "1 回の", "1 回ごとの"),
+        ("ko", "약 15 ms", "약 15 ms"),
+        ("zh", "", ""),
+    ):
+        _swap_sections(site, f"docs/{lang}/basic.md")
+        if old:
+            site.edit(f"docs/{lang}/basic.md", old, new)
+    ran = site.run("--adopt", "--lang", "ja")
+    assert (ran.returncode, ran.stdout) == (0, "adopted docs/ja/basic.md\n"), ran.stderr
+    assert site.run("--check", "--lang", "ja").returncode == 0
+    assert "stale, the English changed (1 section)" in site.run("--check", "--lang", "zh").stderr
+
+
+def test_adopt_keep_records_a_stale_translation_that_still_holds(site: Site) -> None:
+    adopted(site, "code_in_ratio")
+    site.edit("docs/code_in_ratio.md", "than one by one", "than one at a time")
+    checked = site.run("--check")
+    assert checked.stderr.count("--adopt --keep --file docs/code_in_ratio.md") == 3
+    assert site.run("--adopt").stdout == "nothing to adopt\n"
+    assert site.run("--adopt", "--keep").returncode == 2  # never site-wide
+    ran = site.run("--adopt", "--keep", "--file", "docs/code_in_ratio.md")
+    assert ran.stdout.count("adopted docs/") == 3, ran.stderr
+    assert site.run("--check").returncode == 0
+    # The checks still run: a number the translation lacks is refused.
+    site.edit("docs/code_in_ratio.md", "2x faster", "3x faster")
+    refused = site.run("--adopt", "--keep", "--file", "docs/code_in_ratio.md")
+    assert refused.returncode == 1
+    assert refused.stderr.count("the number 3 is not in") + refused.stderr.count("3 of the") == 3

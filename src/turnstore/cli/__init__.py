@@ -178,10 +178,14 @@ class _Parser(argparse.ArgumentParser):
         """Print the usage and `message` (with a "did you mean" for a command typo); exit 2."""
         bad = re.match(r"argument COMMAND: invalid choice: '(.*?)'", message)
         if bad is not None:
-            names = [*self._subcommands()]
-            close = difflib.get_close_matches(bad.group(1), names, n=1, cutoff=0.6)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            message = f"unknown command {bad.group(1)!r}: {hint}(commands: {', '.join(names)})"
+            typed, names = bad.group(1), [*self._subcommands()]
+            word = typed.lower()
+            # The commands it begins (`st`: stats), else the ones it is close to; every one
+            # that fits (`s`: show or stats).
+            close = [name for name in names if word and name.startswith(word)]
+            close = close or difflib.get_close_matches(word, names, n=2, cutoff=0.6)
+            hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+            message = f"unknown command {typed!r}{hint} (commands: {', '.join(names)})"
         super().error(message)
 
     def _subcommands(self) -> list[str]:

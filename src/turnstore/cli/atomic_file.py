@@ -1,7 +1,9 @@
 """Replacing a file atomically: the new content goes to a temporary file beside it, renamed over.
 
-The temporary file gets the mode the replaced file had, so a replaced `0664` export stays
-`0664`; a new file gets the mode a plain `open()` would give it (`0666` less the umask).
+The temporary file gets the mode (and, where the user may set them, the owner and group) the
+replaced file had, so a replaced `0664` export stays `0664`; a new file gets the mode a plain
+`open()` would give it (`0666` less the umask). A path that is a symbolic link is written
+through: the file it points to is replaced, and the link stays.
 """
 
 from __future__ import annotations
@@ -10,7 +12,16 @@ import os
 import secrets
 import stat
 
-__all__ = ["temp_beside"]
+__all__ = ["replaced_path", "temp_beside"]
+
+
+def replaced_path(path: str) -> str:
+    """The file that writing to `path` replaces: the target of a symbolic link, else `path`.
+
+    Renaming over a link would replace the link by a plain file and leave its target as it
+    was; a shell's `> FILE` writes the target, and so does this.
+    """
+    return os.path.realpath(path) if os.path.islink(path) else path
 
 
 def temp_beside(path: str) -> tuple[int, str]:
@@ -35,11 +46,19 @@ def temp_beside(path: str) -> tuple[int, str]:
             continue
         break
     try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)
+        replaced = os.stat(path)
     except FileNotFoundError:
         return fd, temp
     try:
-        os.fchmod(fd, mode)
+        # The owner first (a change of owner may clear the mode's set-id bits), then the mode.
+        # Only what the user may set: root keeps both, others at most the group.
+        for owner in ((replaced.st_uid, replaced.st_gid), (-1, replaced.st_gid)):
+            try:
+                os.fchown(fd, *owner)
+                break
+            except OSError:  # not allowed here, or a file system without owners
+                continue
+        os.fchmod(fd, stat.S_IMODE(replaced.st_mode))
     except BaseException:
         os.close(fd)
         os.unlink(temp)

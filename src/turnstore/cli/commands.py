@@ -21,7 +21,7 @@ from typing import IO, Any
 from ..exceptions import TurnstoreError
 from ..memory.codec import encode_items
 from ..memory.store import SessionInfo, SessionRecord, SessionStore
-from .atomic_file import temp_beside
+from .atomic_file import replaced_path, temp_beside
 
 __all__ = ["COMMANDS", "UNITS", "CommandError", "load_export", "run"]
 
@@ -172,7 +172,9 @@ async def _export_to_file(
     refuse_empty: str | None,
 ) -> int:
     # Written to a temporary file beside the target and renamed over it only once complete: an
-    # error never leaves an empty or partial backup (and never clobbers an older one).
+    # error never leaves an empty or partial backup (and never clobbers an older one). A link
+    # is written through, to its target.
+    path = await asyncio.to_thread(replaced_path, path)
     directory = os.path.dirname(await asyncio.to_thread(os.path.abspath, path))
     # The file's fault, said plainly and not as the store's, before the temporary file's name
     # could show up in an OSError.

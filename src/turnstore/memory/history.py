@@ -223,7 +223,7 @@ def _after_last_message(items: list[TResponseInputItem]) -> int | None:
 
 
 async def load_unfinished_turn(
-    session: Any, window: list[TResponseInputItem]
+    session: Any, window: list[TResponseInputItem], *, whole: bool = False
 ) -> list[TResponseInputItem]:
     """Read the items stored after the last message of `session`'s history, beyond `window`.
 
@@ -239,6 +239,7 @@ async def load_unfinished_turn(
         session: Any session (an object with `get_items(limit)`).
         window: The latest items of the history, oldest first, as
             [`load_history`][turnstore.memory.load_history] returned them.
+        whole: `window` is the whole history (it was read with no limit): nothing is read.
 
     Returns:
         The items after the last message, oldest first (empty when the history ends with one).
@@ -247,8 +248,8 @@ async def load_unfinished_turn(
         Exception: Whatever `session.get_items` raises; nothing is swallowed.
     """
     start = _after_last_message(window)
-    if start is not None:
-        return list(window[start:])
+    if start is not None or whole:
+        return list(window[start or 0 :])
     read = _FIRST_READ
     while True:
         items = list(await session.get_items(read))

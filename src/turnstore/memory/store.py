@@ -78,7 +78,7 @@ class SessionRecord:
             (`None`: `main`, or a session without branches).
         session_created_at: When the session was created, if known: an export sets it (and
             `session_last_activity`) on the first record of each session, and
-            [`write_records`][turnstore.SessionStore.write_records] keeps both.
+            [`write_records`][turnstore.admin.SessionStore.write_records] keeps both.
         session_last_activity: When the session was last written to, if known.
     """
 

@@ -78,10 +78,10 @@ class OpenAIResponsesCompactionSession(ReplaceAndRestore, WrapperSessionABC, Ope
 
     - All or nothing. On a session with an atomic replacement, the replacement is one
       transaction: [`SQLiteSession`][turnstore.SQLiteSession],
-      [`AdvancedSQLiteSession`][turnstore.AdvancedSQLiteSession],
-      [`SQLAlchemySession`][turnstore.SQLAlchemySession],
-      [`RedisSession`][turnstore.RedisSession], and
-      [`EncryptedSession`][turnstore.EncryptedSession] over one of them.
+      [`AdvancedSQLiteSession`][turnstore.extensions.memory.AdvancedSQLiteSession],
+      [`SQLAlchemySession`][turnstore.extensions.memory.SQLAlchemySession],
+      [`RedisSession`][turnstore.extensions.memory.RedisSession], and
+      [`EncryptedSession`][turnstore.extensions.memory.EncryptedSession] over one of them.
       `SQLiteSession` keeps the replaced items in its archive. On any other session, the
       previous history is written back when the replacement fails or is cancelled.
     - Items added while the compaction call is in flight are kept, after the compacted items.

@@ -108,10 +108,11 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
         """Read the stored items through `decoder` for turns, search, branches and usage.
 
         For a wrapper that stores items in a form this session cannot read
-        ([`EncryptedSession`][turnstore.EncryptedSession] sets its own): turn numbers, turn
-        listings and search, tool counts, `list_branches`' `user_turns`, branching from a turn
-        and usage recording then work on what the decoder returns. `get_items`, `pop_item`
-        and the atomic replacement still return and take the items as stored.
+        ([`EncryptedSession`][turnstore.extensions.memory.EncryptedSession] sets its own):
+        turn numbers, turn listings and search, tool counts, `list_branches`' `user_turns`,
+        branching from a turn and usage recording then work on what the decoder returns.
+        `get_items`, `pop_item` and the atomic replacement still return and take the items as
+        stored.
 
         Args:
             decoder: Gets each stored item and returns the item it stands for, or `None` to

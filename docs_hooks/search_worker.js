@@ -1,34 +1,21 @@
-// The site's search worker. For Japanese and Chinese pages the query is split into words the way
-// the index was.
+// The site's search worker (docs_hooks/i18n_search.py points every page at it): it rewrites the
+// query, then runs Material's worker, unchanged (named in this script's `?material=` parameter).
 //
-// Material builds the Japanese index with TinySegmenter (each piece of text is cut into words)
-// but takes the query as typed: "ツール呼び出し" is one term that matches no indexed word
-// ("ツール", "呼び出し"), so compound queries found nothing. This worker cuts each plain Japanese
-// word of a query with the same segmenter before Material sees it; query syntax (quotes,
-// field:, +, -, *, ~, ^) is left as typed. Chinese queries pass unchanged (Material splits their
-// Han runs against the index's words itself).
-//
-// Words readers type that the pages say differently (the glossary's `search_synonyms`, put in
-// the index's config by docs_hooks/i18n_search.py) are searched together with the pages' word:
-// "圧縮" also looks for "コンパクション".
-//
-// A query word that looks like a Python name (`pop_item`, `Session.pop_item`, `SQLiteSession`)
-// also asks for its parts as exact words, boosted: Material makes every word a prefix search, so
-// "Session.pop_item" otherwise matched "SessionABC.pop_item" as well as "Session.pop_item" and
-// ranked the rarer word first. The object's own entry (titled with its qualified name by
-// docs_hooks/i18n_search.py) then comes first.
-//
-// Material marks a query word that a result lacks as "missing" under the result. A word and the
-// words it was expanded into (its synonyms, the parts of a Python name) are one word to the
-// reader: when a result has any of them, none of them is marked missing.
-//
-// Results come grouped by page, in order of their best section's score. For a query of plain
-// words (not a Python name), a guide page whose title or a heading matches comes before the API
-// reference and the changelog, whose many entries otherwise outrank the guide about the word
-// ("compaction" listed an API attribute before the Compaction guide).
-//
-// It then runs Material's own worker, imported below (docs_hooks/search_cjk.py fills in the
-// name: Material's worker with its Han-run splitting corrected, see that hook).
+// - Japanese: Material segments the index with TinySegmenter but takes the query as typed, so
+//   "ツール呼び出し" (one term, no indexed word) found nothing: plain Japanese words of a query are
+//   cut with the same segmenter.
+// - Japanese and Chinese: Material splits each run of Han characters of a query into words of
+//   the index, but never tries a word ending on the run's last character ("会话" was searched as
+//   "会"). A Han word of the query that the index knows is followed by "〇" (a Han character no
+//   word has), so the word itself is Material's longest match.
+// - Words readers type that the pages say differently (the glossary's `search_synonyms`, in the
+//   index's config) are searched together with the pages' word: "圧縮" also looks for "コンパクション".
+// - A Python name (`Session.pop_item`) also asks for its parts as exact words, boosted: Material
+//   makes every word a prefix search, so "Session" also matched "SessionABC".
+// - A word and the words it was expanded into are one word to the reader: when a result has any
+//   of them, none is marked "missing" under it.
+// - For a query of plain words, a guide page whose title or a heading matches comes before the
+//   API reference and the changelog, whose many entries otherwise outrank the guide.
 
 const SETUP = 0; // Material's message type for the index
 const QUERY = 2; // Material's message type for a search query
@@ -54,6 +41,31 @@ function segmentQuery(query) {
       return parts.length ? parts.join(" ") : word;
     })
     .join("");
+}
+
+// Han words of the Chinese index (jieba's words, separated by U+200B in the index's text).
+let hanWords = new Set();
+const HAN_RUN = /^\p{sc=Han}+$/u;
+
+function closeHan(word) {
+  return HAN_RUN.test(word) && (!hanWords.size || hanWords.has(word)) ? `${word}〇` : word;
+}
+
+// A Chinese run of Han characters cut into the index's words, longest first.
+function segmentChinese(query) {
+  if (!hanWords.size) {
+    return query;
+  }
+  return query.replace(/\p{sc=Han}+/gu, (run) => {
+    const words = [];
+    for (let i = 0; i < run.length; ) {
+      let end = Math.min(run.length, i + 8);
+      while (end > i + 1 && !hanWords.has(run.slice(i, end))) end--;
+      words.push(run.slice(i, end));
+      i = end;
+    }
+    return words.join(" ");
+  });
 }
 
 let synonyms = {};
@@ -94,7 +106,7 @@ function addSynonyms(query) {
 }
 
 function normalTerm(term) {
-  return term.toLowerCase().replace(/\^\d+|[*~^+\-]/g, "");
+  return term.toLowerCase().replace(/\^\d+|[*~^+\-〇]/g, "");
 }
 
 // True when Material's query term `term` is one of, or a piece of, the words of `group`.
@@ -150,13 +162,26 @@ addEventListener("message", (event) => {
   const message = event.data;
   if (message && message.type === SETUP && message.data && message.data.config) {
     synonyms = message.data.config.synonyms || {};
+    hanWords = new Set();
+    if (message.data.docs.some((doc) => doc.text.includes("\u200b"))) {
+      for (const doc of message.data.docs) {
+        for (const run of `${doc.title}\u200b${doc.text}`.match(/[\p{sc=Han}\u200b]+/gu) || []) {
+          for (const word of run.split("\u200b")) if (word.length > 1) hanWords.add(word);
+        }
+      }
+    }
   }
   if (message && message.type === QUERY && typeof message.data === "string") {
     alternatives = [];
     nameQuery = false;
     // Before and after segmentation: "圧縮" typed alone, or as a word of "履歴の圧縮".
-    message.data = boostNames(addSynonyms(segmentQuery(addSynonyms(message.data))));
+    message.data = boostNames(
+      addSynonyms(segmentChinese(segmentQuery(addSynonyms(message.data)))),
+    )
+      .split(/(\s+)/)
+      .map(closeHan)
+      .join("");
   }
 });
 
-importScripts("__MATERIAL_WORKER__");
+importScripts(new URLSearchParams(self.location.search).get("material"));
