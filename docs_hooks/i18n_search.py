@@ -16,7 +16,10 @@ events and the built files only:
    synonyms (`search_synonyms` in docs/i18n/glossary.yml) in the index's config;
 2. rewrites `base` in every translated page's config (and 404 page's) to its language's root;
 3. teaches jieba the glossary's Chinese terms (`智能体` stays one word);
-4. points every page's search at `search_worker.js` (beside this file), which runs Material's
+4. keeps source out of the index (Mermaid diagrams, fenced code blocks and mkdocstrings' source
+   blocks get `data-search-exclude`, which Material's search skips; they filled a third of the
+   index): inline code, API signatures and the prose around a listing stay searchable;
+5. points every page's search at `search_worker.js` (beside this file), which runs Material's
    worker unchanged after splitting Japanese and Chinese queries the way the index was split,
    adding synonyms, and asking for the parts of a Python name (see its comments).
 """
@@ -45,6 +48,12 @@ OBJECT_BOOST = 3  # an API object's entry over a guide section with the same wor
 _CONFIG = r'(<script id="__config" type="application/json">\s*\{{.*?"{key}":\s*")([^"]*)(")'
 _BASE = re.compile(_CONFIG.format(key="base"), re.S)
 _SEARCH = re.compile(_CONFIG.format(key="search"), re.S)
+
+# The opening tags of blocks that are source, not prose.
+_LISTING = re.compile(
+    r'<(?:pre class="mermaid"|div class="language-[\w+-]+ highlight"'
+    r'|details class="mkdocstrings-source")(?=>)'
+)
 
 _english: bytes | None = None  # the English index, written back after the other languages
 
@@ -111,6 +120,12 @@ def on_config(config: MkDocsConfig) -> None:
         return
     for term in ((_glossary(config).get("terms") or {}).get("zh") or {}).values():
         jieba.add_word(str(term))
+
+
+@event_priority(-50)  # after the hooks that write blocks (reference.py), before search indexes
+def on_page_content(html_text: str, page: Page, config: MkDocsConfig, **kwargs: Any) -> str:
+    """Keep the page's diagrams and listings out of the search index."""
+    return _LISTING.sub(lambda match: f"{match.group(0)} data-search-exclude", html_text)
 
 
 @event_priority(-50)  # after Material's search (0) wrote the index, before i18n (-100) goes on

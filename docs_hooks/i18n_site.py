@@ -79,10 +79,9 @@ def _i18n(config: MkDocsConfig) -> Any:
     return config.plugins["i18n"]
 
 
-def language_homes(config: MkDocsConfig) -> list[dict[str, str]]:
+def language_homes(config: MkDocsConfig) -> Any:
     """Every built language's home page: `name`, `lang` and `link` (from the site root)."""
-    homes: list[dict[str, str]] = copy.deepcopy(_i18n(config).extra_alternate or [])
-    return homes
+    return copy.deepcopy(_i18n(config).extra_alternate or [])
 
 
 def without_head_alternates(output: str) -> str:

@@ -1,21 +1,12 @@
-"""Write `llms.txt` and `llms-full.txt` for each language, at build time.
+"""Write `llms.txt` and `llms-full.txt` for each language (`/llms.txt`, `/ja/llms.txt`, ...).
 
-`llms.txt` (the llms.txt convention: a Markdown file at the site root) gives a language model the
-site's name, its one-line description and a link to every page with its first sentence, in the
-order and sections of the navigation. `llms-full.txt` holds the pages themselves: the Markdown of
-each guide (snippets such as the changelog and the examples expanded) and the text of each API
-reference page (source listings left out). Each language gets its own pair under its prefix
-(`/ja/llms.txt`, ...).
-
-The mkdocs-llmstxt plugin (0.5.1) was tried instead: under mkdocs-static-i18n it writes one
-`llms.txt` at the site root, which each language build overwrites (the last one, Chinese, wins),
-none under `/ja/` etc., and it warns about every page of the other languages (a strict build fails).
-
-The files are read outside the site, so their links are absolute: mkdocs-autorefs references
-(`[Session][turnstore.Session]`), relative links to other pages (`[guide](sessions.md)`) and
-to the page's own sections (`[CLI](#cli)`) become links to the published pages, and API pages
-are Markdown (headings with the object's qualified name, signatures as code blocks, tables)
-rather than the HTML's indented text.
+`llms.txt` gives the site's name, its description and a link to every page with its first
+sentence, in the sections and order of the navigation; `llms-full.txt` holds the pages: each
+guide's Markdown (snippets expanded) and each API page converted from its HTML to Markdown
+(qualified names as headings, signatures as code blocks, tables; source listings left out).
+Links are absolute: the files are read outside the site. The mkdocs-llmstxt plugin (0.5.1)
+writes one root `llms.txt` under mkdocs-static-i18n (the last language wins) and warns about
+every page of the other languages, which fails a strict build.
 """
 
 from __future__ import annotations
@@ -50,9 +41,7 @@ MD_LINK = re.compile(r"\]\((?P<path>(?![a-z][a-z0-9+.-]*:|/|#)[^)\s]+?\.md)(?P<a
 
 
 @dataclass
-class PageText:
-    """What the files say about one page."""
-
+class _PageText:
     title: str
     url: str
     summary: str
@@ -60,26 +49,18 @@ class PageText:
 
 
 @dataclass
-class LanguageSite:
-    """One language build: its sections (title -> page URLs, in nav order) and its pages."""
-
+class _LanguageSite:
     sections: list[tuple[str, list[str]]] = field(default_factory=list)
-    pages: dict[str, PageText] = field(default_factory=dict)
+    pages: dict[str, _PageText] = field(default_factory=dict)
 
 
-_sites: dict[str, LanguageSite] = {}
+_sites: dict[str, _LanguageSite] = {}
 # The files of the language being built (to resolve relative links).
 _files: Files | None = None
 
 
 def _language(config: MkDocsConfig) -> str:
     return str(config.plugins["i18n"].current_language)
-
-
-def _language_root(config: MkDocsConfig) -> str:
-    i18n = config.plugins["i18n"]
-    language = i18n.current_language
-    return "" if language == i18n.default_language else f"{language}/"
 
 
 def expand_snippets(markdown: str, root: Path) -> str:
@@ -302,27 +283,19 @@ def absolute_links(markdown: str, page: Page, config: MkDocsConfig) -> str:
 @event_priority(-150)  # after mkdocs-static-i18n (-100) has translated the nav titles
 def on_nav(nav: Navigation, config: MkDocsConfig, files: Any) -> Navigation:
     """Record the sections and the order of this language's pages."""
-    site = LanguageSite()
-    loose: list[str] = []
+    site = _LanguageSite([("", [i.url for i in nav.items if isinstance(i, Page)])])
     for item in nav.items:
         if isinstance(item, Section):
-            urls = [p.url for p in _pages_of(item)]
+            urls = [p.url for p in nav.pages if _within(p, item)]
             site.sections.append((str(item.title), urls))
-        elif isinstance(item, Page):
-            loose.append(item.url)
-    site.sections.insert(0, ("", loose))
     _sites[_language(config)] = site
     return nav
 
 
-def _pages_of(section: Section) -> list[Page]:
-    pages: list[Page] = []
-    for child in section.children:
-        if isinstance(child, Section):
-            pages += _pages_of(child)
-        elif isinstance(child, Page):
-            pages.append(child)
-    return pages
+def _within(page: Any, section: Section) -> bool:
+    while page is not None and page is not section:
+        page = page.parent
+    return page is section
 
 
 @event_priority(-30)
@@ -343,11 +316,11 @@ def on_page_context(
         markdown = absolute_links(markdown, page, config)
         text = HEADING_ID.sub("", markdown).strip()
         summary = summary_of(markdown)
-    site.pages[page.url] = PageText(str(page.title or ""), page.url, summary, text)
+    site.pages[page.url] = _PageText(str(page.title or ""), page.url, summary, text)
     return context
 
 
-def llms_txt(config: MkDocsConfig, site: LanguageSite, language_root: str) -> str:
+def llms_txt(config: MkDocsConfig, site: _LanguageSite, language_root: str) -> str:
     """The `llms.txt` of one language."""
     base = (config.site_url or "/").rstrip("/") + "/"
     out = [f"# {config.site_name}", "", f"> {config.site_description or ''}", ""]
@@ -364,7 +337,7 @@ def llms_txt(config: MkDocsConfig, site: LanguageSite, language_root: str) -> st
     return "\n".join(out)
 
 
-def llms_full_txt(config: MkDocsConfig, site: LanguageSite) -> str:
+def llms_full_txt(config: MkDocsConfig, site: _LanguageSite) -> str:
     """The `llms-full.txt` of one language: every page, in navigation order."""
     base = (config.site_url or "/").rstrip("/") + "/"
     parts = [f"# {config.site_name}\n\n> {config.site_description or ''}\n"]
@@ -382,7 +355,8 @@ def on_post_build(config: MkDocsConfig) -> None:
     site = _sites.pop(_language(config), None)
     if site is None:
         return
-    root = _language_root(config)
+    i18n = config.plugins["i18n"]
+    root = "" if i18n.current_language == i18n.default_language else f"{i18n.current_language}/"
     folder = os.path.join(config.site_dir, root)
     write_file(llms_txt(config, site, root).encode("utf-8"), os.path.join(folder, "llms.txt"))
     write_file(llms_full_txt(config, site).encode("utf-8"), os.path.join(folder, "llms-full.txt"))

@@ -114,9 +114,10 @@ class Runner:
         """Run `agent` on `input` until it gives a final answer.
 
         With a session, the history is loaded first and merged with the input, the input is
-        saved before the first model call, and each completed turn (the model's output plus the
-        outputs of the tools it called) is saved in one `add_items` call. A turn that fails or
-        is cancelled is not saved; turns completed before it stay saved. The history loaded is
+        saved before the first model call, and each completed model call (the model's output
+        plus the outputs of the tools it called) is saved in one `add_items` call. A model call
+        that fails or is cancelled is not saved; the input and the model calls completed before
+        it stay saved. The history loaded is
         the window that fits the session settings' `limit`, `limit_turns` and `limit_tokens`,
         without tool outputs whose call is outside it. When the history ends with tool calls
         that have no output (a streamed run was interrupted), those tools run first and their

@@ -60,7 +60,7 @@ class OpenAIResponsesCompactionSession(ReplaceAndRestore, WrapperSessionABC, Ope
 
     Use it when conversations grow long enough to cost too many tokens or to overflow the
     model's context. It wraps another session, which keeps storing the items. After each
-    turn the [`Runner`][turnstore.Runner] calls
+    model call the [`Runner`][turnstore.Runner] calls
     [`run_compaction`][turnstore.OpenAIResponsesCompactionSession.run_compaction]. When the
     trigger says so, the session sends the history to `client.responses.compact(...)`. It then
     replaces the stored items with the result: the user messages plus one encrypted

@@ -104,6 +104,11 @@ class RedisSession(PooledSession):
     key layout; data written on one Redis moves to a cluster with `turnstore export` and
     `turnstore import`.
 
+    !!! warning "One event loop per session"
+        The session belongs to the event loop it is first used on; another loop raises
+        [`UserError`][turnstore.UserError]. Each `Runner.run_sync()` or `asyncio.run()` call
+        starts a new loop, so create the session inside the loop that uses it.
+
     Args:
         session_id: Identifies the conversation.
         redis_client: A `redis.asyncio.Redis` client, or a `redis.asyncio.cluster.RedisCluster`
@@ -173,6 +178,9 @@ class RedisSession(PooledSession):
         **kwargs: Any,
     ) -> RedisSession:
         """Create a session with its own client; `close()` closes that client.
+
+        The session belongs to the event loop it is first used on; another loop raises
+        [`UserError`][turnstore.UserError].
 
         Args:
             session_id: Identifies the conversation.

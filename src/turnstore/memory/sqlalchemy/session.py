@@ -64,6 +64,11 @@ class SQLAlchemySession(PooledSession):
     driver knows is closed. A write is never retried, so it is never applied twice; a read that
     meets a lost connection runs once more on a new one.
 
+    !!! warning "One event loop per session"
+        The session belongs to the event loop it is first used on; another loop raises
+        [`UserError`][turnstore.UserError]. Each `Runner.run_sync()` or `asyncio.run()` call
+        starts a new loop, so create the session inside the loop that uses it.
+
     Args:
         session_id: Identifies the conversation (at most 255 characters).
         engine: An `AsyncEngine` with an async driver (`postgresql+asyncpg://...`,
@@ -160,6 +165,9 @@ class SQLAlchemySession(PooledSession):
         **kwargs: Any,
     ) -> SQLAlchemySession:
         """Create a session with its own engine; `close()` disposes of that engine.
+
+        The session belongs to the event loop it is first used on; another loop raises
+        [`UserError`][turnstore.UserError].
 
         Args:
             session_id: Identifies the conversation.
