@@ -63,7 +63,6 @@ TOP_LEVEL = [
 
 MEMORY = [
     "AtomicReplacementSession",
-    "Closing",
     "HistorySnapshot",
     "OpenAIResponsesCompactionArgs",
     "OpenAIResponsesCompactionAwareSession",

@@ -71,7 +71,7 @@ async def test_sessions_and_table_pairs_on_one_file_never_see_each_others_branch
         assert await b.find_turns_by_content("secret") == []
     finally:
         for session in (a, b, other_pair):
-            await session.close()
+            await session.aclose()
 
 
 async def test_two_objects_racing_for_one_branch_name_get_one_winner(tmp_path: Path) -> None:
@@ -91,7 +91,7 @@ async def test_two_objects_racing_for_one_branch_name_get_one_winner(tmp_path: P
         assert [b["branch_id"] for b in await sessions[1].list_branches()] == ["main", "only"]
     finally:
         for session in sessions:
-            await session.close()
+            await session.aclose()
 
 
 async def test_writes_queued_before_a_switch_land_on_the_branch_they_were_made_on(
@@ -131,7 +131,7 @@ async def test_no_sqlite_call_runs_on_the_event_loop_thread(
         await session.switch_to_branch("main")
         await session.delete_branch("b")
         await session.clear_session()
-        await session.close()
+        await session.aclose()
     await client.close()
     assert any("_branches" in sql for _, sql in seen)
     assert [sql for thread, sql in seen if thread == loop_thread] == []

@@ -197,7 +197,7 @@ async def test_bad_input_is_a_clear_error_and_changes_nothing(db: Path) -> None:
         assert [b["branch_id"] for b in await session.list_branches()] == ["main"]
         assert texts(await session.get_items()) == texts(THREE_TURNS)
     session = AdvancedSQLiteSession(session_id="s", db_path=db)
-    await session.close()
+    await session.aclose()
     with pytest.raises(SessionClosedError):
         await session.create_branch_from_turn(1)
 
@@ -367,7 +367,7 @@ async def test_retention_and_import_replace_remove_branches_and_usage(db: Path) 
         await store.write_records("kept", records[:2], replace=True)
         assert rows_of("kept") == dict.fromkeys(("agent_messages",), 2) | dict.fromkeys(side, 0)
     finally:
-        await store.close()
+        await store.aclose()
 
 
 async def test_branch_ids_are_kept_exactly_as_given(db: Path) -> None:

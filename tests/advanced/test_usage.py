@@ -80,7 +80,7 @@ async def test_runner_records_usage_per_turn_on_each_branch(
         assert await session.get_turn_usage(2) == {}
         assert len(await session.get_turn_usage(branch_id="main")) == 2
     finally:
-        await session.close()
+        await session.aclose()
         await client.close()
 
 

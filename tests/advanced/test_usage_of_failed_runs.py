@@ -67,5 +67,5 @@ async def test_a_failed_run_records_no_usage_and_the_next_run_only_its_own(
             "total_turns": 1,
         }
     finally:
-        await session.close()
+        await session.aclose()
         await client.close()

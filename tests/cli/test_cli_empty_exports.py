@@ -27,7 +27,7 @@ def _empty(backend: Backend) -> None:
         try:
             await session.clear_session()  # type: ignore[attr-defined]
         finally:
-            await session.close()  # type: ignore[attr-defined]
+            await session.aclose()  # type: ignore[attr-defined]
 
     asyncio.run(clear())
 

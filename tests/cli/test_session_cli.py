@@ -61,7 +61,7 @@ class Backend:
                 try:
                     await session.add_items(batch)  # type: ignore[attr-defined]
                 finally:
-                    await session.close()  # type: ignore[attr-defined]
+                    await session.aclose()  # type: ignore[attr-defined]
 
         asyncio.run(run())
 
@@ -71,7 +71,7 @@ class Backend:
             try:
                 return list(await session.get_items())  # type: ignore[attr-defined]
             finally:
-                await session.close()  # type: ignore[attr-defined]
+                await session.aclose()  # type: ignore[attr-defined]
 
         return asyncio.run(run())
 

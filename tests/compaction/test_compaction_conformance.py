@@ -24,7 +24,7 @@ class TestCompactionOverSQLite(SessionConformanceTests):
         assert isinstance(session, OpenAIResponsesCompactionSession)
         underlying = session.underlying_session
         assert isinstance(underlying, SQLiteSession)
-        await underlying.close()
+        await underlying.aclose()
 
     async def corrupt_latest_row(self, session: Session) -> None:
         with sqlite3.connect(self.db_path) as conn:

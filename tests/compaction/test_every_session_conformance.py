@@ -45,8 +45,8 @@ class _CompactionOver(SessionConformanceTests):
 
     async def close_session(self, session: Session) -> None:
         assert isinstance(session, OpenAIResponsesCompactionSession)
-        await session.close()
-        await session.underlying_session.close()  # type: ignore[attr-defined]
+        await session.aclose()
+        await session.underlying_session.aclose()  # type: ignore[attr-defined]
 
 
 class TestCompactionOverMemorySQLite(_CompactionOver):

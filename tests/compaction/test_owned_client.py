@@ -50,11 +50,11 @@ async def test_conversations_session_closes_the_client_it_built(
     # Like every session: closed means closed (a new object with the same id goes on).
     with pytest.raises(SessionClosedError):
         await session.get_items()
-    await session.close()  # harmless
+    await session.aclose()  # harmless
     assert len(built) == 1
     again = OpenAIConversationsSession(conversation_id=session.conversation_id)
     assert len(await again.get_items()) == 1
-    await again.close()
+    await again.aclose()
     assert built[1].is_closed()
 
 
@@ -89,10 +89,10 @@ async def test_a_client_passed_in_stays_open(
 async def test_concurrent_first_calls_build_one_client(built: list[openai.AsyncOpenAI]) -> None:
     first = OpenAIConversationsSession()
     await first.add_items([USER])
-    await first.close()
+    await first.aclose()
     built.clear()
     session = OpenAIConversationsSession(conversation_id=first.conversation_id)
     await asyncio.gather(*(session.get_items() for _ in range(5)))
-    await session.close()
+    await session.aclose()
     assert built
     assert all(client.is_closed() for client in built)

@@ -71,7 +71,7 @@ class _ClientCloser:
     def __init__(self, client: Any) -> None:
         self.client = client
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         await self.client.close()
 
 
@@ -156,7 +156,7 @@ async def test_compaction_over_a_closed_store_raises_and_changes_nothing(
         FakeCompactionAPI().install(server)
         store, session = compaction_of(backend, server)
         await session.add_items(HISTORY)
-        await store.close()
+        await store.aclose()
         with pytest.raises(SessionClosedError):
             await session.run_compaction({"force": True})
     reader = backend.session(store.session_id)

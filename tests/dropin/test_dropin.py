@@ -10,7 +10,6 @@ import pytest
 from openai import AsyncOpenAI
 
 from support.backends import drop_tables, unique_prefix, unique_tables
-from support.waiting import eventually
 from turnstore import (
     OpenAIConversationsSession,
     OpenAIResponsesCompactionSession,
@@ -38,29 +37,29 @@ def test_sync_close_from_sync_code_stops_the_threads(tmp_path: Path) -> None:
     session.close()  # twice is harmless
 
 
-async def test_close_inside_a_loop_without_await_closes_and_releases(tmp_path: Path) -> None:
+async def test_a_sync_close_on_the_loop_returns_at_once_and_the_threads_stop(
+    tmp_path: Path,
+) -> None:
     session = SQLiteSession("s", tmp_path / "db.sqlite")
     await session.add_items([{"role": "user", "content": "hi"}])
     threads = _threads_of(session)
-    session.close()  # not awaited: closed now, threads released by a task of this loop
+    assert session.close() is None  # a plain method, as in the SDK: it only signals the threads
     with pytest.raises(SessionClosedError):
         await session.get_items()
-    await eventually(
-        lambda: not any(thread.is_alive() for thread in threads), "the session's threads to end"
-    )
+    for thread in threads:  # they finish their queued jobs and exit on their own
+        await asyncio.to_thread(thread.join)
 
 
-async def test_awaited_close_and_a_second_await_are_no_ops_after_a_sync_close(
+async def test_aclose_waits_for_the_threads_and_closing_again_is_harmless(
     tmp_path: Path,
 ) -> None:
     session = SQLiteSession("s", tmp_path / "db.sqlite")
     await session.get_items()
     threads = _threads_of(session)
-    closing = session.close()
-    await closing
+    await session.aclose()
     assert not any(thread.is_alive() for thread in threads)
-    await closing
-    await session.close()
+    await session.aclose()
+    session.close()
 
 
 async def test_async_with_still_closes(tmp_path: Path) -> None:
@@ -83,7 +82,7 @@ def test_unknown_settings_keys_raise_type_error() -> None:
 
 
 @pytest.mark.services
-async def test_sqlalchemy_sdk_keyword_form_and_sync_close(postgres_url: str) -> None:
+async def test_sqlalchemy_sdk_keyword_form_and_awaited_close(postgres_url: str) -> None:
     sessions, messages = unique_tables()
     session = SQLAlchemySession.from_url(
         "s",
@@ -99,12 +98,10 @@ async def test_sqlalchemy_sdk_keyword_form_and_sync_close(postgres_url: str) -> 
         assert session.engine.pool.checkedin() == 1
     finally:
         await drop_tables(session.engine, (sessions, messages))
-    session.close()  # not awaited: the engine is disposed by a task of this loop
+    await session.close()  # a coroutine: the engine is disposed when it returns
     with pytest.raises(SessionClosedError):
         await session.get_items()
-    await eventually(
-        lambda: session.engine.pool.checkedin() == 0, "the engine to close its connections"
-    )
+    assert session.engine.pool.checkedin() == 0
     with pytest.raises(TypeError, match="'pool_size' is given both"):
         SQLAlchemySession.from_url(
             "s", url=postgres_url, engine_kwargs={"pool_size": 3}, pool_size=4
@@ -112,7 +109,7 @@ async def test_sqlalchemy_sdk_keyword_form_and_sync_close(postgres_url: str) -> 
 
 
 @pytest.mark.services
-async def test_redis_sdk_keyword_form_and_sync_close(redis_url: str) -> None:
+async def test_redis_sdk_keyword_form_and_awaited_close(redis_url: str) -> None:
     prefix = unique_prefix()
     session = RedisSession.from_url(
         "s", url=redis_url, redis_kwargs={"max_connections": 4}, key_prefix=prefix
@@ -123,20 +120,17 @@ async def test_redis_sdk_keyword_form_and_sync_close(redis_url: str) -> None:
     connections = list(session.client.connection_pool._available_connections)
     assert connections
     assert all(connection.is_connected for connection in connections)
-    session.close()  # not awaited: the client is closed by a task of this loop
+    await session.close()  # a coroutine, as in the SDK: the client is closed when it returns
     with pytest.raises(SessionClosedError):
         await session.get_items()
-    await eventually(
-        lambda: not any(connection.is_connected for connection in connections),
-        "the client to close its connections",
-    )
+    assert not any(connection.is_connected for connection in connections)
     await session.close()
 
 
 @pytest.mark.services
-def test_redis_sync_close_of_an_unused_session_from_sync_code(redis_url: str) -> None:
+def test_redis_close_of_an_unused_session_from_its_own_loop(redis_url: str) -> None:
     session = RedisSession.from_url("s", url=redis_url, key_prefix="test:unused")
-    session.close()
+    asyncio.run(session.close())
     with pytest.raises(SessionClosedError):
         asyncio.run(session.get_items())
 
@@ -156,6 +150,6 @@ async def test_openai_sessions_take_the_sdk_keywords(fake_openai: FakeOpenAIServ
         should_trigger_compaction=lambda context: False,
     )
     assert compaction.compaction_mode == "input"
-    compaction.close()
-    await compaction.underlying_session.close()  # type: ignore[attr-defined]
+    await compaction.close()
+    compaction.underlying_session.close()  # type: ignore[attr-defined]
     await client.close()

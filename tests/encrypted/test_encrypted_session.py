@@ -94,7 +94,7 @@ async def test_ttl_skips_old_items_and_pop_drains_them(tmp_path: Path) -> None:
     forever = EncryptedSession("s", underlying, KEY, ttl=None)
     await underlying.add_items([old_envelope(KEY, "s", {"n": 1}, age=10**6)])
     assert await forever.get_items() == [{"n": 1}]
-    await session.close()
+    await session.aclose()
 
 
 async def test_expired_items_are_pruned_on_write(tmp_path: Path) -> None:
@@ -119,7 +119,7 @@ async def test_limit_counts_readable_items_only(tmp_path: Path) -> None:
     session._last_prune = time.monotonic()
     await underlying.add_items([old_envelope(KEY, "s", {"n": "old"}, age=120)] * 5)
     assert await session.get_items(2) == [{"n": 1}, {"n": 2}]
-    await session.close()
+    await session.aclose()
 
 
 async def test_rotation_re_encrypts_atomically_and_keeps_each_items_age(tmp_path: Path) -> None:
@@ -220,14 +220,16 @@ async def test_reads_what_the_sdks_encrypted_session_wrote(tmp_path: Path) -> No
 
 
 def test_bad_arguments() -> None:
+    inner = SQLiteSession("s")
     with pytest.raises(ValueError, match="non-empty list"):
-        EncryptedSession("s", SQLiteSession("s"), [])
+        EncryptedSession("s", inner, [])
     with pytest.raises(ValueError, match="empty"):
-        EncryptedSession("s", SQLiteSession("s"), "")
+        EncryptedSession("s", inner, "")
     with pytest.raises(TypeError, match="encryption key 1"):
-        EncryptedSession("s", SQLiteSession("s"), [KEY, 42])  # type: ignore[list-item]
+        EncryptedSession("s", inner, [KEY, 42])  # type: ignore[list-item]
     with pytest.raises(ValueError, match="ttl"):
-        EncryptedSession("s", SQLiteSession("s"), KEY, ttl=0)
+        EncryptedSession("s", inner, KEY, ttl=0)
+    inner.close()
     with pytest.raises(UserError, match="underlying_session"):
         EncryptedSession("s", object(), KEY)  # type: ignore[arg-type]
 

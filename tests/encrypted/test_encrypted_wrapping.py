@@ -114,7 +114,7 @@ async def backend(
 
         yield sqlite_session
         for session in opened:
-            await session.close()
+            await session.aclose()
     elif request.param == "postgres":
         url = request.getfixturevalue("postgres_url")
         engine = create_async_engine(url)
@@ -192,11 +192,11 @@ async def test_rotation_re_encrypts_every_branch_and_the_archive(tmp_path: Path)
     await old.add_items([user("another question 1"), assistant("another answer 1")])
     await old.switch_to_branch("main")
     await old.add_items([user("question 3")])
-    await old.close()
+    await old.aclose()
 
     both = EncryptedSession("b", AdvancedSQLiteSession("b", path), [KEY, OLD_KEY], ttl=None)
     await both.rotate()
-    await both.close()
+    await both.aclose()
     old_fernet = _session_fernet(_master_bytes(OLD_KEY, 0), "b")
     for payload in raw_payloads(path):  # no row is left that needs the old key
         with pytest.raises(InvalidToken):
@@ -212,7 +212,7 @@ async def test_rotation_re_encrypts_every_branch_and_the_archive(tmp_path: Path)
     ]
     branches = {b["branch_id"]: b["user_turns"] for b in await new.list_branches()}
     assert branches == {"main": 4, "retry": 2}
-    await new.close()
+    await new.aclose()
 
 
 async def test_turns_and_search_work_on_the_decrypted_items(tmp_path: Path) -> None:
@@ -360,11 +360,11 @@ async def test_a_subclass_keeps_the_atomic_replacement(tmp_path: Path) -> None:
 
 
 async def test_max_scan_items_raises_rather_than_return_a_shorter_history(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="max_scan_items must be positive"):
-        EncryptedSession("m", SQLiteSession("m"), KEY, max_scan_items=0)
-    with pytest.raises(TypeError, match="max_scan_items"):
-        EncryptedSession("m", SQLiteSession("m"), KEY, max_scan_items=True)  # type: ignore[arg-type]
     underlying = SQLiteSession("m", tmp_path / "m.db")
+    with pytest.raises(ValueError, match="max_scan_items must be positive"):
+        EncryptedSession("m", underlying, KEY, max_scan_items=0)
+    with pytest.raises(TypeError, match="max_scan_items"):
+        EncryptedSession("m", underlying, KEY, max_scan_items=True)  # type: ignore[arg-type]
     async with EncryptedSession("m", underlying, KEY, ttl=10, max_scan_items=4) as session:
         await session.add_items([user("kept")])
         expired = envelope_at(int(time.time()) - 60, user("old"), "m")

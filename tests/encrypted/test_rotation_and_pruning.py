@@ -118,4 +118,4 @@ async def test_encrypted_session_replaces_with_ciphertext(tmp_path: Any) -> None
     assert await session.replace_history(snapshot.prefix(1), [user("A")])
     assert await session.get_items() == [user("A"), user("b")]
     assert all("__enc__" in item for item in await underlying.get_items())
-    await session.close()
+    await session.aclose()

@@ -198,4 +198,4 @@ async def test_the_sweep_keeps_rows_the_wrapped_session_cannot_decode(tmp_path: 
         await session.add_items([user("fresh")])
         assert count_rows(str(path), "s") == 3  # the undecodable row stays
         assert await session.get_items() == [user("fresh")]
-        await session.close()
+        await session.aclose()

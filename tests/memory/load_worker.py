@@ -53,7 +53,7 @@ async def load(backend: str, url: str, namespace: str, worker: int, count: int) 
             await sessions[i % 4].add_items(batch)  # type: ignore[arg-type]
     finally:
         for session in sessions:
-            await session.close()  # type: ignore[attr-defined]
+            await session.aclose()  # type: ignore[attr-defined]
     print("done", flush=True)
 
 

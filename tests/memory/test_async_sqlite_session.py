@@ -29,7 +29,7 @@ async def test_the_sdk_positional_constructor_and_a_shared_file(tmp_path: Path) 
     # Not a second engine: SQLiteSession reads the same tables in the same file.
     plain = SQLiteSession("s", db, sessions_table="my_sessions", messages_table="my_messages")
     assert len(await plain.get_items()) == 2
-    await plain.close()
-    await ours.close()
+    await plain.aclose()
+    await ours.aclose()
     with pytest.raises(SessionClosedError, match="AsyncSQLiteSession is closed"):
         await ours.get_items()

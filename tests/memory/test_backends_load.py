@@ -67,7 +67,7 @@ async def read(kind: str, url: str, namespace: str, session_id: str) -> list[Any
     try:
         return list(await session.get_items())
     finally:
-        await session.close()  # type: ignore[attr-defined]
+        await session.aclose()  # type: ignore[attr-defined]
 
 
 async def test_eight_processes_lose_nothing_and_keep_order(
@@ -142,4 +142,4 @@ async def test_sigkill_mid_write_leaves_no_partial_batch(backend: tuple[str, str
         await session.add_items([{"after": True}])
         assert (await session.get_items(1)) == [{"after": True}]
     finally:
-        await session.close()  # type: ignore[attr-defined]
+        await session.aclose()  # type: ignore[attr-defined]

@@ -58,7 +58,7 @@ async def session(request: pytest.FixtureRequest, tmp_path: object) -> AsyncIter
         await made.clear_session()
         if cleanup is not None:
             await cleanup()  # type: ignore[misc]
-        await made.close()  # type: ignore[attr-defined]
+        await made.aclose()  # type: ignore[attr-defined]
 
 
 async def test_a_limit_beyond_64_bits_returns_everything(session: Session) -> None:
@@ -93,7 +93,7 @@ async def test_an_id_that_cannot_be_stored_fails_in_the_constructor(
         await session.add_items([USER])
         assert await session.get_items() == [USER]
         await session.clear_session()
-        await session.close()
+        await session.aclose()
 
 
 async def test_nesting_is_bounded_by_a_fixed_depth_not_the_callers_stack(session: Session) -> None:

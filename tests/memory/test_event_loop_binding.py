@@ -30,7 +30,7 @@ def _twice(make: Callable[[], Any]) -> None:
         assert "asyncio.run()" in str(caught.value)
         assert first.run_until_complete(session.get_items()) == [USER]
         first.run_until_complete(session.clear_session())
-        first.run_until_complete(session.close())
+        first.run_until_complete(session.aclose())
     finally:
         first.close()
         second.close()
@@ -62,14 +62,14 @@ def test_conversations_session_refuses_a_second_loop_until_closed(
         first.run_until_complete(session.add_items([USER]))
         with pytest.raises(UserError, match="another event loop"):
             second.run_until_complete(session.get_items())
-        first.run_until_complete(session.close())  # closes the client of the first loop
+        first.run_until_complete(session.aclose())  # closes the client of the first loop
         with pytest.raises(SessionClosedError):  # closed means closed, as on every backend
             second.run_until_complete(session.get_items())
         # A new object on the same conversation gets a new client on the new loop.
         again = OpenAIConversationsSession(conversation_id=session.conversation_id)
         second.run_until_complete(again.add_items([USER]))
         assert len(second.run_until_complete(again.get_items())) == 2
-        second.run_until_complete(again.close())
+        second.run_until_complete(again.aclose())
     finally:
         first.close()
         second.close()
@@ -80,4 +80,4 @@ def test_sqlite_session_works_across_loops(tmp_path: Any) -> None:
     asyncio.run(session.add_items([USER]))
     asyncio.run(session.add_items([USER]))
     assert asyncio.run(session.get_items()) == [USER, USER]
-    asyncio.run(session.close())
+    asyncio.run(session.aclose())

@@ -26,7 +26,7 @@ async def test_engine_kwargs_reach_the_engine(postgres_url: str) -> None:
         assert await session.get_items() == [user("x")]
         await session.clear_session()
     finally:
-        await session.close()
+        await session.aclose()
 
 
 @pytest.mark.parametrize(
@@ -63,7 +63,7 @@ async def test_redis_kwargs_reach_the_client(request: pytest.FixtureRequest, whi
         assert await session.pop_item() == user("b")
         await session.clear_session()
     finally:
-        await session.close()
+        await session.aclose()
 
 
 @pytest.mark.parametrize("which", ["redis", "cluster"])

@@ -89,7 +89,7 @@ async def test_postgresql_directly_keeps_its_prepared_statements(
         # The one pooled connection still holds the named statements it prepared and cached.
         assert await prepared_statements(session.engine) >= 3
     finally:
-        await session.close()
+        await session.aclose()
 
 
 @pytest.mark.parametrize("flagged", [True, False], ids=["flag", "detected"])
@@ -108,7 +108,7 @@ async def test_through_pgbouncer_nothing_is_left_prepared(
         assert behind_pooler(session.engine) is True
         assert session.engine.url.query == {}
     finally:
-        await session.close()
+        await session.aclose()
 
 
 async def test_concurrent_processes_through_pgbouncer_detected_without_the_flag(

@@ -65,7 +65,7 @@ async def test_a_write_whose_backend_is_killed_ends_whole_or_not_at_all(
             assert (count - stored == 3000) == (error is None)
             stored = count
     finally:
-        await session.close()
+        await session.aclose()
         await killer.dispose()
         dropper = create_async_engine(postgres_url, poolclass=NullPool)
         await drop_tables(dropper, tables)

@@ -84,7 +84,7 @@ async def _round_trip(url: str, tables: Tables) -> tuple[bool, str, str]:
             ).one()
         return bool(row[0]), str(row[1]), str(row[2])
     finally:
-        await session.close()
+        await session.aclose()
 
 
 @pytest.fixture

@@ -182,7 +182,7 @@ async def test_from_url_owns_its_client_and_close(redis_url: str, prefix: str) -
     ):
         with pytest.raises(SessionClosedError):
             await call
-    await session.close()
+    await session.aclose()
 
 
 def test_bad_arguments(client: Redis) -> None:
@@ -307,7 +307,7 @@ async def test_ping_tells_whether_redis_answers(redis_url: str, prefix: str) -> 
     # cannot be reached, and a closed session raises (a RuntimeError) instead of reconnecting.
     session = RedisSession.from_url("ping", redis_url, key_prefix=prefix)
     assert await session.ping() is True
-    await session.close()
+    await session.aclose()
     with pytest.raises(SessionClosedError):
         await session.ping()
     with pytest.raises(RuntimeError):
@@ -320,7 +320,7 @@ async def test_ping_tells_whether_redis_answers(redis_url: str, prefix: str) -> 
     try:
         assert await unreachable.ping() is False
     finally:
-        await unreachable.close()
+        await unreachable.aclose()
 
 
 async def test_ping_on_a_redis_cluster(redis_cluster_url: str) -> None:
@@ -328,4 +328,4 @@ async def test_ping_on_a_redis_cluster(redis_cluster_url: str) -> None:
     try:
         assert await session.ping() is True
     finally:
-        await session.close()
+        await session.aclose()

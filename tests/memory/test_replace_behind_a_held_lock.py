@@ -48,7 +48,7 @@ async def test_replace_behind_a_held_row_lock_raises_within_command_timeout(
         await session.clear_session()
     finally:
         await locker.dispose()
-        await session.close()
+        await session.aclose()
 
 
 async def test_cancelled_sqlite_replace_behind_another_writer_writes_nothing(

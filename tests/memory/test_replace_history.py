@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import math
 from typing import Any
 
@@ -162,7 +163,7 @@ async def test_replace_on_a_closed_session_raises_and_changes_nothing(backend: B
     session = backend.session()
     await session.add_items([A, B])
     snapshot = await session.snapshot_history()
-    await session.close()
+    await session.aclose()
     with pytest.raises(SessionClosedError):
         await session.replace_history(snapshot, [SUMMARY])
     with pytest.raises(SessionClosedError):
@@ -171,14 +172,16 @@ async def test_replace_on_a_closed_session_raises_and_changes_nothing(backend: B
     assert await reader.get_items() == [A, B]
 
 
-async def test_sync_close_inside_the_loop_then_replace(backend: Backend) -> None:
+async def test_close_inside_the_loop_then_replace(backend: Backend) -> None:
     session = backend.session()
     await session.add_items([A])
     snapshot = await session.snapshot_history()
-    session.close()  # not awaited: closed when the call returns
+    closing = session.close()  # a plain call on SQLite (closed when it returns), else a coroutine
+    if inspect.isawaitable(closing):
+        await closing
     with pytest.raises(SessionClosedError):
         await session.replace_history(snapshot, [SUMMARY])
-    await session.close()  # twice, awaited: harmless
+    await session.aclose()  # twice, awaited: harmless
     reader = backend.session(session.session_id)
     assert await reader.get_items() == [A]
 

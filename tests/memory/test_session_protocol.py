@@ -43,7 +43,9 @@ class CompactingDuck(DuckSession):
 
 def test_structural_match_is_a_session() -> None:
     assert isinstance(DuckSession(), Session)
-    assert isinstance(SQLiteSession("x"), Session)
+    sqlite = SQLiteSession("x")
+    assert isinstance(sqlite, Session)
+    sqlite.close()
     assert not isinstance(object(), Session)
 
 
@@ -93,7 +95,9 @@ def test_compaction_type_guard() -> None:
     assert isinstance(CompactingDuck(), OpenAIResponsesCompactionAwareSession)
     assert not is_openai_responses_compaction_aware_session(DuckSession())
     assert not is_openai_responses_compaction_aware_session(None)
-    assert not is_openai_responses_compaction_aware_session(SQLiteSession("x"))
+    sqlite = SQLiteSession("x")
+    assert not is_openai_responses_compaction_aware_session(sqlite)
+    sqlite.close()
 
 
 def test_compaction_type_guard_is_false_when_attribute_access_raises() -> None:

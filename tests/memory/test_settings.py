@@ -36,6 +36,7 @@ def test_dict_is_accepted_where_settings_are() -> None:
     assert coerce_session_settings(settings) is settings
     session = SQLiteSession("s", session_settings={"limit": 2})
     assert session.session_settings == SessionSettings(limit=2)
+    session.close()
 
 
 def test_unknown_key_raises_type_error_naming_it() -> None:

@@ -178,7 +178,7 @@ async def test_from_url_passes_pool_settings_and_owns_the_engine(
         await session.pop_item()
     with pytest.raises(SessionClosedError):
         await session.clear_session()
-    await session.close()  # twice is harmless
+    await session.aclose()  # twice is harmless
 
 
 async def test_close_does_not_dispose_a_passed_engine(
@@ -186,7 +186,7 @@ async def test_close_does_not_dispose_a_passed_engine(
 ) -> None:
     first = make(engine, tables, "a")
     await first.add_items([{"a": 1}])
-    await first.close()
+    await first.aclose()
     second = make(engine, tables, "a")
     assert await second.get_items() == [{"a": 1}]
 
@@ -338,7 +338,7 @@ async def _kill_mid_write(
             assert (count - stored) in (0, 3000)
             stored = count
     finally:
-        await session.close()
+        await session.aclose()
         await killer.dispose()
         await engine.dispose()
     return outcomes
@@ -412,7 +412,7 @@ async def test_a_connection_killed_while_a_large_batch_is_sent_fails_the_call_at
         assert await session.get_items() == [{"n": 1}]
         assert await other.get_items() == [{"keep": True}]
     finally:
-        await session.close()
+        await session.aclose()
         await drop_tables(killer, tables)
         await killer.dispose()
 

@@ -6,6 +6,7 @@ the last session or store on a file is closed, only the database file is left.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from pathlib import Path
 
@@ -33,10 +34,21 @@ async def test_each_close_of_a_session_or_store_leaves_only_the_database_file(
         if round_ % 2:
             session = SQLiteSession("s", path)
             assert len(await session.get_items()) == 20
-            await session.close()
+            await session.aclose()
         else:
             store = SQLiteStore(str(path), "agent_sessions", "agent_messages", False)
             assert await store.missing_tables() == []
-            await store.close()
+            await store.aclose()
         assert sorted(p.name for p in tmp_path.iterdir()) == ["chats.db"], round_
         assert _sqlite_threads() == []
+
+
+def test_a_plain_close_from_synchronous_code_leaves_only_the_database_file(
+    tmp_path: Path,
+) -> None:
+    path = asyncio.run(_filled(tmp_path))
+    session = SQLiteSession("s", path)
+    assert len(asyncio.run(session.get_items())) == 20
+    session.close()  # as the SDK's: with no loop running it waits for the connection to close
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["chats.db"]
+    assert _sqlite_threads() == []

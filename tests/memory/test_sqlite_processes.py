@@ -30,7 +30,7 @@ WRITER = textwrap.dedent(
         sessions = [SQLiteSession("shared" if t % 2 else f"{name}-{t}", path) for t in range(tasks)]
         await asyncio.gather(*(writer(s, t) for t, s in enumerate(sessions)))
         for s in sessions:
-            await s.close()
+            await s.aclose()
 
     asyncio.run(main())
     """

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,7 @@ other = SQLiteSession("other", sys.argv[1])
 with other._db._lock:
     gc.collect()
 asyncio.run(other.add_items([{"role": "user", "content": "after"}]))
-asyncio.run(other.close())
+asyncio.run(other.aclose())
 print("ok")
 """
 
@@ -75,8 +76,11 @@ async def test_a_forgotten_session_still_releases_its_database() -> None:
     session = SQLiteSession("s")
     await session.add_items([user("a")])
     threads = [session._db._thread]
-    del session  # the last reference to its database: the idle thread notices and exits
-    gc.collect()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        del session  # the last reference to its database: the idle thread notices and exits
+        gc.collect()
+    assert [w.category for w in caught] == [ResourceWarning]
     for thread in threads:
         await asyncio.to_thread(thread.join, 30)
     assert not any(thread.is_alive() for thread in threads)
@@ -128,7 +132,7 @@ def test_a_call_that_passed_the_open_check_when_close_ran_raises_closed(
     thread = threading.Thread(target=worker)
     thread.start()
     assert reached.wait(30)
-    asyncio.run(session.close())
+    asyncio.run(session.aclose())
     proceed.set()
     thread.join(60)
     assert outcome == ["closed"]
@@ -159,7 +163,7 @@ def test_calls_racing_close_from_another_thread_complete_or_raise(db_path: str) 
         worker = threading.Thread(target=work)
         worker.start()
         started.wait(10)
-        asyncio.run(session.close())
+        asyncio.run(session.aclose())
         worker.join(60)
         assert not worker.is_alive()
         outcomes += results
@@ -230,7 +234,7 @@ async def parent():
     return [item["content"] for item in await session.get_items()]
 seen = asyncio.run(parent())
 assert seen == ["parent", "child", "parent again"], seen
-asyncio.run(session.close())
+asyncio.run(session.aclose())
 print("ok")
 """
 

@@ -73,6 +73,8 @@ def test_constructor_touches_nothing(db_path: str) -> None:
     assert not os.path.exists(db_path)
     assert session.db_path == db_path
     assert session.session_settings == SessionSettings()
+    session.close()
+    assert not os.path.exists(db_path)
 
 
 @pytest.mark.parametrize(
@@ -333,7 +335,7 @@ async def test_same_file_shares_history_across_objects_and_threads(db_path: str)
     thread.start()
     await asyncio.to_thread(thread.join)
     assert texts(await first.get_items()) == ["main thread", "other thread"]
-    await first.close()
+    await first.aclose()
     async with SQLiteSession("shared", db_path) as reopened:  # survives a "restart"
         assert texts(await reopened.get_items()) == ["main thread", "other thread"]
 
@@ -477,7 +479,7 @@ async def test_no_sqlite_call_runs_on_the_event_loop_thread(
         await session.replace_history(snapshot, [user("summary")])
         await session.get_archived_items()
         await session.clear_session()
-        await session.close()
+        await session.aclose()
     assert any("INSERT" in sql for _, sql in seen)
     assert any(sql == "connect" for _, sql in seen)
     on_loop = [sql for thread, sql in seen if thread == loop_thread]
@@ -508,7 +510,7 @@ async def test_a_forked_child_gets_its_own_threads(db_path: str) -> None:
     assert result.get() == ["from the parent", "from the child"]
     result.close()
     assert texts(await session.get_items()) == ["from the parent", "from the child"]
-    await session.close()
+    await session.aclose()
 
 
 # --- close -----------------------------------------------------------------------------------
@@ -517,8 +519,8 @@ async def test_a_forked_child_gets_its_own_threads(db_path: str) -> None:
 async def test_operations_after_close_raise(db_path: str) -> None:
     session = SQLiteSession("s", db_path)
     await session.add_items([user("a")])
-    await session.close()
-    await session.close()  # harmless
+    await session.aclose()
+    await session.aclose()  # harmless
     for call in (
         session.get_items(),
         session.add_items([user("b")]),
@@ -537,11 +539,11 @@ async def test_close_lets_started_writes_finish_and_stops_threads(db_path: str) 
     db = session._db
     adds = [asyncio.ensure_future(session.add_items([user(str(i))])) for i in range(50)]
     await asyncio.sleep(0)
-    await session.close()
+    await session.aclose()
     await asyncio.gather(*adds)
     assert len(await other.get_items()) == 0
     assert any(thread.is_alive() for thread in [db._thread])  # `other` still uses them
-    await other.close()
+    await other.aclose()
     assert not any(thread.is_alive() for thread in [db._thread])
     assert query(db_path, "SELECT count(*) FROM agent_messages") == [(50,)]
     async with SQLiteSession("s", db_path) as reopened:
@@ -556,7 +558,7 @@ async def test_async_with_closes() -> None:
 
 
 @pytest.mark.slow
-def test_no_resource_warning_and_clean_exit(tmp_path: Path) -> None:
+def test_only_the_forgotten_session_warns_and_the_process_exits_cleanly(tmp_path: Path) -> None:
     import subprocess
     import sys
 
@@ -570,7 +572,7 @@ async def main():
         await s.get_items()
     m = SQLiteSession("m")
     await m.add_items([{{"role": "user", "content": "a"}}])
-    await m.close()
+    await m.aclose()
     forgotten = SQLiteSession("f")
     await forgotten.add_items([{{"role": "user", "content": "a"}}])
     del forgotten
@@ -580,14 +582,16 @@ gc.collect()
 print("ok")
 """
     result = subprocess.run(
-        [sys.executable, "-X", "dev", "-W", "error", "-c", script],
+        [sys.executable, "-X", "dev", "-W", "always", "-c", script],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
-    assert result.stderr == ""
+    warned = [line for line in result.stderr.splitlines() if "Warning" in line]
+    assert len(warned) == 1, result.stderr
+    assert "ResourceWarning: SQLiteSession 'f' on ':memory:' was never closed" in warned[0]
 
 
 # --- storage format ----------------------------------------------------------------------------

@@ -44,7 +44,7 @@ def construct(t):
         session = SQLiteSession(f"t{t}-{i}", f"{folder}/{i % 3}.db")
         if i % 5 == 0:
             asyncio.run(session.add_items([{"n": i}]))
-        asyncio.run(session.close())
+        asyncio.run(session.aclose())
         i += 1
 
 threads = [threading.Thread(target=construct, args=(t,)) for t in range(3)]
@@ -121,7 +121,7 @@ def test_close_racing_eight_threads_ends_every_call(tmp_path: Path, round_: int)
         thread.start()
     started.wait(30)
     threading.Event().wait(0.05 * (round_ + 1))
-    asyncio.run(session.close())
+    asyncio.run(session.aclose())
     for thread in threads:
         thread.join(120)
     assert not any(thread.is_alive() for thread in threads)
@@ -131,7 +131,7 @@ def test_close_racing_eight_threads_ends_every_call(tmp_path: Path, round_: int)
     popped = sum(p for _, _, p in outcomes)
     items = asyncio.run(bystander.get_items())
     assert len(items) == 1 + added - popped
-    asyncio.run(bystander.close())
+    asyncio.run(bystander.aclose())
 
 
 # --- the application's collector settings survive the library's threads --------------------------
@@ -154,7 +154,7 @@ async def test_disabled_frozen_and_tuned_collector_stays_as_set(tmp_path: Path) 
             assert [len(r) for r in reads] == [2000] * 3
             assert not gc.isenabled()
         for session in sessions:
-            await session.close()
+            await session.aclose()
         assert not gc.isenabled()
         assert gc.get_threshold() == (12345, 6, 7)
         # Frozen objects freed by reference counting leave the count; gc.unfreeze() empties it.
@@ -240,7 +240,7 @@ assert codes == [0] * 24, codes
 items = asyncio.run(session.get_items())
 assert items.count({"n": "child"}) == 120, items.count({"n": "child"})
 assert len(items) == 1 + count[0] + 120
-asyncio.run(session.close())
+asyncio.run(session.aclose())
 print("ok")
 """
 

@@ -237,7 +237,7 @@ def test_run_sync_maps_a_malformed_reply(
         _assert_mapped(info.value, expected)
         assert Runner.run_sync(Agent(name="A"), [], session=session).final_output == "ok"
     finally:
-        asyncio.run(session.close())
+        asyncio.run(session.aclose())
     assert len(fake_openai.requests_to("/v1/responses")) == 2
 
 

@@ -59,6 +59,7 @@ async def test_session_memory_over_http(fake_openai: FakeOpenAIServer) -> None:
     assert second.last_response_id == "resp_ca"
     assert second.usage.requests == 1
     assert second.usage.total_tokens == 5
+    await session.aclose()
 
 
 async def test_tool_call_round_trip_and_usage(fake_openai: FakeOpenAIServer) -> None:
@@ -130,6 +131,7 @@ async def test_o3_reasoning_effort_reaches_the_request(fake_openai: FakeOpenAISe
     assert result.usage.reasoning_tokens == 64
     stored = await session.get_items()
     assert stored[1] == {"type": "reasoning", "id": "rs_1", "summary": []}
+    await session.aclose()
 
 
 async def test_streaming_over_sse(fake_openai: FakeOpenAIServer) -> None:
@@ -165,6 +167,7 @@ async def test_streaming_over_sse(fake_openai: FakeOpenAIServer) -> None:
         "function_call_output",
         "message",
     ]
+    await session.aclose()
 
 
 async def test_client_from_environment(
@@ -202,6 +205,7 @@ async def test_api_error_is_mapped_and_completed_turns_stay(fake_openai: FakeOpe
         "function_call",
         "function_call_output",
     ]
+    await session.aclose()
 
 
 def test_run_sync_against_the_server(
@@ -217,6 +221,7 @@ def test_run_sync_against_the_server(
     assert Runner.run_sync(agent, "again?", session=session).final_output == "again"
     second = fake_openai.requests_to("/v1/responses")[1].body
     assert [item.get("role") for item in second["input"]] == ["user", "assistant", "user"]
+    session.close()  # no event loop runs here: the plain close waits for the thread
 
 
 async def test_run_sync_inside_a_loop_is_a_clear_error() -> None:

@@ -93,6 +93,7 @@ async def test_the_default_merge_puts_history_before_the_new_input() -> None:
     )
     assert [i.get("content") for i in model.last_call.input][-2:] == ["one", "two"]
     assert model.last_call.input[0] == {"role": "user", "content": "old"}
+    await session.aclose()
 
 
 @pytest.mark.parametrize("is_async", [False, True])
@@ -117,6 +118,7 @@ async def test_the_input_callback_rewrites_the_input_and_receives_copies(is_asyn
     assert stored[0]["content"] == "h0"
     assert [i.get("content") for i in stored[:5]] == ["h0", "h1", "h2", "h3", "now"]
     assert len(seen) == 1
+    await session.aclose()
 
 
 async def test_an_input_callback_returning_a_non_list_is_a_clear_error() -> None:
@@ -142,6 +144,7 @@ async def test_the_input_is_saved_before_the_first_model_call() -> None:
 
     await Runner.run(Agent(name="A", model=ScriptedModel([step])), "question", session=session)
     assert stored_at_call == [[{"role": "user", "content": "question"}]]
+    await session.aclose()
 
 
 async def test_one_add_items_per_turn_and_never_a_tool_call_without_its_output() -> None:
@@ -175,11 +178,7 @@ async def test_a_failed_later_turn_keeps_the_completed_turns(tmp_path: Path) -> 
     reopened = SQLiteSession("s4c", db)
     assert roles(await reopened.get_items()) == ["user", "function_call", "function_call_output"]
     for s in (session, reopened):
-        close = getattr(s, "close", None)
-        if close is not None:
-            result = close()
-            if asyncio.iscoroutine(result):
-                await result
+        await s.aclose()
 
 
 async def test_max_turns_keeps_the_completed_turns() -> None:
@@ -190,6 +189,7 @@ async def test_max_turns_keeps_the_completed_turns() -> None:
             Agent(name="A", model=model, tools=[lookup]), "go", session=session, max_turns=2
         )
     assert len(await session.get_items()) == 5
+    await session.aclose()
 
 
 async def test_a_cancelled_run_leaves_no_half_turn() -> None:
@@ -213,6 +213,7 @@ async def test_a_cancelled_run_leaves_no_half_turn() -> None:
         await task
     # The input was saved; the function call whose tool was cancelled was not.
     assert roles(await session.get_items()) == ["user"]
+    await session.aclose()
 
 
 async def test_a_cancel_during_a_turns_save_finishes_the_save() -> None:
@@ -257,6 +258,7 @@ async def test_history_is_never_saved_twice_even_when_the_callback_repeats_it() 
     stored = await session.get_items()
     assert [i.get("content") for i in stored[:3]] == ["h1", "h2", "new"]
     assert len(stored) == 4  # + the answer
+    await session.aclose()
 
 
 # a limit that splits a tool call ----------------------------------------------------------------
@@ -284,6 +286,7 @@ async def test_a_limit_that_splits_a_tool_call_drops_the_orphan_output() -> None
         "user",
         "assistant",
     ]
+    await session.aclose()
 
 
 # compaction after each saved turn ---------------------------------------------------------------
@@ -380,6 +383,7 @@ async def test_one_session_shared_by_different_agents_keeps_one_history() -> Non
         "Please answer.",
     ]
     assert len(await session.get_items()) == 4
+    await session.aclose()
 
 
 # loop errors ------------------------------------------------------------------------------------
@@ -391,3 +395,4 @@ async def test_unknown_tool_is_a_model_behavior_error_and_the_turn_is_not_saved(
     with pytest.raises(ModelBehaviorError, match="'nope'"):
         await Runner.run(Agent(name="A", model=model, tools=[lookup]), "go", session=session)
     assert roles(await session.get_items()) == ["user"]
+    await session.aclose()

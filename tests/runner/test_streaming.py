@@ -66,6 +66,7 @@ async def test_events_in_order_and_final_result() -> None:
     with pytest.raises(UserError, match="once"):
         async for _ in result.stream_events():
             pass
+    await session.aclose()
 
 
 async def test_leaving_the_stream_early_cancels_and_keeps_the_items_already_done() -> None:
@@ -79,6 +80,7 @@ async def test_leaving_the_stream_early_cancels_and_keeps_the_items_already_done
     # The function call was saved when the stream reported it done; its tool never returned.
     assert [i.get("type", "user") for i in await session.get_items()] == ["user", "function_call"]
     assert not result.is_complete
+    await session.aclose()
 
 
 async def test_errors_surface_after_earlier_events() -> None:
@@ -112,6 +114,7 @@ async def test_cancel_stops_the_stream() -> None:
     with pytest.raises(asyncio.CancelledError):
         await consume()
     assert len(await session.get_items()) == 2
+    await session.aclose()
 
 
 async def test_breaking_out_of_the_loop_cancels_the_run_at_once() -> None:
@@ -127,3 +130,4 @@ async def test_breaking_out_of_the_loop_cancels_the_run_at_once() -> None:
     await asyncio.wait_for(asyncio.wait((task,)), 10)
     assert task.cancelled()
     assert len(await session.get_items()) == 2
+    await session.aclose()

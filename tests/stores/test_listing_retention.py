@@ -50,7 +50,7 @@ class ListingContract:
         try:
             await session.add_items([{"role": "user", "content": f"{i}"} for i in range(count)])
         finally:
-            await session.close()
+            await session.aclose()
 
     async def test_newest_activity_first_with_counts_and_times(self) -> None:
         for index, session_id in enumerate(["a", "b", "c"]):
@@ -160,7 +160,7 @@ class TestSQLite(ListingContract):
         self.path = str(tmp_path / "sessions.db")
         self.store = open_session_store(self.path, create=True)
         yield
-        await self.store.close()
+        await self.store.aclose()
 
     def session(self, session_id: str) -> Any:
         return SQLiteSession(session_id, self.path)
@@ -200,7 +200,7 @@ class TestPostgres(SQLStorage, ListingContract):
             sql_url, sessions_table=self.tables[0], messages_table=self.tables[1], create=True
         )
         yield
-        await self.store.close()
+        await self.store.aclose()
 
     def session(self, session_id: str) -> Any:
         return self.sql_session(session_id)
@@ -219,7 +219,7 @@ class TestRedis(RedisStorage, ListingContract):
     async def _store(self, _redis: None, redis_url: str) -> AsyncIterator[None]:
         self.store = open_session_store(redis_url, key_prefix=self.prefix)
         yield
-        await self.store.close()
+        await self.store.aclose()
 
     def session(self, session_id: str) -> Any:
         return self.redis_session(session_id)
@@ -241,7 +241,7 @@ class TestRedisCluster(ListingContract):
         self.prefix = unique_prefix("lcluster")
         self.store = open_session_store(redis_cluster_url, key_prefix=self.prefix)
         yield
-        await self.store.close()
+        await self.store.aclose()
         await delete_prefix(self.client, self.prefix)
         await self.client.aclose()
 
@@ -266,7 +266,7 @@ class TestPgBouncer(SQLStorage, ListingContract):
             pgbouncer_url, sessions_table=self.tables[0], messages_table=self.tables[1], create=True
         )
         yield
-        await self.store.close()
+        await self.store.aclose()
         await self.engine.dispose()
         direct = create_engine_for_url(postgres_url)
         await drop_tables(direct, self.tables)

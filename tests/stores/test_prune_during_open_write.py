@@ -97,9 +97,9 @@ async def test_sqlite_prune_keeps_a_session_whose_write_committed_after_the_cuto
     finally:
         for gate in gates:
             gate.set()
-        await target.close()
-        await holder.close()
-        await store.close()
+        await target.aclose()
+        await holder.aclose()
+        await store.aclose()
 
 
 @pytest.mark.services
@@ -152,8 +152,8 @@ async def test_postgres_prune_keeps_a_session_whose_write_committed_after_the_cu
         await _prune_at(store, cutoff)
         await _check_kept(store, "target", ["old", "new"])
     finally:
-        await session.close()
-        await store.close()
+        await session.aclose()
+        await store.aclose()
         await drop_tables(engine, tables)
         await engine.dispose()
 
@@ -194,9 +194,9 @@ async def test_redis_prune_keeps_a_session_whose_write_ran_after_the_cutoff(
         await _check_kept(store, "target", ["old", "new"])
     finally:
         proxy.release()
-        await session.close()
+        await session.aclose()
         await client.aclose()
-        await store.close()
+        await store.aclose()
         cleaner = create_client_for_url(url)
         await delete_prefix(cleaner, prefix)
         await cleaner.aclose()

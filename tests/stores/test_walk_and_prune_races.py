@@ -67,7 +67,7 @@ class RaceContract:
                 try:
                     await session.clear_session()
                 finally:
-                    await session.close()  # type: ignore[attr-defined]
+                    await session.aclose()  # type: ignore[attr-defined]
             writes += 1
             if progress is not None:
                 progress.set()
@@ -103,7 +103,7 @@ class RaceContract:
         finally:
             stop.set()
             await task
-            await session.close()  # type: ignore[attr-defined]
+            await session.aclose()  # type: ignore[attr-defined]
         assert lost == [], f"{len(lost)} items written after a prune's cutoff were deleted"
         assert len(written) > 40
 
@@ -204,7 +204,7 @@ class TestSQLite(RaceContract):
         self.path = path
         self.store = open_session_store(path, create=True)
         yield
-        await self.store.close()
+        await self.store.aclose()
 
     async def seed(self, session_ids: list[str]) -> None:
         # One transaction, with the statements SQLiteSession runs: a commit per session costs
@@ -241,7 +241,7 @@ class TestSQLAlchemyOnSQLite(RaceContract):
         self.store = SQLAlchemyStore(url, "agent_sessions", "agent_messages", True)
         self.url = url
         yield
-        await self.store.close()
+        await self.store.aclose()
 
     async def seed(self, session_ids: list[str]) -> None:
         # One transaction: a commit per session takes about 30 ms on a SQLite file.
@@ -289,7 +289,7 @@ class _ServerSQL(RaceContract):
             url, sessions_table=tables[0], messages_table=tables[1], create=True
         )
         yield
-        await self.store.close()
+        await self.store.aclose()
         from turnstore.memory.sqlalchemy.session import create_engine_for_url
 
         engine = create_engine_for_url(url)
@@ -319,7 +319,7 @@ class _Redis(RaceContract):
         self.cli_args = ["--db", url, "--key-prefix", prefix]
         self.store = open_session_store(url, key_prefix=prefix)
         yield
-        await self.store.close()
+        await self.store.aclose()
         client = create_client_for_url(url)
         await delete_prefix(client, prefix)
         await client.aclose()
@@ -381,6 +381,6 @@ async def test_prune_reads_whole_second_stamps_of_earlier_mariadb_tables(mysql_u
         assert await store.delete_idle_sessions(0) >= 1
         assert await store.list_sessions() == []
     finally:
-        await store.close()
+        await store.aclose()
         await drop_tables(engine, (sessions, messages))
         await engine.dispose()

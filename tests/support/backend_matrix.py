@@ -74,7 +74,7 @@ async def backend_fixture(request: pytest.FixtureRequest, tmp_path: Path) -> Asy
                 await session.clear_session()
         except Exception:
             pass
-        await session.close()
+        await session.aclose()
 
 
 Factory = Callable[[str | None], Awaitable[Any]]

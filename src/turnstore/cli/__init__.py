@@ -358,7 +358,7 @@ async def _run(store: SessionStore, args: argparse.Namespace, interrupts: Interr
         with interrupts.cancelling(work):
             await work
     finally:
-        await store.close()
+        await store.aclose()
 
 
 def _error(message: object, status: int) -> int:

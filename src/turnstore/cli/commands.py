@@ -91,9 +91,9 @@ async def _require(store: SessionStore, session_id: str) -> SessionInfo:
 
 
 async def _close(session: Any) -> None:
-    close = getattr(session, "close", None)
-    if close is not None:
-        await close()
+    aclose = getattr(session, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 async def _branch_records(store: SessionStore, session_id: str, branch: str) -> list[SessionRecord]:

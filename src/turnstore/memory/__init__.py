@@ -8,7 +8,7 @@ optional protocols a backend may implement and their type guards
 [`UsageRecordingSession`][turnstore.memory.UsageRecordingSession],
 [`OpenAIResponsesCompactionAwareSession`][turnstore.memory.OpenAIResponsesCompactionAwareSession]
 with its [`OpenAIResponsesCompactionArgs`][turnstore.memory.OpenAIResponsesCompactionArgs]);
-[`HistorySnapshot`][turnstore.memory.HistorySnapshot], [`Closing`][turnstore.memory.Closing],
+[`HistorySnapshot`][turnstore.memory.HistorySnapshot],
 [`await_session_mutation`][turnstore.memory.await_session_mutation],
 [`resolve_session_limit`][turnstore.memory.resolve_session_limit], and the helpers that read a
 history as a run would ([`load_history`][turnstore.memory.load_history],
@@ -17,7 +17,6 @@ history as a run would ([`load_history`][turnstore.memory.load_history],
 
 from __future__ import annotations
 
-from .closing import Closing
 from .history import estimate_item_tokens, load_history
 from .mutation import await_session_mutation
 from .session import (
@@ -35,7 +34,6 @@ from .settings import resolve_session_limit
 
 __all__ = [
     "AtomicReplacementSession",
-    "Closing",
     "HistorySnapshot",
     "OpenAIResponsesCompactionArgs",
     "OpenAIResponsesCompactionAwareSession",

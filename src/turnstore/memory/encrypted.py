@@ -13,13 +13,14 @@ with the same key, and the other way round.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from ..exceptions import SessionDecryptionError, UserError
-from .closing import AsyncCloseable, Closing, Release
+from .closing import AsyncCloseable
 from .codec import WHOLE_HISTORY, check_limit
 from .encrypted_replace import AtomicReplacement, IfWrappedHas, off_loop_if_large
 from .envelopes import Envelopes, Opened, fernet_module
@@ -475,18 +476,24 @@ class EncryptedSession(AtomicReplacement, WrapperSessionABC, AsyncCloseable):
         items = [item for item, stamp, _ in opened if not self._expired(stamp, now)]
         return cast("list[TResponseInputItem]", items)
 
-    def _close_now(self) -> Release | Closing | None:
-        """Close the wrapped session (awaitable, or callable from synchronous code)."""
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def close(self) -> Any:
+        """Close the wrapped session with its own `close()`, and return what that returns.
+
+        As in the OpenAI Agents SDK, where this call reaches the wrapped session: a plain call
+        over a `SQLiteSession` or `AdvancedSQLiteSession`, a coroutine to await over the
+        others. A wrapped session without `close()` is left as it is.
+
+        Returns:
+            `None`, or the awaitable the wrapped session's `close()` returned.
+        """
         close = getattr(self.underlying_session, "close", None)
-        if not callable(close):
-            return None
-        result = close()
-        if isinstance(result, Closing):  # the wrapped session's own close, as it is
-            return result
-        if result is None or not hasattr(result, "__await__"):
-            return None
+        return close() if callable(close) else None
 
-        async def wait() -> None:
+    async def aclose(self) -> None:
+        """Close the wrapped session and wait until it has released its resources."""
+        aclose = getattr(self.underlying_session, "aclose", None)
+        result = aclose() if callable(aclose) else self.close()
+        if inspect.isawaitable(result):
             await result
-
-        return wait

@@ -5,8 +5,8 @@ SQLAlchemy engine, a redis-py client). [`PooledSession`][turnstore.memory.pooled
 holds the plumbing both backends need, so each backend only says how to read and write:
 
 - the argument checks every constructor makes (session id, settings);
-- ownership of the client: `from_url` builds one that `close()` releases, a client passed in
-  stays the caller's;
+- ownership of the client: `from_url` builds one that `close()` / `aclose()` releases (a
+  forgotten close warns), a client passed in stays the caller's;
 - the event loop the pooled connections belong to (`LoopBinding`);
 - the open check and the mapping of the client's errors to
   [`SessionStorageError`][turnstore.SessionStorageError];
@@ -23,12 +23,13 @@ private steps they call.
 from __future__ import annotations
 
 import asyncio
+import weakref
 from abc import abstractmethod
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
 from ..exceptions import SessionClosedError, SessionStorageError
-from .closing import AsyncCloseable, Release
+from .closing import AsyncCloseable, warn_if_unclosed
 from .codec import check_limit, check_session_id, encode_items
 from .loop_binding import LoopBinding
 from .mutation import await_session_mutation
@@ -81,6 +82,7 @@ class PooledSession(SessionABC, AsyncCloseable):
         self.session_id = check_session_id(session_id, nul_allowed=nul_allowed)
         self.session_settings: SessionSettings | None = default_session_settings(session_settings)
         self._owns_client = False
+        self._unclosed: weakref.finalize[..., object] | None = None
         self._closed = False
         self._loop_binding = LoopBinding(f"{type(self).__name__} {session_id!r}")
 
@@ -89,6 +91,9 @@ class PooledSession(SessionABC, AsyncCloseable):
         """Construct a session that owns its client: `close()` releases it (for `from_url`)."""
         session = cls(**kwargs)
         session._owns_client = True
+        session._unclosed = warn_if_unclosed(
+            session, f"{cls.__name__} {session.session_id!r} (made by from_url)"
+        )
         return session
 
     # -- what a backend provides ---------------------------------------------------------------
@@ -253,29 +258,29 @@ class PooledSession(SessionABC, AsyncCloseable):
             "replace_history", lambda: self._replace(snapshot, encoded), mutation=True
         )
 
-    def _release_loop(self) -> asyncio.AbstractEventLoop | None:
-        """The loop the pooled connections belong to (the one the session was first used on)."""
-        return self._loop_binding.loop
-
-    def _close_now(self) -> Release | None:
+    async def close(self) -> None:
         """Close the session; release the client too if `from_url` created it.
 
-        Further operations raise [`SessionClosedError`][turnstore.SessionClosedError].
-        Closing twice is harmless. A session belongs to the event loop it was first used on
-        (its pooled connections do): another loop raises [`UserError`][turnstore.UserError],
-        and `close()` there cannot release those connections, so close it on its own loop.
+        A coroutine, as the OpenAI Agents SDK's `RedisSession.close()` is; the same as
+        `aclose()`. Further operations raise
+        [`SessionClosedError`][turnstore.SessionClosedError]. Closing twice is harmless. A
+        session belongs to the event loop it was first used on (its pooled connections do):
+        another loop raises [`UserError`][turnstore.UserError], and closing there cannot
+        release those connections, so close it on its own loop.
         """
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the session; release the client too if `from_url` created it (see `close`)."""
         if self._closed:
-            return None
+            return
         self._closed = True
-        if not self._owns_client or not self._loop_binding.bound:
-            return None  # not ours to close, or never used: no connection was opened
-
-        async def release() -> None:
-            if not self._loop_binding.is_foreign():
-                await self._release_client()
-
-        return release
+        if self._unclosed is not None:
+            self._unclosed.detach()
+        if not self._owns_client:
+            return  # not ours to close
+        if self._loop_binding.bound and not self._loop_binding.is_foreign():
+            await self._release_client()
 
     # -- plumbing ------------------------------------------------------------------------------
 

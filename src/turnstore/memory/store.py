@@ -218,7 +218,7 @@ class SessionStore(AsyncCloseable):
     """Every session in one storage, for listing, export, import and clean-up.
 
     Get one with [`open_session_store`][turnstore.admin.open_session_store]; close it with
-    `await store.close()` or `async with`.
+    `await store.aclose()` or `async with`.
 
     Attributes:
         target: The file or URL the store was opened on (passwords hidden).
@@ -227,6 +227,10 @@ class SessionStore(AsyncCloseable):
 
     target: str
     backend: str
+
+    async def close(self) -> None:
+        """Release the store's connections (the same as `aclose()`); closing twice is harmless."""
+        await self.aclose()
 
     async def list_sessions(
         self, *, offset: int = 0, limit: int = 50, prefix: str = ""

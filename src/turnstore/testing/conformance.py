@@ -89,12 +89,15 @@ class SessionConformanceTests(HistoryWindowContract, AtomicReplacementContract):
         raise NotImplementedError("override make_session() in your SessionConformanceTests")
 
     async def close_session(self, session: Session) -> None:
-        """Release a session made by `make_session` (default: await `session.close()` if any).
+        """Release a session made by `make_session`.
+
+        The default awaits `session.aclose()`, or else calls `session.close()` (awaiting what
+        it returns, if anything) when the session has one.
 
         Args:
             session: A session this suite made.
         """
-        close = getattr(session, "close", None)
+        close = getattr(session, "aclose", None) or getattr(session, "close", None)
         if close is None:
             return
         result = close()

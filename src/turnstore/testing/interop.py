@@ -118,7 +118,7 @@ def _our_agent(key: str, call_id: str, *answers: str) -> tuple[Agent, ScriptedMo
 
 
 async def _close(session: Any) -> None:
-    close = getattr(session, "close", None)
+    close = getattr(session, "aclose", None) or getattr(session, "close", None)
     if callable(close):
         result = close()
         if inspect.isawaitable(result):

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import weakref
 
 from openai import AsyncOpenAI
 
 from ...exceptions import SessionClosedError
-from ..closing import AsyncCloseable, Release
+from ..closing import AsyncCloseable, warn_if_unclosed
 from ..loop_binding import LoopBinding
 
 __all__ = ["OpenAIClientSession", "OwnedOpenAIClient", "default_openai_client"]
@@ -36,6 +37,7 @@ class OwnedOpenAIClient:
         self._client = client
         self._owned = False
         self._loop_binding = LoopBinding(what)
+        self._unclosed: weakref.finalize[..., object] | None = None
 
     async def get(self) -> AsyncOpenAI:
         """Return the client, building it from the environment on first use.
@@ -51,50 +53,31 @@ class OwnedOpenAIClient:
             client = await default_openai_client()
             if self._client is None:
                 self._client, self._owned = client, True
+                what = f"{self._loop_binding.what} (its OpenAI client built from the environment)"
+                self._unclosed = warn_if_unclosed(self, what)
             else:  # a concurrent first call built one first
                 await client.close()
         return self._client
 
-    @property
-    def loop(self) -> asyncio.AbstractEventLoop | None:
-        """The event loop the client was first used on (its connections belong to it)."""
-        return self._loop_binding.loop
-
-    def release(self) -> Release | None:
-        """Forget the client if it was built here, returning what closes it.
-
-        A client passed in is left open (and kept).
-
-        Returns:
-            A coroutine function that closes the built client, or `None`.
-        """
+    async def close(self) -> None:
+        """Close the client if it was built here; a client passed in is left open (and kept)."""
         client, owned, binding = self._client, self._owned, self._loop_binding
         if client is None or owned:
             self._loop_binding = LoopBinding(binding.what)
         if not owned or client is None:
-            return None
+            return
         self._client, self._owned = None, False
-        built = client
-
-        async def close_client() -> None:
-            # Connections opened on another loop cannot be closed from this one.
-            if not binding.is_foreign():
-                await built.close()
-
-        return close_client
-
-    async def close(self) -> None:
-        """Close the client if it was built here; a client passed in is left open."""
-        release = self.release()
-        if release is not None:
-            await release()
+        if self._unclosed is not None:
+            self._unclosed.detach()
+        # Connections opened on another loop cannot be closed from this one.
+        if not binding.is_foreign():
+            await client.close()
 
 
 class OpenAIClientSession(AsyncCloseable):
-    """What the sessions that call the OpenAI API share: their client, its loop, the open check.
+    """What the sessions that call the OpenAI API share: their client, the open check, closing.
 
-    A subclass sets `_client` and names itself in `_kind` (for the closed-session error); its
-    `_close_now` calls `_close_client`.
+    A subclass sets `_client` and names itself in `_kind` (for the closed-session error).
     """
 
     _kind: str
@@ -105,13 +88,21 @@ class OpenAIClientSession(AsyncCloseable):
     async def _get_client(self) -> AsyncOpenAI:
         return await self._client.get()
 
-    def _release_loop(self) -> asyncio.AbstractEventLoop | None:
-        return self._client.loop
+    async def close(self) -> None:
+        """Close the session and the client it built from the environment (same as `aclose()`).
 
-    def _close_client(self) -> Release | None:
-        """Mark the session closed; release the client if it was built from the environment."""
+        A coroutine (the OpenAI Agents SDK's class has no `close()`; closing the client is
+        asynchronous). A client passed in is left open, and so is the session an
+        `OpenAIResponsesCompactionSession` wraps (close it yourself). Further operations raise
+        [`SessionClosedError`][turnstore.SessionClosedError] (make a new session object to go
+        on); closing twice is harmless.
+        """
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the session and the client it built from the environment (see `close`)."""
         self._closed = True
-        return self._client.release()
+        await self._client.close()
 
     def _check_open(self) -> None:
         if self._closed:

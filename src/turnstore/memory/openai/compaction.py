@@ -16,7 +16,6 @@ from openai.types.responses import CompactedResponse, ResponseUsage
 from ...defaults import default_model_name
 from ...exceptions import SessionError, UserError
 from ...items import clean_input_item
-from ..closing import Release
 from ..session import (
     HistorySnapshot,
     OpenAIResponsesCompactionArgs,
@@ -264,18 +263,6 @@ class OpenAIResponsesCompactionSession(ReplaceAndRestore, WrapperSessionABC, Ope
             self._known = []
             self._response_id = None
             self._response_stored = None
-
-    # -- lifecycle -------------------------------------------------------------------------
-
-    def _close_now(self) -> Release | None:
-        """Close the client this session built from the environment.
-
-        A client passed in and the wrapped session are left open (close the wrapped session
-        yourself). Like every session of this package, a closed session raises
-        [`SessionClosedError`][turnstore.SessionClosedError] on any further operation; closing
-        twice is harmless. `async with` calls `close()` at the end of the block.
-        """
-        return self._close_client()
 
     def _note_response(self, args: OpenAIResponsesCompactionArgs) -> None:
         """Remember what checked `args` say about the latest response (its id, whether stored)."""

@@ -11,7 +11,6 @@ import openai
 from openai import AsyncOpenAI
 
 from ...exceptions import SessionStorageError
-from ..closing import Release
 from ..codec import check_limit, encode_items
 from ..mutation import await_session_mutation
 from ..session import SessionABC
@@ -146,19 +145,6 @@ class OpenAIConversationsSession(SessionABC, OpenAIClientSession):
                 await await_session_mutation(self._create_conversation([]))
             assert self._conversation_id is not None
             return self._conversation_id
-
-    # -- lifecycle -------------------------------------------------------------------------
-
-    def _close_now(self) -> Release | None:
-        """Close the client this session built from the environment.
-
-        A client passed in is left open, and the conversation stays on the server. Like every
-        session of this package, a closed session raises
-        [`SessionClosedError`][turnstore.SessionClosedError] on any further operation (make a
-        new one with the same `conversation_id` to go on); closing twice is harmless.
-        `async with` calls `close()` at the end of the block.
-        """
-        return self._close_client()
 
     async def _create_conversation(self, items: list[TResponseInputItem]) -> str:
         client = await self._get_client()

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...exceptions import SessionStorageError
 from .._store_helpers import from_ms, hide_password, to_ms
-from ..closing import Release
+from ..closing import warn_if_unclosed
 from ..session import Session
 from ..store import EncodedWrite, SessionInfo, SessionRecord, SessionStats, SessionStore
 from .keys import decode_element, encode_element, layout_for, split_stamp
@@ -61,6 +61,7 @@ class RedisStore(SessionStore):
         self._prune = self._redis.register_script(PRUNE)
         self._write = self._redis.register_script(IMPORT)
         self._delete_idle = self._redis.register_script(_DELETE_IDLE_SCRIPT)
+        self._unclosed = warn_if_unclosed(self, f"the session store on {self.target!r}")
 
     async def _call(self, work: Any) -> Any:
         from .session import CLIENT_ERRORS, ready
@@ -336,9 +337,10 @@ class RedisStore(SessionStore):
 
         return RedisSession(session_id, redis_client=self._redis, key_prefix=self._prefix)
 
-    def _close_now(self) -> Release | None:
+    async def aclose(self) -> None:
         """Close the store's client."""
-        return self._redis.aclose
+        if self._unclosed.detach() is not None:
+            await self._redis.aclose()
 
 
 def _newest_first(entries: list[tuple[str, float]]) -> list[tuple[str, float]]:

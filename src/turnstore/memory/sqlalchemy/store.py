@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...exceptions import SessionStorageError
 from .._store_helpers import parse_sqlite_time, utc
-from ..closing import Release
+from ..closing import warn_if_unclosed
 from ..codec import validate_table_names
 from ..session import Session
 from ..store import EncodedWrite, SessionInfo, SessionRecord, SessionStats, SessionStore
@@ -49,6 +49,7 @@ class SQLAlchemyStore(SessionStore):
         self._messages_table = messages_table
         self._create = create
         _, self._s, self._m = session_tables(sessions_table, messages_table)
+        self._unclosed = warn_if_unclosed(self, f"the session store on {self.target!r}")
 
     @asynccontextmanager
     async def _errors(self, *, missing_table_ok: bool) -> AsyncIterator[None]:
@@ -268,9 +269,10 @@ class SQLAlchemyStore(SessionStore):
             command_timeout=self._command_timeout,
         )
 
-    def _close_now(self) -> Release | None:
+    async def aclose(self) -> None:
         """Dispose of the store's engine."""
-        return self._engine.dispose
+        if self._unclosed.detach() is not None:
+            await self._engine.dispose()
 
 
 class _MissingTable(Exception):

@@ -23,7 +23,7 @@ class AsyncSQLiteSession(SQLiteSession):
     Accepts the constructor of the OpenAI Agents SDK's `AsyncSQLiteSession` (whose arguments
     may be given by position); everything else is [`SQLiteSession`][turnstore.SQLiteSession]:
     the same tables, files and behaviour, so both classes can open the same file. It needs no
-    aiosqlite. `await session.close()` closes it, as in the SDK.
+    aiosqlite. Its `close()` is a coroutine, as in the SDK: `await session.close()`.
 
     Args:
         session_id: Identifies the conversation inside the database.
@@ -62,3 +62,10 @@ class AsyncSQLiteSession(SQLiteSession):
             messages_table=messages_table,
             session_settings=session_settings,
         )
+
+    async def close(self) -> None:  # type: ignore[override]  # the SDK's is a coroutine here
+        """Close the session and wait until its thread has stopped (the same as `aclose()`).
+
+        Closing twice is harmless; any other operation after it raises `SessionClosedError`.
+        """
+        await self.aclose()

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...exceptions import SessionClosedError
-from ..closing import AsyncCloseable, Release
+from ..closing import AsyncCloseable, Release, warn_if_unclosed
 from ..codec import (
     check_limit,
     check_session_id,
@@ -108,22 +108,43 @@ class SQLiteSession(SessionABC, AsyncCloseable):
         self._db: SQLiteDatabase = acquire_database(path)
         self._closed = False
         self._close_lock = threading.Lock()
-        # A forgotten close() needs no finalizer: once no session holds the database, its idle
-        # thread notices, closes the connection and exits.
+        # A forgotten close() only warns: once no session holds the database, its idle thread
+        # notices, closes the connection and exits by itself. The finalizer holds no reference
+        # to the database, or the database would outlive the session.
+        self._finalizer = warn_if_unclosed(
+            self, f"{type(self).__name__} {session_id!r} on {path!r}"
+        )
 
     # --- lifecycle --------------------------------------------------------------------------
 
-    def _close_now(self) -> Release | None:
+    def close(self) -> None:
         """Close the session; the last session on a database stops its thread.
 
-        Operations already started finish first. Closing twice is harmless; any other operation
-        after `close()` raises `SessionClosedError`. `close()` works from synchronous code (as
-        the OpenAI Agents SDK's does) and can be awaited, which also waits for the thread.
+        A plain method, as in the OpenAI Agents SDK. Operations already started finish first.
+        Closing twice is harmless; any other operation after it raises `SessionClosedError`.
+        With no event loop running on this thread, `close()` also waits for the thread to
+        close its connection. Called on an event loop, it only tells the thread to stop and
+        returns at once (it never blocks the loop): `await aclose()` there to wait for it.
         """
+        self._release()
+
+    async def aclose(self) -> None:
+        """Close the session and wait, off the event loop, until its thread has stopped.
+
+        Closing twice is harmless; any other operation after it raises `SessionClosedError`.
+        `async with` calls it at the end of the block.
+        """
+        release = self._release()
+        if release is not None:
+            await release()
+
+    def _release(self) -> Release | None:
+        """Mark the session closed and drop its database; return what joins the thread."""
         with self._close_lock:
             if self._closed:
                 return None
             self._closed = True
+        self._finalizer.detach()
         return release_now(self._db)
 
     def _check_open(self) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ...exceptions import SessionClosedError
 from .._store_helpers import parse_sqlite_time, utc
-from ..closing import Release
+from ..closing import warn_if_unclosed
 from ..codec import encode_items, validate_table_names
 from ..mutation import await_session_mutation
 from ..session import Session
@@ -63,13 +63,17 @@ class SQLiteStore(SessionStore):
         self._closed = False
         # Shared with every session on the file; nothing touches the file until the first job.
         self._db = acquire_database(path)
+        self._finalizer = warn_if_unclosed(self, f"the session store on {path!r}")
 
-    def _close_now(self) -> Release | None:
+    async def aclose(self) -> None:
         """Release the file's database (its thread stops when no session uses it either)."""
         if self._closed:
-            return None
+            return
         self._closed = True
-        return release_now(self._db)
+        self._finalizer.detach()
+        release = release_now(self._db)
+        if release is not None:
+            await release()
 
     async def _run(self, work: Work, *, write: bool) -> Any:
         """Run `work` as one transaction (a write transaction if `write`) on the file's thread."""
