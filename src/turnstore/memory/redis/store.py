@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 from ...exceptions import SessionStorageError
 from .._store_helpers import from_ms, hide_password, to_ms
 from ..closing import warn_if_unclosed
+from ..records import EncodedWrite, SessionInfo, SessionRecord, SessionStats
 from ..session import Session
-from ..store import EncodedWrite, SessionInfo, SessionRecord, SessionStats, SessionStore
+from ..store import SessionStore
 from .keys import decode_element, encode_element, layout_for, split_stamp
 from .scripts import IMPORT, PRUNE
 

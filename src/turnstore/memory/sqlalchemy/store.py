@@ -13,8 +13,9 @@ from ...exceptions import SessionStorageError
 from .._store_helpers import parse_sqlite_time, utc
 from ..closing import warn_if_unclosed
 from ..codec import validate_table_names
+from ..records import EncodedWrite, SessionInfo, SessionRecord, SessionStats
 from ..session import Session
-from ..store import EncodedWrite, SessionInfo, SessionRecord, SessionStats, SessionStore
+from ..store import SessionStore
 from .timeouts import DEFAULT_COMMAND_TIMEOUT, check_command_timeout
 
 if TYPE_CHECKING:

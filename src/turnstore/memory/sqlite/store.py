@@ -18,15 +18,9 @@ from .._store_helpers import parse_sqlite_time, utc
 from ..closing import warn_if_unclosed
 from ..codec import encode_items, validate_table_names
 from ..mutation import await_session_mutation
+from ..records import EncodedWrite, SessionInfo, SessionRecord, SessionStats, session_times_of
 from ..session import Session
-from ..store import (
-    EncodedWrite,
-    SessionInfo,
-    SessionRecord,
-    SessionStats,
-    SessionStore,
-    session_times_of,
-)
+from ..store import SessionStore
 from .advanced.branches import Branches, check_branch_id
 from .advanced.schema import MAIN, AdvancedSQLiteSchema
 from .database import Work, acquire_database, release_now
