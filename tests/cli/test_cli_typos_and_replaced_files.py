@@ -4,43 +4,13 @@ Run as a subprocess, as a user runs it."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-from turnstore import SQLiteSession
-
-
-def turnstore(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "TURNSTORE_DB"}
-    return subprocess.run(
-        [sys.executable, "-m", "turnstore.cli", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
-def error_line(done: subprocess.CompletedProcess[str]) -> str:
-    return done.stderr.strip().splitlines()[-1]
-
-
-def fill(path: Path, sessions: dict[str, int]) -> None:
-    async def run() -> None:
-        for session_id, count in sessions.items():
-            async with SQLiteSession(session_id, path) as session:
-                await session.add_items([{"role": "user", "content": str(n)} for n in range(count)])
-
-    asyncio.run(run())
+from test_cli_frictions import error_line, fill, turnstore
 
 
 @pytest.mark.parametrize(
@@ -79,15 +49,6 @@ def test_a_bad_json_line_is_placed_as_an_editor_shows_it(
     done = turnstore("--db", "x.db", "import", "in.jsonl", cwd=tmp_path)
     assert done.returncode == 1
     assert "in.jsonl line 2, column 30 is not JSON" in error_line(done)
-
-
-@pytest.mark.parametrize("size", ["0", "-1", "x"])
-def test_every_bad_page_size_gets_the_same_message(size: str, tmp_path: Path) -> None:
-    done = turnstore("--db", "x.db", "list", "--page-size", size, cwd=tmp_path)
-    assert done.returncode == 2
-    assert error_line(done).endswith(
-        f"argument --page-size: must be a whole number of at least 1, got '{size}'"
-    )
 
 
 def test_export_onto_a_symbolic_link_replaces_the_file_it_points_to(tmp_path: Path) -> None:
