@@ -11,12 +11,11 @@ import os
 import shutil
 import socket
 from collections.abc import Iterator
-from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import pytest
 
-from support.services import skip_or_fail
+from support.services import SSLPostgres, skip_or_fail
 from turnstore.testing import FakeOpenAIServer
 
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
@@ -119,16 +118,6 @@ def pgbouncer_url() -> str:
     if not _port_open(host, port):
         skip_or_fail(f"PgBouncer is not reachable on {host}:{port} (.ci/scale-out-services)")
     return PGBOUNCER_URL
-
-
-@dataclass(frozen=True)
-class SSLPostgres:
-    """A PostgreSQL that accepts only SSL connections, and its CA certificate."""
-
-    url: str
-    """An async SQLAlchemy URL without SSL parameters."""
-    ca: str
-    """The path of the CA certificate that signed the server's certificate."""
 
 
 @pytest.fixture(scope="session")

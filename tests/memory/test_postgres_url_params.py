@@ -21,8 +21,8 @@ pytest.importorskip("asyncpg")
 
 from sqlalchemy import text
 
-from conftest import SSLPostgres
 from support.backends import drop_tables
+from support.services import SSLPostgres
 from turnstore import SessionStorageError
 from turnstore.cli import main
 from turnstore.extensions.memory import SQLAlchemySession

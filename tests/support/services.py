@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 import pytest
 
@@ -17,3 +18,13 @@ def skip_or_fail(reason: str) -> None:
     if services_required():
         pytest.fail(f"{reason} (TURNSTORE_REQUIRE_SERVICES=1 forbids skipping)")
     pytest.skip(reason)
+
+
+@dataclass(frozen=True)
+class SSLPostgres:
+    """A PostgreSQL that accepts only SSL connections, and its CA certificate."""
+
+    url: str
+    """An async SQLAlchemy URL without SSL parameters."""
+    ca: str
+    """The path of the CA certificate that signed the server's certificate."""

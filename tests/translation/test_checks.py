@@ -5,8 +5,7 @@ is accepted in each language, and each fault a translation can have is refused, 
 from __future__ import annotations
 
 import pytest
-
-from conftest import REPO, Site
+from translation_site import REPO, Site
 
 CASES = ("basic", "nested_terms", "code_in_ratio")
 

@@ -9,8 +9,8 @@ import signal
 import threading
 
 from echo_translator import EchoTranslator
+from translation_site import LANGS, Site
 
-from conftest import LANGS, Site
 from docs_i18n.pages import split_page
 
 
