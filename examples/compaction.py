@@ -41,10 +41,13 @@ def four_answers(context: CompactionTriggerContext) -> bool:
 
 async def main() -> None:
     agent = Agent(name="Assistant", instructions="Reply in one short sentence.")
-    async with AsyncOpenAI() as client, SQLiteSession("trip_planning") as store:
+    async with (
+        AsyncOpenAI() as client,
+        SQLiteSession("trip_planning") as wrapped,
+    ):
         session = OpenAIResponsesCompactionSession(
             "trip_planning",
-            store,
+            wrapped,
             client=client,
             model="gpt-4.1",
             should_trigger_compaction=four_answers,
@@ -75,7 +78,7 @@ async def main() -> None:
         items = await session.get_items()
         kinds = [item.get("type", "message") for item in items]
         print(f"stored now: {kinds}")
-        print(f"archived items: {len(await store.get_archived_items())}")
+        print(f"archived items: {len(await wrapped.get_archived_items())}")
 
 
 if __name__ == "__main__":

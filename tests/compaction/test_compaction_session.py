@@ -514,6 +514,18 @@ async def test_the_default_model_is_the_agents_default(
     assert [body["model"] for body in compaction_api.bodies] == [DEFAULT_MODEL, "o3"]
 
 
+async def test_the_default_model_is_read_when_the_session_is_created(
+    client: AsyncOpenAI, compaction_api: FakeCompactionAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """sessions.md and compaction.md: `$OPENAI_DEFAULT_MODEL` is read when the session is
+    created, not at each compaction."""
+    monkeypatch.setenv("OPENAI_DEFAULT_MODEL", "o3")
+    session = OpenAIResponsesCompactionSession("s", MemorySession(items=turns(1)), client=client)
+    monkeypatch.setenv("OPENAI_DEFAULT_MODEL", "o4-mini")
+    await session.run_compaction({"force": True})
+    assert [body["model"] for body in compaction_api.bodies] == ["o3"]
+
+
 async def test_input_mode_sends_items_without_bookkeeping_keys(
     client: AsyncOpenAI, compaction_api: FakeCompactionAPI
 ) -> None:

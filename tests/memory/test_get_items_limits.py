@@ -77,3 +77,17 @@ async def test_a_settings_limit_beyond_64_bits_reads_everything(
     await session.add_items(ITEMS)
     assert await session.get_items() == ITEMS
     assert await session.get_items(2) == ITEMS[-2:]  # an explicit limit wins
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_no_number_means_the_settings_limit_and_a_number_reads_more(
+    backend: Backend, kind: str
+) -> None:
+    """sessions.md, Memory operations: `get_items()` and `get_items(limit=None)` apply
+    `session_settings.limit`; passing a number reads more."""
+    session = wrapped(backend, kind)
+    session.session_settings = type(session.session_settings)(limit=2)
+    await session.add_items(ITEMS)
+    assert await session.get_items() == ITEMS[-2:]
+    assert await session.get_items(limit=None) == ITEMS[-2:]
+    assert await session.get_items(limit=len(ITEMS)) == ITEMS

@@ -607,3 +607,48 @@ async def test_interop_with_the_agents_sdk_and_our_runner(
     assert [item.get("type") for item in stored].count("function_call") == 1
     await check_runner_remembers(factory)
     await check_history_interchange(factory)
+
+
+@pytest.mark.parametrize(("sqlstate", "retried"), [("40P01", True), ("P0001", False)])
+async def test_only_a_deadlock_victim_is_run_again(
+    engine: AsyncEngine, tables: tuple[str, str], sqlstate: str, retried: bool
+) -> None:
+    """backends.md, Errors: a write is never retried, so never applied twice; only a
+    transaction the database rolled back as a deadlock victim runs again (once stored)."""
+    session = make(engine, tables)
+    await session.add_items([{"n": 0}])  # creates the tables
+    attempts, fail = f"{tables[1]}_attempts", f"{tables[1]}_fail"
+    async with engine.begin() as conn:
+        # The first insert from here on fails with `sqlstate`, as PostgreSQL fails a victim. A
+        # sequence counts the attempts: a rollback does not undo `nextval`.
+        await conn.execute(text(f'CREATE SEQUENCE "{attempts}"'))
+        await conn.execute(
+            text(
+                f'CREATE FUNCTION "{fail}"() RETURNS trigger AS $$ BEGIN '
+                f"IF nextval('\"{attempts}\"') = 1 THEN "
+                f"RAISE EXCEPTION 'injected' USING ERRCODE = '{sqlstate}'; END IF; "
+                "RETURN NEW; END $$ LANGUAGE plpgsql"
+            )
+        )
+        await conn.execute(
+            text(
+                f'CREATE TRIGGER "{fail}" BEFORE INSERT ON "{tables[1]}" '
+                f'FOR EACH STATEMENT EXECUTE FUNCTION "{fail}"()'
+            )
+        )
+    try:
+        if retried:
+            await session.add_items([{"n": 1}, {"n": 2}])
+            assert await session.get_items() == [{"n": 0}, {"n": 1}, {"n": 2}]
+        else:
+            with pytest.raises(SessionStorageError):
+                await session.add_items([{"n": 1}, {"n": 2}])
+            assert await session.get_items() == [{"n": 0}]
+        async with engine.connect() as conn:
+            tries = (await conn.execute(text(f'SELECT last_value FROM "{attempts}"'))).scalar()
+        assert tries == (2 if retried else 1)
+    finally:
+        async with engine.begin() as conn:
+            await conn.execute(text(f'DROP TRIGGER IF EXISTS "{fail}" ON "{tables[1]}"'))
+            await conn.execute(text(f'DROP FUNCTION IF EXISTS "{fail}"()'))
+            await conn.execute(text(f'DROP SEQUENCE IF EXISTS "{attempts}"'))

@@ -76,6 +76,31 @@ async def test_the_run_configs_history_limit_overrides_the_sessions_settings() -
     assert session.calls[0] == ("get_items", None)
 
 
+async def test_a_run_reads_once_or_in_growing_reads_with_a_turn_or_token_limit() -> None:
+    """sessions.md, How it works: the history is read before the input is saved, usually in one
+    `get_items` call; with a turn or token limit, in a few reads, each larger than the last."""
+    session = MemorySession()
+    await session.add_items([{"role": "user", "content": f"m{i}"} for i in range(300)])
+    agent = Agent(name="A", model=ScriptedModel(["a", "b", "c"]))
+
+    def reads() -> list[Any]:
+        first_write = session.methods.index("add_items")
+        assert "get_items" not in session.methods[first_write:]
+        return [arg for name, arg in session.calls[:first_write] if name == "get_items"]
+
+    session.calls.clear()
+    await Runner.run(agent, "all", session=session)
+    assert reads() == [None]
+
+    for limits in ({"limit_turns": 200}, {"limit_tokens": 10**6}):
+        session.calls.clear()
+        config = RunConfig(session_settings=limits)
+        await Runner.run(agent, "window", session=session, run_config=config)
+        sizes = reads()
+        assert 1 < len(sizes) <= 4, sizes
+        assert sizes == sorted(set(sizes)), sizes  # each read larger than the last
+
+
 # merging history and new input ------------------------------------------------------------------
 
 

@@ -61,8 +61,9 @@ class SQLAlchemySession(PooledSession):
     with the original exception chained. A lost connection (a restarted server, a killed backend)
     fails the current call only, as soon as the driver sees it, whatever the size of the batch
     being sent: the pool replaces the connection for the next call, and never hands out one the
-    driver knows is closed. A write is never retried, so it is never applied twice; a read that
-    meets a lost connection runs once more on a new one.
+    driver knows is closed. A write that may have reached the database is never retried, so it
+    is never applied twice. Only a transaction the database rolled back as a deadlock victim
+    runs again. A read that meets a lost connection runs once more on a new one.
 
     !!! warning "One event loop per session"
         The session belongs to the event loop it is first used on; another loop raises
