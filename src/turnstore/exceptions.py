@@ -81,20 +81,12 @@ class UserError(TurnstoreError):
 
 
 class AgentsError(TurnstoreError):
-    """An error of a run: the run of an agent did not finish.
+    """Catch it when the run did not finish.
 
-    The base of the errors [`Runner`][turnstore.Runner] raises for the run itself
-    ([`MaxTurnsExceeded`][turnstore.MaxTurnsExceeded],
-    [`ModelBehaviorError`][turnstore.ModelBehaviorError],
-    [`ModelCallError`][turnstore.ModelCallError]), as `SessionError` is the base of the errors of
-    sessions. It is not a second base of the package ([`TurnstoreError`][turnstore.TurnstoreError]
-    is), and despite its name it does not cover every error a run can meet: a session that fails
-    during a run raises its `SessionError`, and bad options raise `UserError` (which, unlike the
-    SDK's, is not beneath it).
-
-    The name follows the OpenAI Agents SDK, whose `AgentsException` is the base of its
-    `MaxTurnsExceeded` and `ModelBehaviorError`, so code ported from the SDK keeps one obvious
-    counterpart; it stays for that compatibility.
+    The base of [`MaxTurnsExceeded`][turnstore.MaxTurnsExceeded],
+    [`ModelBehaviorError`][turnstore.ModelBehaviorError] and
+    [`ModelCallError`][turnstore.ModelCallError]. The name follows the OpenAI Agents SDK's
+    `AgentsException`.
 
     Example:
         ```python

@@ -252,9 +252,9 @@ class RunResultStreaming(RunResultBase):
         """Cancel the run; `stream_events()` then stops with `asyncio.CancelledError`.
 
         The run stops at once, except for a write it has started, which lands first. The next
-        run on the same session (in this event loop) waits for that write before it reads the
-        history, so `Runner.run(agent, [], session=session)` right after resumes without running
-        a tool twice. To wait until the run has let go, `await result.aclose()`.
+        run on the same session (in any thread of this process) waits for that write before it
+        reads the history, so `Runner.run(agent, [], session=session)` right after resumes
+        without running a tool twice. To wait until the run has let go, `await result.aclose()`.
         """
         if self._task is not None and not self._task.done():
             self._task.cancel()

@@ -10,7 +10,7 @@ model_in  = merge(history, input, callback)          pure (session_input.py)
 await session.add_items(new_input)                   before the first model call
 loop: response = model(call_model_input_filter(model_in + generated))
       run the requested function tools concurrently
-      await session.add_items(turn_items)            one write per completed turn
+      await session.add_items(turn_items)            one write per completed model call
       (streamed: each item saved when done, each tool output when its tool returns)
       await session.run_compaction(...)              if the session is compaction-aware
 await session.record_turn_usage(usage)               if the session records usage per turn
@@ -121,14 +121,13 @@ class Runner:
         saved before the first model call, and each completed model call (the model's output
         plus the outputs of the tools it called) is saved in one `add_items` call. A model call
         that fails or is cancelled is not saved; the input and the model calls completed before
-        it stay saved. The history loaded is
-        the window that fits the session settings' `limit`, `limit_turns` and `limit_tokens`,
-        without tool outputs whose call is outside it. When the history ends with tool calls
-        that have no output (a streamed run was interrupted), those tools run first and their
-        outputs are saved, including calls the window leaves out (the model then gets an output
-        only with its call). A write that another run on the same session id (in this event
-        loop) has in progress, such as the last write of a run just cancelled, lands before the
-        history is read.
+        it stay saved. The history loaded is the window that fits the session settings'
+        `limit`, `limit_turns` and `limit_tokens`, without tool outputs whose call is outside
+        it. When the history ends with tool calls that have no output (a streamed run was
+        interrupted), those tools run first and their outputs are saved, including calls the
+        window leaves out (the model then gets an output only with its call). A write that
+        another run on the same session id (in any thread of this process) has in progress,
+        such as the last write of a run just cancelled, lands before the history is read.
 
         Args:
             agent: The agent to run.
@@ -449,7 +448,7 @@ async def _execute(
             turn_items = outputs + tool_outputs
             if session is not None:
                 if streaming is None:
-                    # One write per turn: a tool call is never stored without its output.
+                    # One write per model call: a tool call is never stored without its output.
                     await write(session, session.add_items(turn_items))
                 await _maybe_compact(session, response, settings.store, state)
             state.new_items.extend(turn_items)

@@ -314,6 +314,8 @@ def function_tool(
 
     Example:
         ```python
+        from typing import Literal
+
         from turnstore import Agent, function_tool
 
 

@@ -27,7 +27,10 @@ from turnstore import (
     RunConfig,
     Runner,
     SessionDecryptionError,
+    SessionError,
+    SessionSettings,
     SQLiteSession,
+    TurnstoreError,
 )
 from turnstore.extensions.memory import (
     AdvancedSQLiteSession,
@@ -38,7 +41,7 @@ from turnstore.extensions.memory import (
 from turnstore.memory import is_atomic_replacement_session, is_usage_recording_session
 from turnstore.memory.envelopes import master_bytes as _master_bytes
 from turnstore.memory.envelopes import session_fernet as _session_fernet
-from turnstore.testing import FakeCompactionAPI, FakeOpenAIServer, text_response
+from turnstore.testing import FakeCompactionAPI, FakeOpenAIServer, ScriptedModel, text_response
 
 KEY = Fernet.generate_key().decode()
 OLD_KEY = Fernet.generate_key().decode()
@@ -372,3 +375,24 @@ async def test_max_scan_items_raises_rather_than_return_a_shorter_history(tmp_pa
         with pytest.raises(RuntimeError, match="max_scan_items exhausted"):
             await session.get_items(1)
         assert await EncryptedSession("m", underlying, KEY, ttl=10).get_items(1) == [user("kept")]
+
+
+async def test_max_scan_items_is_caught_as_runtime_error_and_as_turnstore_error(
+    tmp_path: Path,
+) -> None:
+    # RuntimeError, as the SDK raises, so ported code still catches it; and a SessionError,
+    # so `except TurnstoreError` does too, whether the caller reads or a run does.
+    underlying = SQLiteSession("m", tmp_path / "m.db")
+    config = RunConfig(session_settings=SessionSettings(limit=1))
+    async with EncryptedSession("m", underlying, KEY, ttl=10, max_scan_items=4) as session:
+        await session.add_items([user("kept")])
+        await underlying.add_items([envelope_at(int(time.time()) - 60, user("old"), "m")] * 5)
+        for catch in (RuntimeError, TurnstoreError, SessionError):  # each as `except` matches
+            with pytest.raises(catch, match="max_scan_items exhausted"):
+                await session.get_items(1)
+            model = ScriptedModel(["never sent"])
+            with pytest.raises(catch, match="max_scan_items exhausted"):
+                await Runner.run(
+                    Agent(name="A", model=model), "hi", session=session, run_config=config
+                )
+            assert model.calls == []

@@ -120,7 +120,8 @@ class ToolOutputTrimmer:
 
     Example:
         ```python
-        from turnstore import RunConfig, Runner, ToolOutputTrimmer
+        from turnstore import RunConfig, Runner
+        from turnstore.extensions import ToolOutputTrimmer
 
         trimmer = ToolOutputTrimmer(recent_turns=2, trimmable_tools={"search"})
         config = RunConfig(call_model_input_filter=trimmer)

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from ..exceptions import SessionDecryptionError, UserError
+from ..exceptions import SessionDecryptionError, SessionError, UserError
 from .closing import AsyncCloseable
 from .codec import WHOLE_HISTORY, check_limit
 from .encrypted_replace import AtomicReplacement, IfWrappedHas, off_loop_if_large
@@ -37,6 +37,15 @@ if TYPE_CHECKING:
     from ..items import TResponseInputItem
 
 __all__ = ["EncryptedSession"]
+
+
+class MaxScanItemsExhausted(SessionError, RuntimeError):
+    """`get_items` read `max_scan_items` stored items without finding the history asked for.
+
+    A [`SessionError`][turnstore.SessionError], and also a `RuntimeError`, which is what the
+    OpenAI Agents SDK's `EncryptedSession` raises then.
+    """
+
 
 logger = logging.getLogger(__name__)
 
@@ -153,8 +162,9 @@ class EncryptedSession(AtomicReplacement, WrapperSessionABC, AsyncCloseable):
             minutes), is the OpenAI Agents SDK's: older items are hidden, and deleted over
             `SQLiteSession`, `SQLAlchemySession` and `RedisSession`.
         max_scan_items: The most stored items one `get_items` reads while it looks for
-            `limit` readable ones; past it, `RuntimeError`. `None` reads as many as needed.
-            As in the OpenAI Agents SDK.
+            `limit` readable ones; past it, `get_items` raises a
+            [`SessionError`][turnstore.SessionError] that is also a `RuntimeError`, as in the
+            OpenAI Agents SDK. `None` reads as many as needed.
 
     Raises:
         ImportError: The `encryption` extra is not installed.
@@ -291,8 +301,9 @@ class EncryptedSession(AtomicReplacement, WrapperSessionABC, AsyncCloseable):
             SessionDecryptionError: A stored envelope cannot be decrypted with the keys given,
                 or is damaged.
             ValueError: `limit` is negative.
-            RuntimeError: `max_scan_items` stored items were read without establishing the
-                result (too many expired or plaintext items in the way); nothing changed.
+            SessionError: `max_scan_items` stored items were read without establishing the
+                result (too many expired or plaintext items in the way); nothing changed. It
+                is also a `RuntimeError`, as in the OpenAI Agents SDK.
         """
         budget = self.max_scan_items
         if budget is not None and isinstance(limit, int) and limit < 0:
@@ -317,7 +328,7 @@ class EncryptedSession(AtomicReplacement, WrapperSessionABC, AsyncCloseable):
                 budget -= len(stored)
                 next_window = min(next_window, budget)
                 if next_window <= window:
-                    raise RuntimeError(
+                    raise MaxScanItemsExhausted(
                         f"EncryptedSession max_scan_items exhausted: {self.max_scan_items} "
                         f"stored items of session {self.session_id!r} were read without "
                         "finding the requested history (expired or plaintext items in the "

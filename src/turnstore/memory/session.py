@@ -149,7 +149,7 @@ class WrapperSessionABC(SessionABC):
 
 
 class OpenAIResponsesCompactionArgs(TypedDict, total=False):
-    """Arguments a runner passes to `run_compaction` after it saves a turn.
+    """Arguments a runner passes to `run_compaction` after it saves a model call.
 
     Attributes:
         response_id: The id of the latest Responses API response, if known.
@@ -169,7 +169,7 @@ class OpenAIResponsesCompactionArgs(TypedDict, total=False):
 class OpenAIResponsesCompactionAwareSession(Session, Protocol):
     """A session that can shrink its history with the Responses API's compaction.
 
-    The runner calls `run_compaction` after each saved turn when
+    The runner calls `run_compaction` after it saves each model call when
     [`is_openai_responses_compaction_aware_session`][turnstore.memory.is_openai_responses_compaction_aware_session]
     returns `True` for the run's session.
     """

@@ -294,8 +294,8 @@ class OpenAIResponsesCompactionSession(ReplaceAndRestore, WrapperSessionABC, Ope
         if resolved == "previous_response_id" and self._response_id is None:
             raise ValueError(
                 "compaction_mode 'previous_response_id' needs a response id: pass "
-                "run_compaction({'response_id': ...}) (the runner does after each turn), or use "
-                "compaction_mode 'input' or 'auto'"
+                "run_compaction({'response_id': ...}) (the runner does after each model call), "
+                "or use compaction_mode 'input' or 'auto'"
             )
         return resolved, automatic
 
@@ -304,8 +304,8 @@ class OpenAIResponsesCompactionSession(ReplaceAndRestore, WrapperSessionABC, Ope
     ) -> ResponseUsage | None:
         """Compact the stored history now, if the trigger (or `force`) says so.
 
-        The [`Runner`][turnstore.Runner] calls this after each turn. Call it yourself to
-        compact outside a run, for example with `{"force": True}`.
+        The [`Runner`][turnstore.Runner] calls this after it saves each model call. Call it
+        yourself to compact outside a run, for example with `{"force": True}`.
 
         Args:
             args: What the caller knows about the latest response (`response_id`, `store`),

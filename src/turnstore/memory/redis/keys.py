@@ -52,7 +52,12 @@ __all__ = [
 ]
 
 DEFAULT_KEY_PREFIX = "agent_sessions"
-"""The key prefix of the OpenAI Agents SDK's `RedisSession`, so both read the same keys."""
+"""The default key prefix, that of every turnstore release.
+
+The OpenAI Agents SDK's `RedisSession` uses other keys (`agents:session:<session_id>:messages`,
+a list of item JSON), so neither reads what the other stored: docs/from_agents_sdk.md has a
+script that copies the SDK's sessions.
+"""
 
 
 class KeyLayout:

@@ -54,10 +54,9 @@ class SQLiteSession(SessionABC, AsyncCloseable):
     """A session stored in SQLite: in memory by default, or in a file that survives restarts.
 
     Different session ids on one database are isolated; the same id on one file shares its
-    history across session objects, threads and processes. Every session object on a file shares
-    one thread and connection; each call is atomic (concurrent writes share one transaction)
-    and returns once it is committed, and a committed call survives a crash or SIGKILL of the
-    process. Nothing touches SQLite on the event loop thread.
+    history across session objects, threads and processes. Each call is atomic, and a write
+    that has returned survives a crash or SIGKILL of the process. No call blocks the event
+    loop.
 
     Args:
         session_id: Identifies the conversation inside the database.
@@ -82,6 +81,11 @@ class SQLiteSession(SessionABC, AsyncCloseable):
             print(await session.get_items(limit=10))
         ```
     """
+
+    # How: every session object on a file shares one thread and one connection (database.py).
+    # Concurrent writes share one transaction (group commit), yet each call stays atomic, and
+    # a call returns once that transaction is committed (WAL, synchronous=NORMAL). No SQLite
+    # call runs on the event loop thread, the constructor's included.
 
     def __init__(
         self,
