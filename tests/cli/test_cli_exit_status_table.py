@@ -156,7 +156,7 @@ def no_tables(cli: Cli) -> None:
         other.execute("CREATE TABLE notes (body TEXT)")
     cli.run("--db", cli.path("other.db"), "list")
     db = cli.sqlite_with_tables("chats.db", {"a": 1})
-    cli.run("--db", db, "--sessions-table", "agent_sesions", "list")
+    cli.run("--db", db, "--sessions-table", "agent_session", "list")
     cli.run("--db", cli.postgres(), "--sessions-table", "turnstore_no_such_table", "stats")
 
 
@@ -179,7 +179,7 @@ def bad_import_file(cli: Cli) -> None:
     cli.run("--db", db, "import", cli.path("no-such-export.jsonl"))
     cli.run("--db", db, "import", cli.file("empty.jsonl", b""))
     cli.run("--db", db, "import", cli.file("not-json.jsonl", b"not json\n"))
-    cli.run("--db", db, "import", cli.file("latin-1.jsonl", b'{"session_id":"caf\xe9"}\n'))
+    cli.run("--db", db, "import", cli.file("latin-1.jsonl", b'{"session_id":"na\xefve"}\n'))
     assert not Path(db).exists()  # nothing is written
 
 
