@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from turnstore import SQLiteSession
 from turnstore.cli import main
 
 NOW = datetime.now(UTC).replace(microsecond=123000)
@@ -235,3 +236,33 @@ async def test_append_keeps_the_later_last_activity_and_replace_the_file_s(
     after = {s["session_id"]: s for s in await listed(storage)}
     assert after["recent"]["last_activity"] == ago(10).isoformat()
     assert await idle(storage, "5d") == ["old", "recent"]
+
+
+def _precision(stamp: str) -> str:
+    """`second` for a whole-second time, `millisecond` for one kept to the millisecond."""
+    fraction = datetime.fromisoformat(stamp).microsecond
+    if fraction == 0:
+        return "second"
+    return "millisecond" if fraction % 1000 == 0 else "finer"
+
+
+async def test_the_page_s_export_example_has_the_times_a_sqlite_session_writes(
+    tmp_path: Path,
+) -> None:
+    """cli.md's example export: a SQLite session's items to the second, its session times to
+    the millisecond (an export made at a whole second prints that one without a fraction)."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text(encoding="utf-8")
+    example = page.split("## Export and import", 1)[1].split("```json\n", 1)[1].split("```")[0]
+    shown = [json.loads(line) for line in example.splitlines()]
+    path = tmp_path / "conversations.db"
+    async with SQLiteSession("user_42", path) as session:
+        for line in shown:
+            await session.add_items([line["item"]])
+    out = await cli("--db", str(path), "export", "user_42")
+    exported = [json.loads(line) for line in out.splitlines()]
+    assert [list(line) for line in exported] == [list(line) for line in shown]
+    for line in (*shown, *exported):
+        assert _precision(line["created_at"]) == "second"
+    for times in (shown[0]["session"], exported[0]["session"]):
+        assert {_precision(stamp) for stamp in times.values()} <= {"second", "millisecond"}
+    assert {_precision(stamp) for stamp in shown[0]["session"].values()} == {"millisecond"}

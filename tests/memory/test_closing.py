@@ -1,9 +1,10 @@
 """Closing: `close()` has the SDK's shape, `aclose()` and `async with` release, a leak warns.
 
 Each session's `close()` is a plain method where the OpenAI Agents SDK's class has a plain one
-and a coroutine elsewhere; every session and store has `aclose()`, which `async with` calls. A
-session or store garbage-collected without being closed warns with a `ResourceWarning`, and its
-finalizer releases nothing itself: the pooled connections stay as they were, no task is started.
+and a coroutine elsewhere (`EncryptedSession`'s is its wrapped session's); every session and store
+has `aclose()`, which `async with` calls. A session or store garbage-collected without being
+closed warns with a `ResourceWarning`, and its finalizer releases nothing itself: the pooled
+connections stay as they were, no task is started.
 """
 
 from __future__ import annotations
@@ -162,21 +163,29 @@ async def test_close_is_sync_or_awaitable_as_in_the_sdk_class(
         await _close_wrapped(session)
 
 
+# backends.md#closing: EncryptedSession's close() is the wrapped session's, so it is plain over
+# these two and a coroutine over every other session; closing it closes the wrapped session.
+PLAIN_CLOSE = {"SQLiteSession", "AdvancedSQLiteSession"}
+
+
+@pytest.mark.parametrize("wrapped", [name for name, _, _ in CLOSE_SHAPES])
 async def test_encrypted_close_is_its_wrapped_sessions_close(
-    redis_url: str, tmp_path: Path
+    request: pytest.FixtureRequest, tmp_path: Path, wrapped: str
 ) -> None:
     pytest.importorskip("cryptography")
-    over_sqlite = EncryptedSession("s", SQLiteSession("s", tmp_path / "e.db"), "a secret key")
-    assert over_sqlite.close() is None  # SQLiteSession's close() is a plain method
-    with pytest.raises(SessionClosedError):
-        await over_sqlite.get_items()
-    redis = RedisSession.from_url("s", redis_url, key_prefix=unique_prefix())
-    over_redis = EncryptedSession("s", redis, "a secret key")
-    result = over_redis.close()  # RedisSession's is a coroutine
-    assert inspect.isawaitable(result)
-    await result
-    with pytest.raises(SessionClosedError):
-        await redis.get_items()
+    async with _makers(request, tmp_path) as makers:
+        underlying = await makers[wrapped]()
+        session = EncryptedSession("s", underlying, "a secret key")
+        result = session.close()
+        if wrapped in PLAIN_CLOSE:
+            assert result is None
+        else:
+            assert inspect.isawaitable(result)
+            await result
+        for closed in (session, underlying):
+            with pytest.raises(SessionClosedError):
+                await closed.get_items()
+        await _close_wrapped(underlying)
 
 
 ALL_SESSIONS = [*(name for name, _, _ in CLOSE_SHAPES), "EncryptedSession"]

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-import pytest
+import uuid
+from pathlib import Path
+from typing import Any
 
+import pytest
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from support.backends import drop_tables, unique_prefix, unique_tables
+from support.items import user
 from turnstore import SessionSettings, SQLiteSession
+from turnstore.extensions.memory import RedisSession, SQLAlchemySession
 from turnstore.memory import resolve_session_limit
 from turnstore.memory.settings import coerce_session_settings
 
@@ -108,3 +116,55 @@ def test_turn_and_token_limits_are_checked_like_limit(name: str) -> None:
     merged = SessionSettings(limit=50, **{name: 5}).resolve({name: 2})
     assert merged.limit == 50
     assert getattr(merged, name) == 2
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres", "redis"])
+async def test_get_items_applies_only_limit_of_the_session_settings(
+    request: pytest.FixtureRequest, tmp_path: Path, backend: str
+) -> None:
+    """sessions.md: `get_items()` applies `limit`, never `limit_turns` or `limit_tokens`."""
+    tables = unique_tables("settings")
+    made: list[Any] = []
+
+    def session(settings: SessionSettings) -> Any:
+        sid = f"s-{uuid.uuid4().hex}"
+        made_one: Any
+        if backend == "sqlite":
+            made_one = SQLiteSession(sid, tmp_path / "s.db", session_settings=settings)
+        elif backend == "postgres":
+            made_one = SQLAlchemySession.from_url(
+                sid,
+                request.getfixturevalue("postgres_url"),
+                create_tables=True,
+                sessions_table=tables[0],
+                messages_table=tables[1],
+                session_settings=settings,
+            )
+        else:
+            made_one = RedisSession.from_url(
+                sid,
+                request.getfixturevalue("redis_url"),
+                key_prefix=unique_prefix(),
+                session_settings=settings,
+            )
+        made.append(made_one)
+        return made_one
+
+    turns = [user(f"question {n}") for n in range(6)]
+    try:
+        for settings, expected in (
+            (SessionSettings(limit_turns=1, limit_tokens=1), turns),
+            (SessionSettings(limit=4, limit_turns=1, limit_tokens=1), turns[-4:]),
+        ):
+            one = session(settings)
+            await one.add_items(turns)
+            assert await one.get_items() == expected
+            assert await one.get_items(2) == turns[-2:]
+    finally:
+        for one in made:
+            await one.clear_session()
+            await one.aclose()
+        if backend == "postgres" and made:
+            engine = create_async_engine(request.getfixturevalue("postgres_url"))
+            await drop_tables(engine, tables)
+            await engine.dispose()
