@@ -224,4 +224,5 @@ def test_each_row_s_cases_exit_with_the_status_the_row_states(
         assert got == status, (argv, err)
         errors = [line for line in err.splitlines() if line.startswith("turnstore: error: ")]
         assert len(errors) == 1, (argv, err)  # one line says what went wrong
+        assert errors[0].count("cannot be stored") <= 1, errors[0]  # and says it once
         assert "secret" not in err  # a URL is named without its password

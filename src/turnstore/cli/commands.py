@@ -303,8 +303,10 @@ async def _import(store: SessionStore, args: argparse.Namespace) -> None:
         try:
             await _close(store.session(session_id))
         except (TypeError, ValueError) as exc:
+            # The session's own message may already say it ("session_id '…' cannot be stored: …").
+            reason = str(exc).removeprefix(f"session_id {session_id!r} cannot be stored: ")
             raise CommandError(
-                f"{where}: session id {session_id!r} cannot be stored: {exc}"
+                f"{where}: session id {session_id!r} cannot be stored: {reason}"
             ) from exc
         for line, record in entries:
             try:
