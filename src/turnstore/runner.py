@@ -279,7 +279,9 @@ class Runner:
                 usage=state.usage,
             )
 
-        return RunResultStreaming(input=_copy_input(input), last_agent=agent, _start=start)
+        result = RunResultStreaming(input=_copy_input(input), last_agent=agent)
+        result._start = start
+        return result
 
 
 def _copy_input(value: str | list[TResponseInputItem]) -> str | list[TResponseInputItem]:
