@@ -67,6 +67,7 @@ MEMORY = [
     "OpenAIResponsesCompactionArgs",
     "OpenAIResponsesCompactionAwareSession",
     "SessionABC",
+    "SessionSettingsLike",
     "UsageRecordingSession",
     "await_session_mutation",
     "estimate_item_tokens",

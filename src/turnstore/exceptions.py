@@ -81,12 +81,10 @@ class UserError(TurnstoreError):
 
 
 class AgentsError(TurnstoreError):
-    """Catch it when the run did not finish.
+    """The base of the errors of a run: `MaxTurnsExceeded`, `ModelBehaviorError`, `ModelCallError`.
 
-    The base of [`MaxTurnsExceeded`][turnstore.MaxTurnsExceeded],
-    [`ModelBehaviorError`][turnstore.ModelBehaviorError] and
-    [`ModelCallError`][turnstore.ModelCallError]. The name follows the OpenAI Agents SDK's
-    `AgentsException`.
+    Catch it when the run did not finish. A [`SessionError`][turnstore.SessionError] is not one:
+    it passes through. The name follows the OpenAI Agents SDK's `AgentsException`.
 
     Example:
         ```python

@@ -92,15 +92,8 @@ class Usage:
 class RunResultBase:
     """What a run produced: the fields shared by `RunResult` and `RunResultStreaming`.
 
-    Attributes:
-        input: The input passed to the run, as given (a string or a list of items). It does not
-            include the session's history.
-        new_items: The items the run generated, as Responses API input items (the form a session
-            stores): model messages, reasoning items, tool calls and tool outputs.
-        final_output: The text of the agent's final message (`None` until the run finishes).
-        raw_responses: Every Responses API response of the run, in order.
-        usage: Tokens used by the run.
-        last_agent: The agent that ran.
+    The reference shows those two classes, not this one: each lists these fields under its own
+    Attributes.
     """
 
     input: str | list[TResponseInputItem]
@@ -142,6 +135,16 @@ class RunResultBase:
 class RunResult(RunResultBase):
     """The result of [`Runner.run`][turnstore.Runner.run] and `Runner.run_sync`.
 
+    Attributes:
+        final_output: The text of the agent's final message.
+        new_items: The items the run generated, as input items (the form a session stores):
+            model messages, reasoning items, tool calls and tool outputs.
+        usage: Tokens used by the run.
+        input: The input passed to the run, as given (a string or a list of items). It does not
+            include the session's history.
+        raw_responses: Every Responses API response of the run, in order.
+        last_agent: The agent that ran.
+
     Example:
         ```python
         result = await Runner.run(agent, "Hi", session=session)
@@ -177,6 +180,20 @@ class RunResultStreaming(RunResultBase):
     [`stream_events`][turnstore.RunResultStreaming.stream_events]. Its fields fill in as
     the run goes; `final_output` is set when it finishes.
 
+    Attributes:
+        final_output: The text of the agent's final message; `None` until the run finishes.
+        new_items: The items the run generated, as input items (the form a session stores):
+            model messages, reasoning items, tool calls and tool outputs. Complete once the run
+            finishes.
+        usage: Tokens used by the run; complete once it finishes.
+        is_complete: `True` once the run has finished with a final answer. It stays `False`
+            when the run failed or was cancelled.
+        input: The input passed to the run, as given (a string or a list of items). It does not
+            include the session's history.
+        raw_responses: Every Responses API response of the run, in order; complete once it
+            finishes.
+        last_agent: The agent that runs.
+
     Example:
         ```python
         result = Runner.run_streamed(agent, "Tell me a joke", session=session)
@@ -188,8 +205,9 @@ class RunResultStreaming(RunResultBase):
     """
 
     is_complete: bool = False
+    # Set by `Runner.run_streamed` (not a constructor argument): runs the agent, once.
     _start: Callable[[RunResultStreaming], Coroutine[Any, Any, RunResult]] | None = field(
-        default=None, repr=False
+        default=None, init=False, repr=False
     )
     _queue: asyncio.Queue[Any] | None = field(default=None, init=False, repr=False)
     _task: asyncio.Task[RunResult] | None = field(default=None, init=False, repr=False)

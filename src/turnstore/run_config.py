@@ -65,8 +65,8 @@ class RunConfig:
         session_settings: Session settings laid over `session.session_settings` for this run,
             for example `{"limit": 20}` to send only the latest 20 items of history.
         session_input_callback: `callback(history, new_items)`, sync or async, returning the
-            list of items the model receives; see
-            [`merge_session_input`][turnstore.session_input.merge_session_input].
+            list of items the model receives. Items it returns from the history are not saved
+            again; see [`SessionInputCallback`][turnstore.SessionInputCallback].
         call_model_input_filter: `filter(CallModelData) -> ModelInputData`, sync or async,
             called before each model call with the call's input (history, new input and the
             run's items so far) and instructions; what it returns is sent instead, and nothing

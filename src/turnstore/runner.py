@@ -117,17 +117,17 @@ class Runner:
     ) -> RunResult:
         """Run `agent` on `input` until it gives a final answer.
 
-        With a session, the history is loaded first and merged with the input, the input is
-        saved before the first model call, and each completed model call (the model's output
-        plus the outputs of the tools it called) is saved in one `add_items` call. A model call
-        that fails or is cancelled is not saved; the input and the model calls completed before
-        it stay saved. The history loaded is the window that fits the session settings'
-        `limit`, `limit_turns` and `limit_tokens`, without tool outputs whose call is outside
-        it. When the history ends with tool calls that have no output (a streamed run was
-        interrupted), those tools run first and their outputs are saved, including calls the
-        window leaves out (the model then gets an output only with its call). A write that
-        another run on the same session id (in any thread of this process) has in progress,
-        such as the last write of a run just cancelled, lands before the history is read.
+        With a session, the run:
+
+        - loads the history that fits the session settings (see
+          [`SessionSettings`][turnstore.SessionSettings]);
+        - saves your input before the first model call;
+        - saves each model call's output together with its tools' outputs;
+        - first runs any tool calls that an interrupted run left without output.
+
+        A model call that fails or is cancelled saves nothing; what was saved before it stays.
+        A run started right after a cancelled one on the same session id, in the same process,
+        waits for that run's last write.
 
         Args:
             agent: The agent to run.
@@ -172,6 +172,12 @@ class Runner:
             assert "Ada" in result.final_output
             ```
         """
+        # How it goes (docs/architecture.md): the history window drops tool outputs whose call
+        # is outside it. Pending tool calls at the end of the history run first, also those the
+        # window leaves out, and the model then gets an output only with its call. Each model
+        # call's items are saved in one `add_items` call. A write that another run on the same
+        # session id (in any thread of this process) has in progress lands before the history
+        # is read (memory/mutation.py).
         call = _RunCall(
             agent, input, session, run_config, max_turns, previous_response_id, conversation_id
         )
@@ -279,7 +285,9 @@ class Runner:
                 usage=state.usage,
             )
 
-        return RunResultStreaming(input=_copy_input(input), last_agent=agent, _start=start)
+        result = RunResultStreaming(input=_copy_input(input), last_agent=agent)
+        result._start = start
+        return result
 
 
 def _copy_input(value: str | list[TResponseInputItem]) -> str | list[TResponseInputItem]:

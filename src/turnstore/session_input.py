@@ -1,6 +1,6 @@
 """Merging a session's history with a run's new input: pure functions, no I/O.
 
-[`Runner.run`][turnstore.Runner.run] reads the history once, merges it here with the new
+[`Runner.run`][turnstore.Runner.run] reads the history at its start, merges it here with the new
 input (optionally through `RunConfig.session_input_callback`), saves only what is new, and sends
 the merged list, minus orphaned tool outputs, to the model.
 """
@@ -32,8 +32,19 @@ SessionInputCallback: TypeAlias = Callable[
 ]
 """`callback(history, new_items) -> items`, sync or async: decides what the model sees.
 
-It receives copies, so it may change them freely. Items it returns that came from the history are
-not saved again; everything else it returns (the new input, or items it made up) is saved."""
+Without one, the model sees the history followed by the new input. The callback receives copies
+of both lists, so it may change them freely. The list it returns is the model's input. Items it
+returns from the history, or equal copies of them, are not saved again. Everything else it returns
+(the new input, or items it made up) is saved once, in the order returned.
+
+Example:
+    ```python
+    async def latest_ten(history, new_items):
+        return history[-10:] + new_items  # only `new_items` is saved
+
+    config = RunConfig(session_input_callback=latest_ten)
+    ```
+"""
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,13 @@ import pytest
 from load_worker import run_writers, sql_tables
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from support.backends import SQLStorage, drop_tables, unique_tables
 from turnstore import Session
 from turnstore.extensions.memory import SQLAlchemySession
+from turnstore.memory.sqlalchemy.engine import storage_error
 from turnstore.memory.sqlalchemy.pgbouncer import behind_pooler, split_pgbouncer_flag
 from turnstore.memory.sqlalchemy.session import create_engine_for_url
 from turnstore.testing import SessionConformanceTests
@@ -51,6 +53,16 @@ def test_the_url_flag_is_taken_out_before_the_driver_sees_it(query: str, flag: b
 def test_a_bad_flag_is_a_clear_error(url: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         SQLAlchemySession.from_url("s", url)
+
+
+def test_the_prepared_statement_error_points_to_the_pgbouncer_section() -> None:
+    # What asyncpg raises behind PgBouncer without the flag; the hint names a real section
+    # (tests/test_docstring_links.py checks every quoted section title against docs/*.md).
+    cause = Exception('prepared statement "__asyncpg_stmt_1__" already exists')
+    error = storage_error("add_items", "s", DBAPIError("INSERT ...", {}, cause))
+    message = str(error)
+    assert "add ?pgbouncer=true to the URL" in message
+    assert 'the "PostgreSQL behind PgBouncer" section of the documentation' in message
 
 
 @pytest.fixture

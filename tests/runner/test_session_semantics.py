@@ -146,6 +146,25 @@ async def test_the_input_callback_rewrites_the_input_and_receives_copies(is_asyn
     await session.aclose()
 
 
+async def test_items_the_callback_makes_up_are_saved_once_in_the_order_returned() -> None:
+    # SessionInputCallback: everything it returns that is not history is saved once, in order.
+    session = SQLiteSession("s3made")
+    await session.add_items([{"role": "user", "content": "h1"}])
+    note = {"role": "system", "content": "note"}
+
+    def merge(history: list[Any], new_items: list[Any]) -> list[Any]:
+        return [dict(note), *new_items, *new_items, *history]
+
+    model = ScriptedModel(["ok"])
+    config = RunConfig(session_input_callback=merge)
+    await Runner.run(Agent(name="A", model=model), "now", session=session, run_config=config)
+    assert [i["content"] for i in model.last_call.input] == ["note", "now", "now", "h1"]
+    stored = await session.get_items()
+    assert [i.get("content") for i in stored[:3]] == ["h1", "note", "now"]
+    assert len(stored) == 4  # + the answer
+    await session.aclose()
+
+
 async def test_an_input_callback_returning_a_non_list_is_a_clear_error() -> None:
     session = MemorySession()
     model = ScriptedModel(["never"])

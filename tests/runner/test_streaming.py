@@ -96,6 +96,32 @@ async def test_errors_surface_after_earlier_events() -> None:
         await consume()
     assert "raw_response_event" in seen
     assert "run_complete" not in seen
+    assert not result.is_complete
+
+
+async def test_fields_are_complete_once_the_run_finishes() -> None:
+    # RunResultStreaming's Attributes: empty before the stream is read, the run's whole result
+    # (the same as RunCompleteEvent's) once it finishes.
+    model = ScriptedModel([tool_call_response("lookup", {"key": "a"}), "final answer text"])
+    result = Runner.run_streamed(Agent(name="A", model=model, tools=[lookup]), "go")
+    before = (result.new_items, result.raw_responses, result.usage.requests, result.final_output)
+    assert before == ([], [], 0, None)
+    assert not result.is_complete
+    events = [event async for event in result.stream_events()]
+    done = events[-1]
+    assert isinstance(done, RunCompleteEvent)
+    assert [item.get("type") for item in result.new_items] == [
+        "function_call",
+        "function_call_output",
+        "message",
+    ]
+    assert (len(result.raw_responses), result.usage.requests) == (2, 2)
+    assert result.final_output == "final answer text"
+    assert result.is_complete
+    assert result.new_items == done.result.new_items
+    assert result.raw_responses == done.result.raw_responses
+    assert result.usage == done.result.usage
+    assert result.input == done.result.input == "go"
 
 
 async def test_bad_input_fails_at_the_call() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import subprocess
@@ -73,6 +74,55 @@ def test_every_public_name_has_an_api_entry(built_site: BuiltSite) -> None:
     ]
     missing = [name for name in public if name not in documented]
     assert not missing, f"public names without an API entry in docs/ref/: {missing}"
+
+
+# The modules the reference documents names in (docs/ref/index.md, tests/test_exported_members.py);
+# turnstore.testing.interop is documented as a module of its own on the testing page.
+PUBLIC_MODULES = (
+    "turnstore",
+    "turnstore.admin",
+    "turnstore.extensions",
+    "turnstore.extensions.memory",
+    "turnstore.memory",
+    "turnstore.testing",
+    "turnstore.testing.interop",
+)
+API_HEADING = re.compile(r'<h[1-6] id="(turnstore\.[^"]+)" class="doc doc-heading"')
+SOURCE_LISTING = re.compile(r'<details class="mkdocstrings-source"[^>]*>.*?</details>', re.S)
+
+
+def test_the_reference_documents_names_at_their_import_paths(built_site: BuiltSite) -> None:
+    # Each entry's id is the path a reader imports it from: `turnstore.memory.SessionSettingsLike`,
+    # never an internal module such as `turnstore.memory.settings.SessionSettingsLike`.
+    internal = []
+    for path in sorted((built_site.path / "ref").rglob("index.html")):
+        for name in API_HEADING.findall(path.read_text(encoding="utf-8")):
+            parts = name.split(".")
+            module = max(
+                (m for m in PUBLIC_MODULES if parts[: m.count(".") + 1] == m.split(".")),
+                key=len,
+            )
+            rest = parts[module.count(".") + 1 :]
+            if rest and rest[0] not in importlib.import_module(module).__all__:
+                internal.append(f"{path.parent.name}: {name}")
+    assert not internal, f"reference entries at internal paths: {internal}"
+
+
+def test_runner_reference_describes_every_field_of_the_results(built_site: BuiltSite) -> None:
+    # RunResultBase is not on the page: each result class lists the fields under its Attributes.
+    html = built_site.page("ref/runner/").read_text(encoding="utf-8")
+    fields = ["final_output", "new_items", "usage", "input", "raw_responses", "last_agent"]
+    for name, extra in [("RunResult", []), ("RunResultStreaming", ["is_complete"])]:
+        start = html.index(f'<h2 id="turnstore.{name}"')
+        end = html.index("<h2 ", start + 1)
+        entry = SOURCE_LISTING.sub("", html[start:end])  # the source shows private names
+        assert '<span class="doc-section-title">Attributes:</span>' in entry, name
+        for field in fields + extra:
+            assert f'<span title="turnstore.{name}.{field}">{field}</span>' in entry, field
+        signature = re.search(r'doc-signature highlight"><pre>(.*?)</pre>', entry, re.S)
+        assert signature, name
+        assert "input" in signature.group(1)
+        assert "_start" not in entry, f"{name} shows a private name"
 
 
 def test_api_reference_is_shown_in_each_language_with_english_docstrings(

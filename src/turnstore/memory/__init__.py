@@ -10,7 +10,9 @@ optional protocols a backend may implement and their type guards
 with its [`OpenAIResponsesCompactionArgs`][turnstore.memory.OpenAIResponsesCompactionArgs]);
 [`HistorySnapshot`][turnstore.memory.HistorySnapshot],
 [`await_session_mutation`][turnstore.memory.await_session_mutation],
-[`resolve_session_limit`][turnstore.memory.resolve_session_limit], and the helpers that read a
+[`resolve_session_limit`][turnstore.memory.resolve_session_limit],
+[`SessionSettingsLike`][turnstore.memory.SessionSettingsLike] (the type of a `session_settings`
+argument), and the helpers that read a
 history as a run would ([`load_history`][turnstore.memory.load_history],
 [`estimate_item_tokens`][turnstore.memory.estimate_item_tokens]).
 """
@@ -30,7 +32,7 @@ from .session import (
     is_openai_responses_compaction_aware_session,
     is_usage_recording_session,
 )
-from .settings import resolve_session_limit
+from .settings import SessionSettingsLike, resolve_session_limit
 
 __all__ = [
     "AtomicReplacementSession",
@@ -38,6 +40,7 @@ __all__ = [
     "OpenAIResponsesCompactionArgs",
     "OpenAIResponsesCompactionAwareSession",
     "SessionABC",
+    "SessionSettingsLike",
     "UsageRecordingSession",
     "await_session_mutation",
     "estimate_item_tokens",

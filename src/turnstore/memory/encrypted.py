@@ -378,22 +378,29 @@ class EncryptedSession(AtomicReplacement, WrapperSessionABC, AsyncCloseable):
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the newest unexpired item; expired ones above it go with it.
 
-        The item removed is the one `get_items()` returns last. What this session cannot read
-        is never removed: the newest stored item is authenticated before anything is removed
-        (with a wrong key, or a damaged envelope, this raises
-        [`SessionDecryptionError`][turnstore.SessionDecryptionError] and removes nothing), and
-        plaintext items (not envelopes) above the newest readable item stay where they are:
-        that item is removed from under them in one atomic replacement, which rewrites the
-        stored items below it.
+        The item removed is the one `get_items()` returns last. Nothing this session cannot read
+        is ever removed. Plaintext items (not written through an `EncryptedSession`) above it
+        stay in place.
 
         Returns:
-            The removed item, or `None` when no unexpired item is left.
+            The removed item, decrypted, or `None` when no unexpired item is left.
 
         Raises:
-            SessionDecryptionError: The newest stored item cannot be read; or plaintext items
-                lie above the newest readable item and the wrapped session has no atomic
-                replacement to remove it from under them. Nothing was removed.
+            SessionDecryptionError: The newest stored item cannot be read (a wrong key or a
+                damaged item). Or plaintext items lie above the newest readable item, and the
+                wrapped session cannot remove an item from under them (it is not an
+                [`AtomicReplacementSession`][turnstore.memory.AtomicReplacementSession]).
+                Nothing was removed.
+
+        Example:
+            ```python
+            last = await session.pop_item()  # decrypted; None when no unexpired item is left
+            ```
         """
+        # The newest stored item is authenticated before anything is removed. When plaintext
+        # items lie above the newest readable item, that item is removed from under them in one
+        # atomic replacement, which rewrites the stored items below it
+        # (docs/architecture.md#mechanisms).
         while True:
             newest = await self.underlying_session.get_items(1)
             if not newest:

@@ -102,7 +102,11 @@ class SessionSettings:
 
 
 SessionSettingsLike: TypeAlias = SessionSettings | Mapping[str, Any]
-"""Settings, or a mapping with the same keys."""
+"""What a `session_settings` argument accepts: `SessionSettings`, or a mapping with its keys.
+
+For example `SessionSettings(limit=20)` or `{"limit": 20}`. For your own annotations, import it
+from `turnstore.memory`.
+"""
 
 
 def coerce_session_settings(value: SessionSettingsLike | None) -> SessionSettings | None:

@@ -141,20 +141,12 @@ class SessionStore(AsyncCloseable):
         raise NotImplementedError(f"{type(self).__name__} does not list sessions by id")
 
     async def delete_idle_sessions(self, older_than: timedelta | float) -> int:
-        """Delete every session whose last activity is older than `older_than`, in one call.
+        """Delete every session not written to for longer than `older_than`.
 
-        A session is idle from its last write (`add_items`, `pop_item`, an import), recorded to
-        the millisecond (SQLite, Redis) or the microsecond (PostgreSQL, MySQL/MariaDB) and
-        compared at that precision: a session written after the cutoff is never deleted. The
-        time of a write is the storage's clock when the write ends, just before it commits
-        (the last statement of its transaction; on Redis, inside its script), not when it
-        began: a write still open when the cutoff passes, however long it takes, keeps its
-        session. The cutoff is this machine's clock: keep it and the storage's in sync. A
-        whole-second time stored by an earlier release or by the OpenAI Agents SDK counts as the
-        end of its second. Its items (and, on SQLite, its archived items) go with it. On SQLite
-        and SQL databases it is one transaction, so a write that comes while it runs waits and
-        then lands in a new session; on Redis each batch of 500 sessions is one atomic script
-        that keeps a session written to since the batch was read.
+        A session written after the cutoff is never deleted. The cutoff is this machine's clock,
+        and a write's time is the storage's, so keep the two clocks in sync. A session's items
+        (and, on SQLite, its archived items) go with it. On SQL backends this is one
+        transaction; on Redis, atomic batches.
 
         Args:
             older_than: The idle time, as a `timedelta` or seconds (`0` deletes every session
@@ -175,6 +167,16 @@ class SessionStore(AsyncCloseable):
             deleted = await store.delete_idle_sessions(timedelta(days=30))
             ```
         """
+        # How "never deleted when written after the cutoff" holds (docs/architecture.md#mechanisms):
+        # - A write's time is the storage's clock when the write ends, just before it commits
+        #   (the last statement of its transaction; on Redis, inside its script), not when it
+        #   began: a write still open when the cutoff passes keeps its session, however long.
+        # - Times are kept and compared to the millisecond (SQLite, Redis) or the microsecond
+        #   (PostgreSQL, MySQL/MariaDB). A whole-second time stored by an earlier release or by
+        #   the OpenAI Agents SDK counts as the end of its second.
+        # - SQLite and SQL databases: one transaction, so a write that comes while it runs waits,
+        #   then lands in a new session. Redis: each batch of 500 sessions is one atomic script,
+        #   which keeps a session written to since the batch was read.
         return await self._delete_idle_before(_idle_cutoff(older_than))
 
     async def find_idle_sessions(self, older_than: timedelta | float) -> list[SessionInfo]:

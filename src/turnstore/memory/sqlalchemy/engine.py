@@ -149,7 +149,7 @@ def storage_error(operation: str, session_id: str, exc: BaseException) -> Sessio
     if "prepared statement" in lowered:
         hint = (
             " (is the database behind PgBouncer in transaction mode? add ?pgbouncer=true to the "
-            "URL, or create your engine with the settings in the backends guide)"
+            'URL, or see the "PostgreSQL behind PgBouncer" section of the documentation)'
         )
     elif "does not exist" in lowered or "doesn't exist" in lowered or "no such table" in lowered:
         hint = " (are the tables created? pass create_tables=True or run your migrations)"

@@ -175,7 +175,7 @@ class SQLAlchemySession(PooledSession):
             url: A SQLAlchemy URL with an async driver. `postgresql://` and `postgres://` mean
                 `postgresql+asyncpg://`. Through PgBouncer in transaction mode, add
                 `?pgbouncer=true` (or let the session find out by itself; `?pgbouncer=false`
-                skips the check): see the backends guide's "Scaling out" section.
+                skips the check): see [PostgreSQL behind PgBouncer](../postgresql.md#pgbouncer).
             create_tables: Create the tables on first use, if missing.
             sessions_table: Name of the table with one row per session.
             messages_table: Name of the table with one row per item.
