@@ -9,7 +9,7 @@ TurnstoreError
 ├── SessionError                  a session could not do what was asked
 │   ├── SessionClosedError        the session (or its database) was closed
 │   ├── SessionStorageError       the storage backend failed (a driver error is chained)
-│   ├── SessionSchemaError        the stored schema is newer than this release understands
+│   ├── SessionSchemaError        the stored data has a layout this release cannot use
 │   ├── SessionDecryptionError    stored items cannot be decrypted with the keys given
 │   └── BranchDeletedError        the current branch was deleted by another session object
 ├── UserError                     the caller passed something that cannot work (bad options)
@@ -61,11 +61,19 @@ class SessionStorageError(SessionError):
 
 
 class SessionSchemaError(SessionError):
-    """The stored schema was written by a newer release, or is not a session schema at all."""
+    """The stored data has a layout this release cannot use.
+
+    It was written by a newer release, is not a session schema, holds branches written by the
+    OpenAI Agents SDK's `AdvancedSQLiteSession`, or has table names that collide. The message
+    says which.
+    """
 
 
 class SessionDecryptionError(SessionError):
-    """Stored items cannot be decrypted with the keys given (a wrong key); nothing was changed."""
+    """Stored items cannot be decrypted with the keys given (a wrong key, or a damaged item).
+
+    Nothing was changed.
+    """
 
 
 class BranchDeletedError(SessionError, ValueError):

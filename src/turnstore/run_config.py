@@ -74,9 +74,9 @@ class RunConfig:
             [`ToolOutputTrimmer`][turnstore.extensions.ToolOutputTrimmer]. It runs after the
             session's history window is loaded (see
             [`SessionSettings`][turnstore.SessionSettings]).
-        openai_client: The `AsyncOpenAI` client for model names. Without one, each run creates
-            a client from the environment (`OPENAI_API_KEY`, `OPENAI_BASE_URL`) and closes it
-            at the end.
+        openai_client: The `AsyncOpenAI` client used when the model is given by name (a
+            `Model` object brings its own). Without one, each run creates a client from the
+            environment (`OPENAI_API_KEY`, `OPENAI_BASE_URL`) and closes it at the end.
 
     Example:
         ```python

@@ -137,7 +137,7 @@ class Runner:
             session: Keeps the conversation history across runs; any object that follows the
                 [`Session`][turnstore.Session] protocol, including the OpenAI Agents SDK's
                 sessions.
-            run_config: Per-run options: model override, session settings, input callback.
+            run_config: Per-run options; see [`RunConfig`][turnstore.RunConfig].
             max_turns: How many model calls the run may make.
             previous_response_id: Continue a server-side response chain instead of a session.
             conversation_id: Use a server-side OpenAI conversation instead of a session.

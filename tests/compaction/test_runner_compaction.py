@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
+import warnings
 from pathlib import Path
 
+import pytest
 from openai import AsyncOpenAI
 
 from support.tools import lookup
@@ -14,6 +18,7 @@ from turnstore import (
     RunConfig,
     Runner,
     SQLiteSession,
+    UserError,
 )
 from turnstore.agent import DEFAULT_MODEL
 from turnstore.testing import (
@@ -149,3 +154,45 @@ async def test_a_tool_turn_waits_for_the_response_that_saw_its_outputs(
             "function_call_output",
             "message",
         ]
+
+
+@pytest.mark.parametrize("client_from", ["environment", "argument"])
+def test_run_sync_on_a_new_loop_fails_before_storing_once_the_client_was_used(
+    client_from: str,
+    tmp_path: Path,
+    fake_openai: FakeOpenAIServer,
+    compaction_api: FakeCompactionAPI,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each `run_sync` starts a new loop; the client the first compaction used belongs to the
+    first one. The second run fails as it starts: nothing stored, nothing sent to the model."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
+    client = (
+        AsyncOpenAI(api_key="sk-test", base_url=fake_openai.base_url)
+        if client_from == "argument"
+        else None
+    )
+    agent = Agent(name="Assistant", model="gpt-4.1")
+    store = SQLiteSession("user_1", tmp_path / "chats.db")
+    session = OpenAIResponsesCompactionSession(
+        "user_1", store, client=client, should_trigger_compaction=lambda context: True
+    )
+    fake_openai.enqueue(text_response("answer 1"), text_response("answer 2"))
+    Runner.run_sync(agent, "question 1", session=session)
+    assert len(compaction_api.bodies) == 1  # the first run compacted
+    stored = asyncio.run(store.get_items())
+    model_calls = len(fake_openai.requests_to("/v1/responses"))
+    with pytest.raises(UserError, match="another event loop"):
+        Runner.run_sync(agent, "question 2", session=session)
+    assert asyncio.run(store.get_items()) == stored
+    assert len(fake_openai.requests_to("/v1/responses")) == model_calls
+    assert len(compaction_api.bodies) == 1
+    asyncio.run(session.aclose())
+    store.close()
+    # The client's connections belong to the first loop, which `run_sync` closed: nothing can
+    # close them any more (why the run refuses). Let them go here rather than in a later test.
+    del session, client
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()

@@ -8,14 +8,23 @@ no such connections and works across loops.
 from __future__ import annotations
 
 import asyncio
+import gc
 import uuid
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from turnstore import OpenAIConversationsSession, SessionClosedError, SQLiteSession, UserError
-from turnstore.testing import FakeConversationsAPI, FakeOpenAIServer
+from turnstore import (
+    Agent,
+    OpenAIConversationsSession,
+    Runner,
+    SessionClosedError,
+    SQLiteSession,
+    UserError,
+)
+from turnstore.testing import FakeConversationsAPI, FakeOpenAIServer, text_response
 
 USER = {"role": "user", "content": "hi"}
 
@@ -81,3 +90,34 @@ def test_sqlite_session_works_across_loops(tmp_path: Any) -> None:
     asyncio.run(session.add_items([USER]))
     assert asyncio.run(session.get_items()) == [USER, USER]
     asyncio.run(session.aclose())
+
+
+def test_conversations_session_run_sync_twice_fails_before_storing(
+    fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    FakeConversationsAPI().install(fake_openai)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
+    agent = Agent(name="Assistant", model="gpt-4.1")
+    session = OpenAIConversationsSession()
+    fake_openai.enqueue(text_response("answer 1"), text_response("answer 2"))
+    Runner.run_sync(agent, "question 1", session=session)
+    model_calls = len(fake_openai.requests_to("/v1/responses"))
+    with pytest.raises(UserError, match="another event loop"):
+        Runner.run_sync(agent, "question 2", session=session)
+    assert len(fake_openai.requests_to("/v1/responses")) == model_calls
+
+    conversation_id = session.conversation_id
+
+    async def stored() -> list[Any]:
+        async with OpenAIConversationsSession(conversation_id=conversation_id) as again:
+            return await again.get_items()
+
+    assert [item["role"] for item in asyncio.run(stored())] == ["user", "assistant"]
+    asyncio.run(session.aclose())
+    # The client's connections belong to the first loop, which `run_sync` closed: nothing can
+    # close them any more (why the run refuses). Let them go here rather than in a later test.
+    del session
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()

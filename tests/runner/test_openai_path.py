@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from openai import AsyncOpenAI
 
 from support.sessions import MemorySession
 from turnstore import (
@@ -206,6 +207,23 @@ async def test_api_error_is_mapped_and_completed_turns_stay(fake_openai: FakeOpe
         "function_call_output",
     ]
     await session.aclose()
+
+
+async def test_a_model_object_brings_its_own_client_over_run_configs(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    # `RunConfig.openai_client` serves models given by name; this one would reach nothing.
+    unused = AsyncOpenAI(api_key="sk-unused", base_url="http://127.0.0.1:9/v1", max_retries=0)
+    fake_openai.enqueue(text_response("own client"))
+    client = fake_openai.async_client()
+    agent = Agent(name="A", model=OpenAIResponsesModel("gpt-4.1", client=client))
+    try:
+        result = await Runner.run(agent, "hi", run_config=RunConfig(openai_client=unused))
+    finally:
+        await client.close()
+        await unused.close()
+    assert result.final_output == "own client"
+    assert len(fake_openai.requests_to("/v1/responses")) == 1
 
 
 def test_run_sync_against_the_server(

@@ -59,6 +59,15 @@ class OwnedOpenAIClient:
                 await client.close()
         return self._client
 
+    def check_loop(self) -> None:
+        """Raise when the client was already used on another event loop (before any use: nothing).
+
+        Raises:
+            UserError: The client was first used on another event loop.
+        """
+        if self._loop_binding.bound:
+            self._loop_binding.check()
+
     async def close(self) -> None:
         """Close the client if it was built here; a client passed in is left open (and kept)."""
         client, owned, binding = self._client, self._owned, self._loop_binding
@@ -105,7 +114,14 @@ class OpenAIClientSession(AsyncCloseable):
         await self._client.close()
 
     def _check_open(self) -> None:
+        """Raise when the session is closed, or its client was already used on another loop.
+
+        Every public method calls this first, so a run on another event loop fails at its
+        start, before the wrapped session of an `OpenAIResponsesCompactionSession` stores
+        anything (its client is otherwise needed only when a compaction is due).
+        """
         if self._closed:
             raise SessionClosedError(
                 f"{self._kind} {self.session_id!r} is closed; create a new session object"
             )
+        self._client.check_loop()

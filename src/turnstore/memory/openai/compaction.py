@@ -74,6 +74,13 @@ class OpenAIResponsesCompactionSession(ReplaceAndRestore, WrapperSessionABC, Ope
         window. PostgreSQL and Redis keep no archive of them. Pass `compaction_mode="input"`
         to compact everything stored.
 
+    !!! warning "One event loop per session"
+        The session's `AsyncOpenAI` client, built from the environment or passed in, belongs
+        to the event loop it is first used on: that of the first compaction. From then on,
+        another loop raises [`UserError`][turnstore.UserError] as a run starts, before
+        anything is stored. Each `Runner.run_sync()` or `asyncio.run()` call starts a new
+        loop, so create the session inside the loop that uses it, even over a `SQLiteSession`.
+
     What a compaction guarantees:
 
     - All or nothing. On a session with an atomic replacement, the replacement is one

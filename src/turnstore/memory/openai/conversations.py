@@ -66,6 +66,12 @@ class OpenAIConversationsSession(SessionABC, OpenAIClientSession):
     [`OpenAIResponsesCompactionSession`][turnstore.OpenAIResponsesCompactionSession]: the
     server owns the history, so there is nothing local to replace.
 
+    !!! warning "One event loop per session"
+        The session belongs to the event loop it is first used on, and so does its
+        `AsyncOpenAI` client, built from the environment or passed in. Another loop raises
+        [`UserError`][turnstore.UserError]. Each `Runner.run_sync()` or `asyncio.run()` call
+        starts a new loop, so create the session inside the loop that uses it.
+
     Args:
         conversation_id: The id of an existing conversation (`"conv_..."`). `None` creates a new
             conversation on the first `add_items`.

@@ -122,7 +122,7 @@ class RedisSession(PooledSession):
     Raises:
         TypeError: An argument has the wrong type.
         ValueError: `key_prefix` is empty (or holds braces on a cluster), `ttl` is not
-            positive or is over `MAX_TTL_SECONDS`, or `session_id` holds a lone surrogate (it
+            positive or is over 1,000 years, or `session_id` holds a lone surrogate (it
             cannot be stored as UTF-8).
 
     Example:
