@@ -121,3 +121,57 @@ def test_an_interrupt_as_the_command_ends_is_one_line_and_status_130(tmp_path: P
             ), rest
         outcomes.add(process.returncode)
     assert outcomes <= {0, 130}
+
+
+def test_an_interrupted_append_finishes_by_dropping_the_first_sessions_lines(
+    tmp_path: Path,
+) -> None:
+    """cli.md: sessions are imported in the order they first appear in the file, so after an
+    interrupted `--append`, the lines of the first N sessions come out and `--append` runs again.
+    The file names its sessions out of sorted order, and interleaves their lines."""
+    order = [f"s{(s * 389) % SESSIONS:04d}" for s in range(SESSIONS)]  # not sorted
+    lines = [
+        json.dumps({"session_id": sid, "created_at": None, "item": {"n": n}}) + "\n"
+        for part in (range(0, 3), range(3, ITEMS))  # each session's lines in two places
+        for sid in order
+        for n in part
+    ]
+    db = tmp_path / "target.db"
+    before = tmp_path / "before.jsonl"
+    before.write_text(
+        "".join(
+            json.dumps({"session_id": sid, "created_at": None, "item": {"before": 1}}) + "\n"
+            for sid in order
+        ),
+        encoding="utf-8",
+    )
+    first = start("--db", str(db), "import", str(before))
+    _, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    file = tmp_path / "big.jsonl"
+    file.write_text("".join(lines), encoding="utf-8")
+    process = start("--db", str(db), "import", "--append", str(file))
+    deadline = time.monotonic() + 60
+    while max(stored_sessions(db).values()) == 1:
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the import wrote no session within 60 s"
+        time.sleep(0.005)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    done = re.match(r"turnstore: interrupted \(SIGINT\): (\d+) of 1000 sessions", err)
+    imported = int(done.group(1)) if done else SESSIONS  # or it ended before the signal came
+    stored = stored_sessions(db)
+    assert {sid for sid, count in stored.items() if count > 1} == set(order[:imported]), err
+    # What cli.md says to do: delete every line of the first N sessions, --append the rest.
+    rest = tmp_path / "rest.jsonl"
+    skip = set(order[:imported])
+    rest.write_text(
+        "".join(line for line in lines if json.loads(line)["session_id"] not in skip),
+        encoding="utf-8",
+    )
+    if imported < SESSIONS:
+        finish = start("--db", str(db), "import", "--append", str(rest))
+        _, err = finish.communicate(timeout=300)
+        assert finish.returncode == 0, err
+    assert stored_sessions(db) == dict.fromkeys(order, 1 + ITEMS)

@@ -19,12 +19,19 @@ import pytest
 from turnstore import (
     Agent,
     OpenAIConversationsSession,
+    OpenAIResponsesCompactionSession,
+    OpenAIResponsesModel,
     Runner,
     SessionClosedError,
     SQLiteSession,
     UserError,
 )
-from turnstore.testing import FakeConversationsAPI, FakeOpenAIServer, text_response
+from turnstore.testing import (
+    FakeCompactionAPI,
+    FakeConversationsAPI,
+    FakeOpenAIServer,
+    text_response,
+)
 
 USER = {"role": "user", "content": "hi"}
 
@@ -82,6 +89,33 @@ def test_conversations_session_refuses_a_second_loop_until_closed(
     finally:
         first.close()
         second.close()
+
+
+def test_compaction_session_over_sqlite_refuses_a_second_loop(
+    fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """running_agents.md: a plain SQLiteSession works with `run_sync` again and again; wrapped
+    in OpenAIResponsesCompactionSession (whose client belongs to a loop), it does not. Each
+    `run_sync` is a new loop: two loops stand for two calls, and the first one closes it."""
+    FakeCompactionAPI().install(fake_openai)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
+    agent = Agent(name="A", model=OpenAIResponsesModel("gpt-4.1"))
+    wrapped = SQLiteSession("s", str(tmp_path / "compact.db"))
+    session = OpenAIResponsesCompactionSession(
+        "s", wrapped, should_trigger_compaction=lambda context: True
+    )
+    first, second = asyncio.new_event_loop(), asyncio.new_event_loop()
+    try:
+        first.run_until_complete(Runner.run(agent, "one", session=session))
+        assert fake_openai.requests_to("/v1/responses/compact")  # its client joined `first`
+        with pytest.raises(UserError, match="another event loop"):
+            second.run_until_complete(Runner.run(agent, "two", session=session))
+        first.run_until_complete(session.aclose())
+    finally:
+        first.close()
+        second.close()
+        wrapped.close()
 
 
 def test_sqlite_session_works_across_loops(tmp_path: Any) -> None:

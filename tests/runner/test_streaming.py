@@ -143,6 +143,26 @@ async def test_cancel_stops_the_stream() -> None:
     await session.aclose()
 
 
+async def test_events_held_in_a_variable_keep_the_run_going_until_closed() -> None:
+    """running_agents.md: with `events = result.stream_events()`, `break` leaves the run going;
+    closing `events` cancels it."""
+    result, session = stalled_run("st-held", then="never")
+    events = result.stream_events()
+    async for event in events:
+        if isinstance(event, RunItemEvent):
+            break
+    task = result._task
+    assert task is not None
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not task.done()
+    assert not task.cancelling()
+    await events.aclose()
+    await asyncio.wait_for(asyncio.wait((task,)), 10)
+    assert task.cancelled()
+    await session.aclose()
+
+
 async def test_breaking_out_of_the_loop_cancels_the_run_at_once() -> None:
     result, session = stalled_run("st-break", then="never")
     async for event in result.stream_events():
