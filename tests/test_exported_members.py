@@ -242,3 +242,34 @@ def test_sdk_import_paths_work_with_only_the_prefix_changed() -> None:
     ours = importlib.import_module("turnstore.extensions.memory")
     for name in EXTENSIONS_MEMORY:
         assert getattr(ours, name).__name__ == name
+
+
+def test_the_migration_table_covers_the_sdks_memory_modules() -> None:
+    """docs/from_agents_sdk.md's import table: each name it lists imports from the module it
+    names, and it lists every name of `agents.memory` and `agents.extensions.memory` except the
+    SDK sessions the page says turnstore lacks."""
+    import re
+    from pathlib import Path
+
+    page = Path(__file__).parent.parent / "docs" / "from_agents_sdk.md"
+    listed: dict[str, set[str]] = {}
+    for line in page.read_text(encoding="utf-8").splitlines():
+        match = re.fullmatch(r"\| (`agents[^|]*) \| `(turnstore[\w.]*)` \|", line)
+        if match is None:
+            continue
+        sdk_modules, names = match.group(1).split(": ", 1)
+        target = importlib.import_module(match.group(2))
+        for name in re.findall(r"`(\w+)`", names):
+            assert hasattr(target, name), (name, match.group(2))
+        for sdk_module in re.findall(r"`([\w.]+)`", sdk_modules):
+            listed.setdefault(sdk_module, set()).update(re.findall(r"`(\w+)`", names))
+    sdk_memory = importlib.import_module("agents.memory")
+    assert set(sdk_memory.__all__) <= listed["agents.memory"]
+    sdk_extensions_memory = importlib.import_module("agents.extensions.memory")
+    missing = set(sdk_extensions_memory.__all__) - listed["agents.extensions.memory"]
+    assert {name for name in missing if not name.startswith("DAPR_")} == {
+        "DaprSession",
+        "MongoDBSession",
+    }
+    text = " ".join(page.read_text(encoding="utf-8").split())
+    assert "`DaprSession` and `MongoDBSession` have no turnstore counterpart" in text

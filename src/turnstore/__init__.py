@@ -18,7 +18,7 @@ sessions and their settings, errors. Each other audience has one place:
 - `turnstore.extensions.memory`: the OpenAI Agents SDK's extension sessions (`RedisSession`,
   `SQLAlchemySession`, `EncryptedSession`, `AdvancedSQLiteSession`, `AsyncSQLiteSession`), and
   `turnstore.extensions`: `ToolOutputTrimmer`, at the SDK's import paths;
-- `turnstore.admin`: listing, reading and deleting the sessions of a storage
+- `turnstore.admin`: listing, reading and deleting the sessions in a database or Redis
   (`open_session_store`, `SessionStore`);
 - `turnstore.memory`: the tools for writing a session backend (`SessionABC`, the optional
   protocols, `load_history`);

@@ -194,7 +194,7 @@ CASES: dict[str, Callable[[Cli], None]] = {
     "No `--db`, and no `TURNSTORE_DB`": no_db,
     "A mistyped command": mistyped_command,
     "A bad URL, such as `redis://localhost:6379/abc`": bad_url,
-    "A URL of a storage turnstore does not know, such as `mongodb://`": unknown_storage,
+    "A URL of a kind turnstore does not know, such as `mongodb://`": unknown_storage,
     "`mysql://`, which names a synchronous driver": sync_mysql,
     "A PostgreSQL or Redis URL without its extra": missing_extra,
     "A SQLite path that is a directory, or whose directory does not exist": sqlite_directory,
@@ -226,3 +226,24 @@ def test_each_row_s_cases_exit_with_the_status_the_row_states(
         assert len(errors) == 1, (argv, err)  # one line says what went wrong
         assert errors[0].count("cannot be stored") <= 1, errors[0]  # and says it once
         assert "secret" not in err  # a URL is named without its password
+
+
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        (["prune", "--idle", "3x"], "prune"),
+        (["prune"], "prune"),
+        (["show"], "show"),
+    ],
+)
+def test_a_commands_own_argument_errors_name_the_command(
+    argv: list[str], command: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """cli.md: a command's missing or wrong argument prints `turnstore COMMAND: error:`."""
+    cli = Cli(tmp_path, request)
+    cli.run("--db", cli.sqlite_with_tables("chats.db", {}), *argv)
+    [(_, status, err)] = cli.outcomes
+    assert status == 2
+    errors = [line for line in err.splitlines() if ": error: " in line]
+    assert len(errors) == 1, err
+    assert errors[0].startswith(f"turnstore {command}: error: "), err

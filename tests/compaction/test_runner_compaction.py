@@ -156,6 +156,45 @@ async def test_a_tool_turn_waits_for_the_response_that_saw_its_outputs(
         ]
 
 
+def test_run_sync_works_until_the_first_compaction_then_every_run_fails(
+    tmp_path: Path,
+    fake_openai: FakeOpenAIServer,
+    compaction_api: FakeCompactionAPI,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The compaction session is bound at its first compaction, not at its first run: repeated
+    `run_sync` calls work before it, and every run after it fails (running_agents.md)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
+    checks: list[int] = []
+
+    def third_answer(context: object) -> bool:
+        checks.append(1)
+        return len(checks) == 3
+
+    agent = Agent(name="Assistant", model="gpt-4.1")
+    store = SQLiteSession("user_1", tmp_path / "chats.db")
+    session = OpenAIResponsesCompactionSession(
+        "user_1", store, should_trigger_compaction=third_answer
+    )
+    fake_openai.enqueue(*(text_response(f"answer {n}") for n in range(1, 4)))
+    for n in range(1, 4):
+        assert Runner.run_sync(agent, f"question {n}", session=session).final_output == (
+            f"answer {n}"
+        )
+    assert len(compaction_api.bodies) == 1  # the third run compacted
+    for n in range(4, 6):
+        with pytest.raises(UserError, match="another event loop"):
+            Runner.run_sync(agent, f"question {n}", session=session)
+    assert len(compaction_api.bodies) == 1
+    asyncio.run(session.aclose())
+    store.close()
+    del session
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
+
+
 @pytest.mark.parametrize("client_from", ["environment", "argument"])
 def test_run_sync_on_a_new_loop_fails_before_storing_once_the_client_was_used(
     client_from: str,

@@ -241,6 +241,40 @@ async def test_unreachable_server_is_a_storage_error() -> None:
         assert info.value.__cause__ is not None
 
 
+async def test_from_url_passes_socket_timeout_to_the_client(redis_url: str) -> None:
+    """redis.md: `from_url(..., socket_timeout=...)` bounds every call to Redis."""
+    async with RedisSession.from_url("s", redis_url, socket_timeout=2.5) as session:
+        assert session.client.connection_pool.connection_kwargs["socket_timeout"] == 2.5
+    # from_url sets no socket_timeout of its own: the redis-py version's default applies.
+    async with RedisSession.from_url("s", redis_url) as default:
+        assert "socket_timeout" not in default.client.connection_pool.connection_kwargs
+
+
+async def test_a_server_that_stops_answering_fails_after_socket_timeout() -> None:
+    """backends.md's failure table: with `socket_timeout`, a Redis that accepts the connection
+    and never answers gives a `SessionStorageError`."""
+    accepted: list[asyncio.StreamWriter] = []
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(writer)  # read nothing, answer nothing
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with RedisSession.from_url(
+            "s", f"redis://127.0.0.1:{port}/0", socket_timeout=0.2
+        ) as session:
+            with pytest.raises(SessionStorageError) as info:
+                await asyncio.wait_for(session.get_items(), 30)  # a guard, not the bound
+            assert info.value.__cause__ is not None
+    finally:
+        for writer in accepted:
+            writer.close()
+        server.close()
+        await server.wait_closed()
+    assert accepted  # the client did reach the silent server
+
+
 class TestRedisConformance(RedisStorage, SessionConformanceTests):
     """The shared session contract on Redis."""
 

@@ -65,3 +65,27 @@ async def test_sdk_run_config_session_settings_on_our_session(agents: ModuleType
             run_config=agents.RunConfig(session_settings=agents.SessionSettings(limit=1)),
         )
     assert [item.get("content") for item in model.calls[-1].input] == ["old 2", "new"]
+
+
+async def test_the_sdk_runner_reports_the_loaded_history_and_allows_an_empty_input(
+    agents: ModuleType,
+) -> None:
+    """running_agents.md: with `[]`, the SDK's `Runner` reports the loaded history as
+    `result.input`, and it runs an empty input on an empty session (turnstore's raises)."""
+    scripted = agents.testing
+    model = scripted.ScriptedModel(
+        [
+            [scripted.assistant_message("Oslo.", item_id="m1")],
+            [scripted.assistant_message("Nothing to answer.", item_id="m2")],
+        ]
+    )
+    agent = agents.Agent(name="A", model=model)
+    question = {"role": "user", "content": "What is the capital of Norway?"}
+    async with SQLiteSession("retry") as session:
+        await session.add_items([question])
+        result = await agents.Runner.run(agent, [], session=session)
+    assert result.input == [question]
+    async with SQLiteSession("empty") as empty:
+        result = await agents.Runner.run(agent, [], session=empty)
+    assert result.input == []
+    assert result.final_output == "Nothing to answer."

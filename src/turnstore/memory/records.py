@@ -46,7 +46,9 @@ class SessionInfo:
 
 @dataclass(frozen=True, slots=True)
 class SessionStats:
-    """Totals of one storage, from [`SessionStore.stats`][turnstore.admin.SessionStore.stats].
+    """The totals of one database or Redis.
+
+    Returned by [`SessionStore.stats`][turnstore.admin.SessionStore.stats].
 
     Attributes:
         backend: `"sqlite"`, the SQLAlchemy dialect name (`"postgresql"`, `"mysql"`, ...) or

@@ -1,4 +1,4 @@
-"""Looking after every session in one storage: list, inspect, export, import, clear, count.
+"""Looking after the sessions in one database or Redis: list, inspect, export, import, clear.
 
 The base [`SessionStore`][turnstore.admin.SessionStore], which the per-backend stores
 (`sqlite/store.py`, `sqlalchemy/store.py`, `redis/store.py`) extend; what it returns is in
@@ -36,7 +36,7 @@ __all__ = [
 
 
 class SessionStore(AsyncCloseable):
-    """Every session in one storage, for listing, export, import and clean-up.
+    """Every session in one database or Redis, for listing, export, import and clean-up.
 
     Get one with [`open_session_store`][turnstore.admin.open_session_store]; close it with
     `await store.aclose()` or `async with`.
@@ -214,7 +214,7 @@ class SessionStore(AsyncCloseable):
 
         A SQL store reads a sessions table and a messages table, created by the first write of
         a session. Until then, or with a wrong database or table name, every read finds
-        nothing: this tells such a storage apart from an empty one. Redis has no tables.
+        nothing: this tells such a database apart from an empty one. Redis has no tables.
 
         Returns:
             The missing table names (`[]` when both exist, and always for Redis).
