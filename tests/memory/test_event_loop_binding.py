@@ -66,12 +66,19 @@ def test_redis_session_refuses_a_second_loop(redis_url: str) -> None:
     _twice(lambda: RedisSession.from_url(session_id, redis_url))
 
 
-def test_conversations_session_refuses_a_second_loop_until_closed(
+def _conversations_from_the_environment(
     fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The fake server answers the Conversations API; the client is built from the environment."""
     FakeConversationsAPI().install(fake_openai)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
     monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
+
+
+def test_conversations_session_refuses_a_second_loop_until_closed(
+    fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _conversations_from_the_environment(fake_openai, monkeypatch)
     session = OpenAIConversationsSession()
     first, second = asyncio.new_event_loop(), asyncio.new_event_loop()
     try:
@@ -129,9 +136,7 @@ def test_sqlite_session_works_across_loops(tmp_path: Any) -> None:
 def test_conversations_session_run_sync_twice_fails_before_storing(
     fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    FakeConversationsAPI().install(fake_openai)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
-    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
+    _conversations_from_the_environment(fake_openai, monkeypatch)
     agent = Agent(name="Assistant", model="gpt-4.1")
     session = OpenAIConversationsSession()
     fake_openai.enqueue(text_response("answer 1"), text_response("answer 2"))
