@@ -10,18 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_cli_frictions import turnstore
+from test_session_cli import run_cli
 
 from support.backends import unique_prefix
 from support.items import user
 from turnstore import SQLiteSession
-from turnstore.cli import main
 from turnstore.extensions.memory import AdvancedSQLiteSession
 
 
@@ -31,12 +30,6 @@ def bot(text: str) -> dict[str, Any]:
 
 MAIN = [user("q1"), bot("a1"), user("q2"), bot("a2")]
 RETRY = [user("q1"), bot("a1"), user("q2 again"), bot("a2 again"), user("q3 on retry")]
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def lines(out: str) -> list[Any]:
@@ -178,12 +171,6 @@ def test_a_plain_file_exports_as_before(tmp_path: Path, capsys: pytest.CaptureFi
     ] + [["created_at", "item", "session_id"]] * (len(MAIN) - 1)
     code, out, _ = run_cli(capsys, "--db", str(path), "show", "chat", "--limit", "1")
     assert (code, lines(out)) == (0, MAIN[-1:])
-
-
-def turnstore(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "turnstore.cli", *args], capture_output=True, text=True, timeout=120
-    )
 
 
 @pytest.mark.parametrize("kind", ["postgres", "redis", "cluster"])

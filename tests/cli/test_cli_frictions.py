@@ -15,7 +15,10 @@ import pytest
 from turnstore import SQLiteSession
 
 
-def turnstore(*args: str, cwd: Path, umask: int = -1) -> subprocess.CompletedProcess[str]:
+def turnstore(
+    *args: str, cwd: Path | None = None, umask: int = -1
+) -> subprocess.CompletedProcess[str]:
+    """Run the command line in a child process, without `TURNSTORE_DB` from the environment."""
     env = {k: v for k, v in os.environ.items() if k != "TURNSTORE_DB"}
     return subprocess.run(
         [sys.executable, "-m", "turnstore.cli", *args],
