@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from support.backend_matrix import Backend, backend_fixture  # noqa: F401  (the fixture)
+from support.tools import lookup, recording_lookup
 from turnstore import (
     Agent,
     RunConfig,
@@ -41,11 +42,7 @@ async def test_a_cancelled_stream_keeps_the_done_call_and_a_resume_completes_it_
 ) -> None:
     calls: list[str] = []
 
-    @function_tool
-    async def lookup(key: str) -> str:
-        """Look a key up."""
-        calls.append(key)
-        return f"value of {key}"
+    lookup = recording_lookup(calls)
 
     fake_openai.enqueue(
         tool_call_response("lookup", {"key": "a"}, call_id="call_1"), text_response("done")
@@ -90,11 +87,6 @@ async def test_a_cancelled_stream_keeps_the_done_call_and_a_resume_completes_it_
 async def test_a_streamed_run_that_completes_saves_each_item_once(
     fake_openai: FakeOpenAIServer, tmp_path: Path
 ) -> None:
-    @function_tool
-    def lookup(key: str) -> str:
-        """Look a key up."""
-        return f"value of {key}"
-
     fake_openai.enqueue(
         tool_call_response("lookup", {"key": "a"}, call_id="call_1"), text_response("done")
     )
@@ -142,11 +134,6 @@ async def test_a_reasoning_item_is_saved_with_the_item_it_precedes(
         async def add_items(self, items: list[Any]) -> None:
             writes.append(_shape(items))
             await super().add_items(items)
-
-    @function_tool
-    def lookup(key: str) -> str:
-        """Look a key up."""
-        return key
 
     async with (
         fake_openai.async_client() as client,
@@ -294,11 +281,7 @@ async def test_a_run_right_after_leaving_a_stream_waits_for_its_pending_write(
 ) -> None:
     finished: list[str] = []
 
-    @function_tool
-    async def lookup(key: str) -> str:
-        """Look a key up."""
-        finished.append(key)
-        return f"value of {key}"
+    lookup = recording_lookup(finished)
 
     fake_openai.enqueue(
         tool_call_response("lookup", {"key": "a"}, call_id="call_1"), text_response("done")
@@ -339,11 +322,7 @@ async def test_a_resume_from_another_thread_waits_for_the_abandoned_runs_write(
 ) -> None:
     finished: list[str] = []
 
-    @function_tool
-    async def lookup(key: str) -> str:
-        """Look a key up."""
-        finished.append(key)
-        return f"value of {key}"
+    lookup = recording_lookup(finished)
 
     fake_openai.enqueue(
         tool_call_response("lookup", {"key": "a"}, call_id="call_1"), text_response("done")
@@ -431,11 +410,7 @@ async def test_aclose_returns_once_the_abandoned_run_has_saved_what_it_started(
 ) -> None:
     finished: list[str] = []
 
-    @function_tool
-    async def lookup(key: str) -> str:
-        """Look a key up."""
-        finished.append(key)
-        return f"value of {key}"
+    lookup = recording_lookup(finished)
 
     fake_openai.enqueue(tool_call_response("lookup", {"key": "a"}, call_id="call_1"))
     session = HeldOutputSession(backend.session())
