@@ -15,15 +15,13 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from markdown.extensions.toc import slugify
+from docs_i18n.pages import anchor_ids
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "src" / "turnstore"
 DOCS = ROOT / "docs"
 
 LINK = re.compile(r"\[[^\]\n]*\]\(([^)\s]+)\)")
-FENCE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1[ \t]*$", re.M | re.S)
-HEADING = re.compile(r"^#{1,6}[ \t]+(?P<text>.+?)(?:[ \t]+\{#(?P<id>[^}\s]+)\})?[ \t]*$", re.M)
 # `the "Scaling out" section`, `section "Scaling out"`
 SECTION_TITLE = re.compile(r"[\"“]([^\"”\n]+)[\"”] section|section [\"“]([^\"”\n]+)[\"”]")
 
@@ -37,13 +35,14 @@ def strings(path: Path) -> Iterator[tuple[int, str]]:
 
 
 def headings(page: Path) -> dict[str, str]:
-    """The headings of a page outside code blocks: {id: title without Markdown}."""
-    text = FENCE.sub("", page.read_text(encoding="utf-8"))
-    found = {}
-    for match in HEADING.finditer(text):
-        title = match["text"].replace("`", "")
-        found[match["id"] or slugify(title, "-")] = title
-    return found
+    """The headings of a page outside code blocks: {id: title without Markdown}.
+
+    The ids are those the translation tool pairs headings by (`docs_i18n.pages.anchor_ids`).
+    """
+    return {
+        ident: marked.lstrip("#").strip().replace("`", "")
+        for _, marked, ident in anchor_ids(page.read_text(encoding="utf-8"))
+    }
 
 
 PAGES = {page.name: headings(page) for page in sorted(DOCS.glob("*.md"))}
