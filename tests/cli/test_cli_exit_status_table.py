@@ -247,3 +247,32 @@ def test_a_commands_own_argument_errors_name_the_command(
     errors = [line for line in err.splitlines() if ": error: " in line]
     assert len(errors) == 1, err
     assert errors[0].startswith(f"turnstore {command}: error: "), err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["lst"],  # a mistyped command
+        ["list", "--pgae", "2"],  # a mistyped option
+        ["show"],  # a missing argument
+        ["prune", "--idle", "3x"],  # a wrong argument
+        ["--no-db", "list"],  # a missing --db
+    ],
+)
+def test_a_mistake_on_the_command_line_prints_the_usage_above_the_error_line(
+    argv: list[str], tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """cli.md: every failure ends with its error line; a command-line mistake prints the usage
+    above it."""
+    cli = Cli(tmp_path, request)
+    if argv[0] == "--no-db":
+        request.getfixturevalue("monkeypatch").delenv("TURNSTORE_DB", raising=False)
+        cli.run(*argv[1:])
+    else:
+        cli.run("--db", cli.sqlite_with_tables("chats.db", {}), *argv)
+    [(_, status, err)] = cli.outcomes
+    assert status == 2
+    lines = err.rstrip("\n").splitlines()
+    assert lines[0].startswith("usage: turnstore"), err
+    assert lines[-1].startswith("turnstore"), err
+    assert ": error: " in lines[-1], err
