@@ -125,11 +125,17 @@ class Glossary:
             forms = self.forms(term, lang)
             if not any(form in rest for form in forms):
                 findings.append(f"the English says '{term}': write '{forms[0]}' (glossary)")
-        for form in sorted({f for t in used for f in self.forms(t, lang)}, key=len, reverse=True):
-            rest = rest.replace(form, " ")
+        forms = sorted({f for t in used for f in self.forms(t, lang)}, key=len, reverse=True)
         for term in used:
             for variant in self.forbid.get(lang, {}).get(term, []):
-                if _contains(rest, variant):
+                # A correct word may hold the variant (历史记录 holds the forbidden 历史): such
+                # words are taken out first. A variant that holds a correct form (フィクスチャー
+                # holds フィクスチャ) is looked for as it is.
+                text = rest
+                for form in forms:
+                    if variant in form and form != variant:
+                        text = text.replace(form, " ")
+                if _contains(text, variant):
                     findings.append(
                         f"'{variant}' stands for '{term}': write '{self.terms[lang][term]}' "
                         "(glossary)"
