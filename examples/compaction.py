@@ -40,7 +40,11 @@ def four_answers(context: CompactionTriggerContext) -> bool:
 
 
 async def main() -> None:
-    agent = Agent(name="Assistant", instructions="Reply in one short sentence.")
+    agent = Agent(
+        name="Assistant",
+        instructions="Reply in one short sentence.",
+        model="gpt-4.1",
+    )
     async with (
         AsyncOpenAI() as client,
         SQLiteSession("trip_planning") as wrapped,

@@ -271,8 +271,10 @@ class RunResultStreaming(RunResultBase):
 
         The run stops at once, except for a write it has started, which lands first. The next
         run on the same session (in any thread of this process) waits for that write before it
-        reads the history, so `Runner.run(agent, [], session=session)` right after resumes
-        without running a tool twice. To wait until the run has let go, `await result.aclose()`.
+        reads the history, so no tool output is stored twice. A tool that was still running
+        when the run was cancelled has no stored output: `Runner.run(agent, [], session=session)`
+        runs it again (see [Retrying a failed run](../running_agents.md#retrying-a-failed-run)).
+        To wait until the run has let go, `await result.aclose()`.
         """
         if self._task is not None and not self._task.done():
             self._task.cancel()

@@ -249,8 +249,8 @@ class Runner:
         as it is complete (a model item when the stream reports it done, a reasoning item with
         the item it precedes, a tool output when its tool returns), before its `RunItemEvent`;
         no item is saved twice. A cancelled or failed streamed run keeps every item it
-        completed, and `Runner.run(agent, [], session=session)` resumes from them, at once: the
-        resumed run waits for a write the cancelled one still had in progress. Leaving the
+        completed, and `Runner.run(agent, [], session=session)` resumes from them; the resumed
+        run first waits for a write the cancelled one still had in progress. Leaving the
         `stream_events()` loop cancels the run; `await result.aclose()` also waits until it has
         let go.
 
@@ -262,7 +262,7 @@ class Runner:
             ```python
             result = Runner.run_streamed(agent, "Write a haiku", session=session)
             async for event in result.stream_events():
-                if event.type == "text_delta":
+                if isinstance(event, TextDeltaEvent):
                     print(event.delta, end="")
             ```
         """

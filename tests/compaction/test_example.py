@@ -35,6 +35,9 @@ def test_compaction_example(fake_openai: FakeOpenAIServer, tmp_path: Path) -> No
     assert compaction.bodies[0] == {"model": "gpt-4.1", "previous_response_id": "resp_3"}
     assert compaction.bodies[1] == {"model": "gpt-4.1", "previous_response_id": "resp_4"}
     assert len(compaction.bodies) == 2
+    # The session compacts with the model the conversation runs on, as the docs advise.
+    models = {request.body["model"] for request in fake_openai.requests_to("/v1/responses")}
+    assert models == {"gpt-4.1"}
     out = done.stdout
     assert "[stored items: 6, tokens this run: 5]" in out  # three turns: nothing compacted
     # The fourth turn compacted the chain of resp_3: its four questions stay, plus one item.

@@ -46,11 +46,13 @@ def test_python_examples_parse_and_import_real_names(path: Path) -> None:
                         assert alias.name in turnstore.__all__
 
 
-def test_the_custom_session_sketch_fails_the_conformance_kit_only_where_the_page_says(
-    tmp_path: Path,
-) -> None:
-    """sessions.md: the kit passes the DictSession sketch on everything but deep nesting: its
-    `add_items` refuses non-dicts, sets and NaN with a `TypeError` naming the index."""
+def test_the_custom_session_sketch_passes_the_whole_conformance_kit(tmp_path: Path) -> None:
+    """sessions.md: the kit passes the DictSession sketch on every test, as the page says: its
+    `add_items` refuses non-dicts, sets, NaN and items nested too deeply with a `TypeError`
+    naming the index."""
+    assert "The kit passes the `DictSession` above on every test." in (
+        DOCS / "sessions.md"
+    ).read_text(encoding="utf-8")
     example = next(c for c in python_blocks(DOCS / "sessions.md") if "class DictSession" in c)
     (tmp_path / "dict_session.py").write_text(example, encoding="utf-8")
     (tmp_path / "test_dict_session.py").write_text(
@@ -74,13 +76,9 @@ def test_the_custom_session_sketch_fails_the_conformance_kit_only_where_the_page
         timeout=120,
         check=False,
     )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
     passed = re.search(r"(\d+) passed", proc.stdout)
     assert passed, proc.stdout + proc.stderr
     assert int(passed.group(1)) >= 20, proc.stdout
-    failed = re.findall(r"^FAILED \S+::(\S+)", proc.stdout, re.M)
-    # Deep nesting, and only that: the other bad items (a non-dict, an object, a set, NaN,
-    # infinity) are refused as the kit expects.
-    assert set(failed) == {
-        "test_bad_items_are_rejected_and_nothing_is_written[too-deep]",
-        "test_the_deepest_item_accepted_reads_back_from_a_deeper_stack",
-    }, proc.stdout
+    # Including the deep-nesting ones, which a sketch without its depth check fails.
+    assert "failed" not in proc.stdout, proc.stdout

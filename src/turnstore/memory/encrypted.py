@@ -184,7 +184,9 @@ class EncryptedSession(AtomicReplacement, WrapperSessionABC, AsyncCloseable):
             "user_42",
             SQLiteSession("user_42", "chats.db"),
             encryption_key=key,
-            ttl=86400,  # items stay readable for a day (the default is 10 minutes)
+            # Keep items until you delete them. The default, 600, hides them
+            # after 10 minutes.
+            ttl=None,
         )
         ```
     """

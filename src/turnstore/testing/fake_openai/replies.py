@@ -109,7 +109,10 @@ def message_item(text: str, *, item_id: str | None = None) -> dict[str, Any]:
 def function_call_item(
     name: str, arguments: dict[str, Any] | str, *, call_id: str | None = None
 ) -> dict[str, Any]:
-    """Build a function call output item asking for tool `name` with `arguments`."""
+    """Build a `function_call` item, as a response's output holds it, calling tool `name`.
+
+    `arguments` is a dict, which is encoded as JSON, or a JSON string.
+    """
     args = arguments if isinstance(arguments, str) else json.dumps(arguments)
     return {
         "type": "function_call",
