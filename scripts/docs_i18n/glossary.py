@@ -128,12 +128,13 @@ class Glossary:
         forms = sorted({f for t in used for f in self.forms(t, lang)}, key=len, reverse=True)
         for term in used:
             for variant in self.forbid.get(lang, {}).get(term, []):
-                # A correct word may hold the variant (历史记录 holds the forbidden 历史): such
-                # words are taken out first. A variant that holds a correct form (フィクスチャー
-                # holds フィクスチャ) is looked for as it is.
+                # A correct word may hold the variant (历史记录 holds the forbidden 历史), or be
+                # it, as another term's rendering (ko 도구 is "tool", and forbidden for "helper"):
+                # such words are taken out first. A variant that holds a correct form
+                # (フィクスチャー holds フィクスチャ) is looked for as it is.
                 text = rest
                 for form in forms:
-                    if variant in form and form != variant:
+                    if variant in form:
                         text = text.replace(form, " ")
                 if _contains(text, variant):
                     findings.append(

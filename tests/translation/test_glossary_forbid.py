@@ -57,3 +57,23 @@ def test_a_variant_held_by_no_correct_word_is_refused(
     assert terms.check(ENGLISH, text, lang) == [
         f"'{short}' stands for 'history': write '{history}' (glossary)"
     ]
+
+
+# (language, the rendering of "tool", which is also a forbidden variant of "helper", the
+#  rendering of "helper")
+SHARED = [("ja", "ツール", "ヘルパー"), ("ko", "도구", "헬퍼"), ("zh", "工具", "辅助函数")]
+
+
+@pytest.mark.parametrize(("lang", "tool", "helper"), SHARED)
+def test_another_terms_rendering_is_accepted_where_that_term_is_used(
+    lang: str, tool: str, helper: str
+) -> None:
+    terms = Glossary(
+        terms={lang: {"tool": tool, "helper": helper}},
+        forbid={lang: {"helper": [tool]}},
+    )
+    english = "The helper runs the tool."
+    assert terms.check(english, f"{helper} {tool}", lang) == []
+    assert terms.check("The helper runs.", f"{helper} {tool}", lang) == [
+        f"'{tool}' stands for 'helper': write '{helper}' (glossary)"
+    ]
