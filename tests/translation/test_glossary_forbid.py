@@ -1,61 +1,58 @@
-"""A forbidden variant is refused whether a correct form holds it or it holds a correct form; the
-correct text is accepted, in each language the checks run on."""
+"""A forbidden variant is refused whether a correct form holds it or it holds a correct form, and
+accepted where it is another used term's rendering; correct text is accepted, in each language
+the checks run on."""
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import pytest
 
 from docs_i18n.glossary import Glossary
 
+
+class Case(NamedTuple):
+    lang: str
+    fixture: str  # the rendering of "fixture"
+    long_fixture: str  # a forbidden variant that holds it
+    history: str  # the rendering of "history"
+    holder: str  # an accepted longer form of "history" that holds a forbidden variant of it
+    short: str  # that variant
+
+
+CASES = [
+    Case("ja", "フィクスチャ", "フィクスチャー", "履歴", "会話履歴", "会話"),
+    Case("ko", "픽스처", "픽스처들", "기록", "대화 기록", "대화"),
+    Case("zh", "测试夹具", "测试夹具组", "历史记录", "历史记录", "历史"),
+]
 ENGLISH = "Each test gets a fresh fixture and a session history."
 
-# (language, the rendering of "fixture", a variant that holds it, the rendering of "history",
-#  an accepted longer form of "history" that holds a forbidden variant of it, that variant)
-CASES = [
-    ("ja", "フィクスチャ", "フィクスチャー", "履歴", "会話履歴", "会話"),
-    ("ko", "픽스처", "픽스처들", "기록", "대화 기록", "대화"),
-    ("zh", "测试夹具", "测试夹具组", "历史记录", "历史记录", "历史"),
-]
 
-
-def glossary(
-    lang: str, fixture: str, long_fixture: str, history: str, holder: str, short: str
-) -> Glossary:
-    return Glossary(
-        terms={lang: {"fixture": fixture, "history": history}},
-        forbid={lang: {"fixture": [long_fixture], "history": [short]}},
-        accept={lang: {"history": [holder]}},
+def findings(case: Case, text: str) -> list[str]:
+    terms = Glossary(
+        terms={case.lang: {"fixture": case.fixture, "history": case.history}},
+        forbid={case.lang: {"fixture": [case.long_fixture], "history": [case.short]}},
+        accept={case.lang: {"history": [case.holder]}},
     )
+    return terms.check(ENGLISH, text, case.lang)
 
 
-@pytest.mark.parametrize(("lang", "fixture", "long_fixture", "history", "holder", "short"), CASES)
-def test_correct_renderings_are_accepted(
-    lang: str, fixture: str, long_fixture: str, history: str, holder: str, short: str
-) -> None:
-    terms = glossary(lang, fixture, long_fixture, history, holder, short)
-    text = f"{fixture} {holder} {history}"
-    assert terms.check(ENGLISH, text, lang) == []
+@pytest.mark.parametrize("case", CASES, ids=[case.lang for case in CASES])
+def test_correct_renderings_are_accepted(case: Case) -> None:
+    assert findings(case, f"{case.fixture} {case.holder} {case.history}") == []
 
 
-@pytest.mark.parametrize(("lang", "fixture", "long_fixture", "history", "holder", "short"), CASES)
-def test_a_variant_that_holds_the_correct_form_is_refused(
-    lang: str, fixture: str, long_fixture: str, history: str, holder: str, short: str
-) -> None:
-    terms = glossary(lang, fixture, long_fixture, history, holder, short)
-    text = f"{long_fixture} {fixture} {history}"
-    assert terms.check(ENGLISH, text, lang) == [
-        f"'{long_fixture}' stands for 'fixture': write '{fixture}' (glossary)"
+@pytest.mark.parametrize("case", CASES, ids=[case.lang for case in CASES])
+def test_a_variant_that_holds_the_correct_form_is_refused(case: Case) -> None:
+    assert findings(case, f"{case.long_fixture} {case.fixture} {case.history}") == [
+        f"'{case.long_fixture}' stands for 'fixture': write '{case.fixture}' (glossary)"
     ]
 
 
-@pytest.mark.parametrize(("lang", "fixture", "long_fixture", "history", "holder", "short"), CASES)
-def test_a_variant_held_by_no_correct_word_is_refused(
-    lang: str, fixture: str, long_fixture: str, history: str, holder: str, short: str
-) -> None:
-    terms = glossary(lang, fixture, long_fixture, history, holder, short)
-    text = f"{fixture} {history} {short}"
-    assert terms.check(ENGLISH, text, lang) == [
-        f"'{short}' stands for 'history': write '{history}' (glossary)"
+@pytest.mark.parametrize("case", CASES, ids=[case.lang for case in CASES])
+def test_a_variant_held_by_no_correct_word_is_refused(case: Case) -> None:
+    assert findings(case, f"{case.fixture} {case.history} {case.short}") == [
+        f"'{case.short}' stands for 'history': write '{case.history}' (glossary)"
     ]
 
 
@@ -72,8 +69,7 @@ def test_another_terms_rendering_is_accepted_where_that_term_is_used(
         terms={lang: {"tool": tool, "helper": helper}},
         forbid={lang: {"helper": [tool]}},
     )
-    english = "The helper runs the tool."
-    assert terms.check(english, f"{helper} {tool}", lang) == []
+    assert terms.check("The helper runs the tool.", f"{helper} {tool}", lang) == []
     assert terms.check("The helper runs.", f"{helper} {tool}", lang) == [
         f"'{tool}' stands for 'helper': write '{helper}' (glossary)"
     ]
