@@ -1,6 +1,6 @@
 """Compaction: a long conversation whose stored history stays short.
 
-After each turn the runner asks the session whether to compact. Here the
+After each model call the runner asks the session whether to compact. Here the
 trigger fires once four answers are stored; the stored items are then replaced
 by the user messages and one encrypted `compaction` item, and the replaced items
 move to SQLite's archive.
@@ -8,15 +8,15 @@ move to SQLite's archive.
 Try it without an API key, against the bundled fake OpenAI server (its replies
 quote the user messages they received: you see the history the model got):
 
-    # in one shell
-    .venv/bin/python -m turnstore.testing.fake_openai --port 8787
-    # in another
-    export OPENAI_BASE_URL=http://127.0.0.1:8787/v1 OPENAI_API_KEY=sk-fake
-    .venv/bin/python examples/compaction.py
+    # in one shell, with the virtual environment active
+    python -m turnstore.testing.fake_openai --port 8787
+    # in another: paste the first line the server printed, or
+    eval "$(python -m turnstore.testing.fake_openai --print-env --port 8787)"
+    python examples/compaction.py
 
 With a real key:
 
-    OPENAI_API_KEY=sk-... .venv/bin/python examples/compaction.py
+    OPENAI_API_KEY=sk-... python examples/compaction.py
 """
 
 from __future__ import annotations
@@ -48,14 +48,14 @@ async def main() -> None:
     async with (
         AsyncOpenAI() as client,
         SQLiteSession("trip_planning") as wrapped,
-    ):
-        session = OpenAIResponsesCompactionSession(
+        OpenAIResponsesCompactionSession(
             "trip_planning",
             wrapped,
             client=client,
             model="gpt-4.1",
             should_trigger_compaction=four_answers,
-        )
+        ) as session,
+    ):
         config = RunConfig(openai_client=client)
         for question in (
             "I am planning a week in Japan in April. Where should I start?",

@@ -3,15 +3,15 @@
 Try it without an API key, against the bundled fake OpenAI server (its replies
 quote the user messages they received: you see the history the model got):
 
-    # in one shell
-    .venv/bin/python -m turnstore.testing.fake_openai --port 8787
-    # in another
-    export OPENAI_BASE_URL=http://127.0.0.1:8787/v1 OPENAI_API_KEY=sk-fake
-    .venv/bin/python examples/isolated_sessions.py
+    # in one shell, with the virtual environment active
+    python -m turnstore.testing.fake_openai --port 8787
+    # in another: paste the first line the server printed, or
+    eval "$(python -m turnstore.testing.fake_openai --print-env --port 8787)"
+    python examples/isolated_sessions.py
 
 With a real key:
 
-    OPENAI_API_KEY=sk-... .venv/bin/python examples/isolated_sessions.py
+    OPENAI_API_KEY=sk-... python examples/isolated_sessions.py
 """
 
 from __future__ import annotations

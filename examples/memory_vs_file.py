@@ -1,17 +1,17 @@
-"""In memory vs a file: a session in a file survives reopening, in memory not.
+"""In memory vs a file: only a session in a file survives reopening.
 
 Try it without an API key, against the bundled fake OpenAI server (its replies
 quote the user messages they received: you see the history the model got):
 
-    # in one shell
-    .venv/bin/python -m turnstore.testing.fake_openai --port 8787
-    # in another
-    export OPENAI_BASE_URL=http://127.0.0.1:8787/v1 OPENAI_API_KEY=sk-fake
-    .venv/bin/python examples/memory_vs_file.py [DB_PATH]
+    # in one shell, with the virtual environment active
+    python -m turnstore.testing.fake_openai --port 8787
+    # in another: paste the first line the server printed, or
+    eval "$(python -m turnstore.testing.fake_openai --print-env --port 8787)"
+    python examples/memory_vs_file.py [DB_PATH]
 
 With a real key:
 
-    OPENAI_API_KEY=sk-... .venv/bin/python examples/memory_vs_file.py [DB_PATH]
+    OPENAI_API_KEY=sk-... python examples/memory_vs_file.py [DB_PATH]
 
 The database file defaults to ./conversations.db.
 """

@@ -67,10 +67,10 @@ class RunConfig:
         session_input_callback: `callback(history, new_items)`, sync or async, returning the
             list of items the model receives. Items it returns from the history are not saved
             again; see [`SessionInputCallback`][turnstore.SessionInputCallback].
-        call_model_input_filter: `filter(CallModelData) -> ModelInputData`, sync or async,
-            called before each model call with the call's input (history, new input and the
-            run's items so far) and instructions; what it returns is sent instead, and nothing
-            of it is saved. For example
+        call_model_input_filter: `filter(CallModelData) -> ModelInputData`, sync or async.
+            It is called before each model call with the call's instructions and input: the
+            history, the new input and the run's items so far. What it returns is sent
+            instead, and nothing of it is saved. For example
             [`ToolOutputTrimmer`][turnstore.extensions.ToolOutputTrimmer]. It runs after the
             session's history window is loaded (see
             [`SessionSettings`][turnstore.SessionSettings]).

@@ -153,22 +153,22 @@ class Runner:
             TypeError: `input` is neither a string nor a list of dicts.
             MaxTurnsExceeded: No final answer within `max_turns` model calls.
             ModelBehaviorError: The model called an unknown tool, sent invalid tool arguments,
-                answered with neither a message nor a tool call, or its answer is not a usable
-                response (`{}`, `[]`, an `output` that is not a list of typed items, a message
-                without content, unusable token counts, a stream that ends without its final
-                response). Nothing of that answer is stored.
+                answered with neither a message nor a tool call, or gave an unusable response.
+                Unusable means, for example, `{}`, `[]`, an `output` that is not a list of typed
+                items, a message without content, unusable token counts, or a stream that ends
+                without its final response. Nothing of that answer is stored.
             ModelCallError: The model's API call failed, or its answer could not be read (not
                 JSON, or cut off); the underlying exception is chained.
 
         Example:
             ```python
-            session = SQLiteSession("user_42", "chats.db")
-            await Runner.run(agent, "My name is Ada.", session=session)
-            try:
-                result = await Runner.run(agent, "What is my name?", session=session)
-            except ModelCallError:
-                # The question is stored already: retry from the history, adding nothing.
-                result = await Runner.run(agent, [], session=session)
+            async with SQLiteSession("user_42", "chats.db") as session:
+                await Runner.run(agent, "My name is Ada.", session=session)
+                try:
+                    result = await Runner.run(agent, "What is my name?", session=session)
+                except ModelCallError:
+                    # The question is stored already: retry from the history, adding nothing.
+                    result = await Runner.run(agent, [], session=session)
             assert "Ada" in result.final_output
             ```
         """
@@ -205,8 +205,10 @@ class Runner:
 
         Example:
             ```python
-            result = Runner.run_sync(agent, "Hi", session=SQLiteSession("s1"))
+            session = SQLiteSession("s1")
+            result = Runner.run_sync(agent, "Hi", session=session)
             print(result.final_output)
+            session.close()
             ```
         """
         try:
@@ -244,15 +246,16 @@ class Runner:
     ) -> RunResultStreaming:
         """Prepare a streamed run; it starts when you iterate `result.stream_events()`.
 
-        Same arguments and errors as `Runner.run`; the model's answer is streamed (server-sent
-        events) so text arrives as it is generated. With a session, each item is saved as soon
-        as it is complete (a model item when the stream reports it done, a reasoning item with
-        the item it precedes, a tool output when its tool returns), before its `RunItemEvent`;
-        no item is saved twice. A cancelled or failed streamed run keeps every item it
-        completed, and `Runner.run(agent, [], session=session)` resumes from them; the resumed
-        run first waits for a write the cancelled one still had in progress. Leaving the
-        `stream_events()` loop cancels the run; `await result.aclose()` also waits until it has
-        let go.
+        Same arguments and errors as `Runner.run`. The model's answer is streamed (server-sent
+        events), so text arrives as it is generated.
+
+        With a session, each item is saved as soon as it is complete, before its
+        `RunItemEvent`, and no item is saved twice. A model item is complete when the stream
+        reports it done, a reasoning item with the item it precedes, and a tool output when its
+        tool returns. A cancelled or failed streamed run keeps every item it completed.
+        `Runner.run(agent, [], session=session)` resumes from them, after waiting for a write
+        the cancelled run still had in progress. Leaving the `stream_events()` loop cancels the
+        run; `await result.aclose()` also waits until it has let go.
 
         Returns:
             A [`RunResultStreaming`][turnstore.RunResultStreaming]; iterate its

@@ -286,9 +286,9 @@ def function_tool(
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Turn a function, sync or async, into a [`FunctionTool`][turnstore.FunctionTool].
 
-    The parameters' type hints become the JSON schema of the arguments (pydantic builds it, so
-    pydantic models, `Literal`, enums and `TypedDict` work); the docstring's summary becomes the
-    tool's description and its `Args:` entries the parameters' descriptions. The return value is
+    The parameters' type hints become the JSON schema of the arguments. Pydantic builds it, so
+    pydantic models, `Literal`, enums and `TypedDict` work. The docstring's summary becomes the
+    tool's description, and its `Args:` entries the parameters' descriptions. The return value is
     sent to the model as text: strings as they are, pydantic models and JSON-serialisable values
     as JSON, anything else through `str()`. A synchronous function runs in a worker thread.
 

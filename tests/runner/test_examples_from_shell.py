@@ -162,10 +162,13 @@ def test_port_option_and_busy_port() -> None:
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[p.name for p in EXAMPLES])
 def test_docstring_says_how_to_run_it_on_the_fake_server(example: Path) -> None:
+    # The same two ways as the README and the docs' quick start: paste the server's first
+    # line, or `eval` what `--print-env` prints.
     doc = example.read_text(encoding="utf-8").split('"""')[1]
-    assert ".venv/bin/python -m turnstore.testing.fake_openai" in doc
-    assert "export OPENAI_BASE_URL=" in doc
-    assert f".venv/bin/python examples/{example.name}" in doc
+    assert "python -m turnstore.testing.fake_openai --port 8787" in doc
+    assert "paste the first line the server printed" in doc
+    assert 'eval "$(python -m turnstore.testing.fake_openai --print-env --port 8787)"' in doc
+    assert f"python examples/{example.name}" in doc
 
 
 # What each example prints, in part: the replies quote the earlier user turns, so the history

@@ -435,14 +435,14 @@ class EncryptedSession(AtomicReplacement, WrapperSessionABC, AsyncCloseable):
     async def rotate(self) -> int:
         """Re-encrypt the stored history with the first key, in one atomic replacement.
 
-        Every stored envelope is decrypted (with whichever key opens it) and encrypted again
-        with the first key, keeping its original timestamp (so `ttl` still counts from when the
-        item was added); expired items are dropped, and plaintext items (not envelopes) stay
+        Every stored envelope is decrypted, with whichever key opens it, and encrypted again
+        with the first key. It keeps its original timestamp, so `ttl` still counts from when
+        the item was added. Expired items are dropped, and plaintext items (not envelopes) stay
         as they are. Afterwards the other keys are no longer needed for this session.
 
-        On a `SQLiteSession` (and so an `AdvancedSQLiteSession`) every row the session owns is
-        re-encrypted in place in one transaction: every branch, and the compaction archive;
-        the expired items of the current history are then pruned. Elsewhere the history is
+        On a `SQLiteSession` (and so an `AdvancedSQLiteSession`), every row the session owns is
+        re-encrypted in place in one transaction: every branch, and the compaction archive.
+        The expired items of the current history are then pruned. Elsewhere the history is
         replaced in one atomic replacement.
 
         Returns:

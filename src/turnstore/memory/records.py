@@ -91,8 +91,9 @@ class SessionRecord:
         """Return the record as a JSON-ready dict (`created_at` in ISO 8601).
 
         `branch` is written only for a branch other than `main`, so the records of a session
-        without branches look the same as ever; `session` (the session's `created_at` and
-        `last_activity`) only when a session time is set, on the first record of a session.
+        without branches look the same as ever. `session` (the session's `created_at` and
+        `last_activity`) is written only when a session time is set: on the first record of a
+        session.
         """
         data: dict[str, Any] = {"session_id": self.session_id}
         if self.session_created_at is not None or self.session_last_activity is not None:

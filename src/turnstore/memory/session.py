@@ -323,11 +323,11 @@ class HistorySnapshot:
 class AtomicReplacementSession(Session, Protocol):
     """A session that can replace part of its history in one atomic step.
 
-    This is what [`OpenAIResponsesCompactionSession`][turnstore.OpenAIResponsesCompactionSession]
-    needs to swap the compacted items in without a window where the history is half-written:
-    take a snapshot, compute the replacement (which may take a network call), then replace the
-    snapshot's rows, which fails harmlessly when another writer popped or cleared them meanwhile.
-    Items added after the snapshot stay, after the new items.
+    [`OpenAIResponsesCompactionSession`][turnstore.OpenAIResponsesCompactionSession] uses it to
+    swap the compacted items in, so that the history is never half-written. It takes a
+    snapshot, computes the replacement (which may take a network call), then replaces the
+    snapshot's rows. The replacement fails harmlessly when another writer popped or cleared
+    them meanwhile. Items added after the snapshot stay, after the new items.
     [`SQLiteSession`][turnstore.SQLiteSession],
     [`SQLAlchemySession`][turnstore.extensions.memory.SQLAlchemySession] and
     [`RedisSession`][turnstore.extensions.memory.RedisSession] implement it; check with

@@ -37,9 +37,9 @@ class SessionSettings:
             message belong to no turn and are loaded only when the whole history fits. `None`:
             no turn limit.
         limit_tokens: An estimated token budget for the history a run loads: the latest items
-            whose estimated tokens add up to at most this many (see
+            whose estimated tokens add up to at most this many. The estimate is
             [`estimate_item_tokens`][turnstore.memory.estimate_item_tokens]: a quarter of the
-            length of each item's JSON, rounded up). `None`: no budget.
+            length of each item's JSON, rounded up. `None`: no budget.
 
     Raises:
         TypeError: A limit is not an int or `None`.

@@ -90,12 +90,11 @@ class SessionStore(AsyncCloseable):
     async def iter_sessions(self, *, prefix: str = "") -> AsyncIterator[SessionInfo]:
         """Yield every session once, in session id order (on Redis, in no set order).
 
-        For walking a whole store (the command line's `export --all` does). It walks by a key
-        that writes do not move, not by offset: every session that exists for the whole walk
-        is yielded exactly once, however many sessions are written to, created or deleted
-        meanwhile (SQL backends page by session id; Redis scans its index with `ZSCAN`, or
-        reads each slot's index once on a cluster). A session created or deleted during the
-        walk may or may not be yielded. For pages newest activity first, use `list_sessions`.
+        Use it to walk a whole store, as the command line's `export --all` does. Every session
+        that exists for the whole walk is yielded exactly once, however many sessions are
+        written to, created or deleted meanwhile. A session created or deleted during the walk
+        may or may not be yielded. For pages with the newest activity first, use
+        `list_sessions`.
 
         Args:
             prefix: Only sessions whose id starts with this text (case-sensitive; `""` for all).
@@ -310,13 +309,15 @@ class SessionStore(AsyncCloseable):
     ) -> None:
         """Write records to a session in one transaction, keeping their times.
 
-        Every item is encoded before anything is written; the write is atomic (one SQL
-        transaction, or one Redis script), so a failure leaves the session as it was. The write
-        counts as the session's latest activity, unless the records carry the session's times
-        (`session_created_at`, `session_last_activity`, as an export's first record of each
-        session does): a session that the write creates or replaces gets those times; one that
-        it appends to keeps the earlier creation time and the later last activity of its own
-        and the records'. (On Redis a session's creation time is its first item's.)
+        Every item is encoded before anything is written. The write is atomic, so a failure
+        leaves the session as it was.
+
+        The write counts as the session's latest activity, unless the records carry the
+        session's times (`session_created_at` and `session_last_activity`, as the first record
+        of each session in an export does). A session that the write creates or replaces then
+        gets those times. A session that it appends to keeps the earlier of the two creation
+        times and the later of the two last-activity times. (On Redis, a session's creation
+        time is that of its first item.)
 
         Args:
             session_id: The session to write to (created if missing).

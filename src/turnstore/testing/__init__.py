@@ -1,11 +1,11 @@
 """Test helpers that ship with turnstore, for this project's tests and for yours.
 
 - [`FakeOpenAIServer`][turnstore.testing.FakeOpenAIServer]: an OpenAI-compatible HTTP server
-  on 127.0.0.1 to point the real `openai` client at. From a shell,
-  `python -m turnstore.testing.fake_openai [--port N]` runs it with the Responses (streaming
-  too), `responses/compact` and Conversations endpoints and replies that quote the user messages
-  they received, and prints the `OPENAI_BASE_URL` and `OPENAI_API_KEY` to export: a way to try
-  turnstore and its examples without an API key.
+  on 127.0.0.1 to point the real `openai` client at. It serves the Responses API (streaming
+  too), `responses/compact` and the Conversations API. Its replies quote the user messages they
+  received. From a shell, `python -m turnstore.testing.fake_openai [--port N]` runs it. Its
+  first line of output sets `OPENAI_BASE_URL` and `OPENAI_API_KEY`: a way to try turnstore and
+  its examples without an API key.
 - [`ScriptedModel`][turnstore.testing.ScriptedModel]: a model that answers from a script,
   without HTTP, and records each request.
 - [`SessionConformanceTests`][turnstore.testing.SessionConformanceTests]: the contract tests

@@ -25,7 +25,7 @@ ScriptStep: TypeAlias = (
     | BaseException
     | Callable[[ModelRequest], "ScriptStep | Awaitable[ScriptStep]"]
 )
-"""One scripted model turn:
+"""One step of the script, the answer to one model call:
 
 - a `str`: an assistant message with that text;
 - a `dict`: a whole Responses API response body (see
@@ -57,14 +57,14 @@ def _build_response(body: dict[str, Any]) -> Response:
 
 
 class ScriptedModel:
-    """A model whose answers are scripted turn by turn, for fast tests without a server.
+    """A model that answers from a script, one step per call, for fast tests without a server.
 
     Every call takes the next step of the script and records the request it received (a deep
     copy) in `calls`. Streaming calls turn the scripted response into the Responses API's event
     sequence, text split into small deltas.
 
     Args:
-        steps: The scripted turns, in order (see `ScriptStep`).
+        steps: The steps, one per model call, in order (see `ScriptStep`).
 
     Example:
         ```python
@@ -73,7 +73,8 @@ class ScriptedModel:
 
         model = ScriptedModel([tool_call_response("get_weather", {"city": "Oslo"}), "Sunny."])
         agent = Agent(name="Weather", model=model, tools=[get_weather])
-        result = await Runner.run(agent, "Weather in Oslo?", session=SQLiteSession("t"))
+        async with SQLiteSession("t") as session:
+            result = await Runner.run(agent, "Weather in Oslo?", session=session)
         assert result.final_output == "Sunny."
         assert model.calls[1].input[-1]["type"] == "function_call_output"
         ```

@@ -71,8 +71,8 @@ class OpenAIResponsesCompactionSession(ReplaceAndRestore, WrapperSessionABC, Ope
         server compacts only what the latest model call saw. If your runs load only part of
         the history (`SessionSettings(limit=...)`, `limit_turns`, `limit_tokens`, or a
         `session_input_callback`), compaction removes the stored items older than that
-        window. PostgreSQL and Redis keep no archive of them. Pass `compaction_mode="input"`
-        to compact everything stored.
+        window. Only a SQLite session keeps them, in its archive; every other session deletes
+        them. Pass `compaction_mode="input"` to compact everything stored.
 
     !!! warning "One event loop per session"
         The session's `AsyncOpenAI` client, built from the environment or passed in, belongs
@@ -95,7 +95,8 @@ class OpenAIResponsesCompactionSession(ReplaceAndRestore, WrapperSessionABC, Ope
     - A tool call is never separated from its output. A call still waiting for its output is
       never compacted away: only the history before it is compacted.
 
-    Write through this object, not the wrapped session, while it is in use.
+    Write through this object, not the wrapped session, while it is in use. Its `close()`
+    closes the client it built, not the wrapped session: close both, as the example does.
 
     Args:
         session_id: Identifies this session (usually the wrapped session's id).
@@ -125,11 +126,12 @@ class OpenAIResponsesCompactionSession(ReplaceAndRestore, WrapperSessionABC, Ope
         ```python
         from turnstore import OpenAIResponsesCompactionSession, Runner, SQLiteSession
 
-        session = OpenAIResponsesCompactionSession(
-            "user_42", SQLiteSession("user_42", "chats.db"), model="gpt-4.1"
-        )
-        result = await Runner.run(agent, "Hello", session=session)  # compacts when due
-        usage = await session.run_compaction({"force": True})  # or compact now
+        async with (
+            SQLiteSession("user_42", "chats.db") as wrapped,
+            OpenAIResponsesCompactionSession("user_42", wrapped, model="gpt-4.1") as session,
+        ):
+            result = await Runner.run(agent, "Hello", session=session)  # compacts when due
+            usage = await session.run_compaction({"force": True})  # or compact now
         ```
     """
 

@@ -55,9 +55,9 @@ class OpenAIConversationsSession(SessionABC, OpenAIClientSession):
 
     Reads fetch only what they return: `get_items(limit)` pages backwards from the newest item
     and stops after `limit` items. Writes are sent in requests of at most 20 items, the most the
-    API accepts; when one request of a larger batch fails, the items the earlier requests created
-    are deleted again, so a batch is stored whole or not at all. A write runs to its end even when
-    its caller is cancelled (see
+    API accepts. A batch is stored whole or not at all: when one request of a larger batch
+    fails, the items the earlier requests created are deleted again. A write runs to its end
+    even when its caller is cancelled (see
     [`await_session_mutation`][turnstore.memory.await_session_mutation]).
     Calls through one session object are serialised; separate objects or processes writing to
     the same conversation need their own coordination.
@@ -166,9 +166,8 @@ class OpenAIConversationsSession(SessionABC, OpenAIClientSession):
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """Return the conversation's items, oldest first.
 
-        With a limit, the newest items are read newest first, one page of at most 100 per
-        request, and the reading stops as soon as `limit` items are in hand: the cost is
-        O(limit), not O(history).
+        With a limit, only the latest `limit` items are read, newest first, at most 100 per
+        request. The cost grows with `limit`, not with the length of the history.
 
         Args:
             limit: Return only the latest `limit` items (still oldest first). `None` uses the

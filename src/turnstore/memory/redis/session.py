@@ -85,24 +85,23 @@ def _ttl_ms(ttl: float | timedelta | None) -> int:
 class RedisSession(PooledSession):
     """A session stored in Redis, shared by every process that uses the same server and prefix.
 
-    Each session is one Redis list, so `get_items(limit)` reads only the tail (`LRANGE -limit -1`)
-    and appends never rewrite the history. `add_items` and `pop_item` are each one Lua script,
-    which Redis runs atomically: a batch is stored whole or not at all and never interleaved
-    with another writer's batch, and two concurrent pops never return the same item. With a
-    `ttl`, a session expires after that long without a write; every write (`add_items`,
-    `pop_item`) restarts the clock.
+    Each session is one Redis list: `get_items(limit)` reads only the latest items, and appends
+    never rewrite the history. `add_items` and `pop_item` are atomic. A batch is stored whole
+    or not at all, and never interleaved with another writer's batch. Two concurrent pops never
+    return the same item. With a `ttl`, a session expires after that long without a write, and
+    every write (`add_items`, `pop_item`) restarts the clock.
 
-    Errors of the client are raised as [`SessionStorageError`][turnstore.SessionStorageError]
-    with the original exception chained; the client reconnects on the next call. A client made by
-    [`from_url`][turnstore.extensions.memory.RedisSession.from_url] does not retry commands by
-    itself (a retried write could be applied twice; a cluster client still follows `MOVED` and
-    `ASK` redirects, which are safe); a client you pass in keeps its own retry policy.
+    Errors of the client are raised as [`SessionStorageError`][turnstore.SessionStorageError],
+    with the original exception chained. The client reconnects on the next call. A client made
+    by [`from_url`][turnstore.extensions.memory.RedisSession.from_url] does not retry commands
+    by itself, since a retried write could be applied twice. (A cluster client still follows
+    the `MOVED` and `ASK` redirects, which are safe.) A client you pass in keeps its own retry
+    policy.
 
-    On a Redis Cluster the session's list and the index entry that lists it share one hash slot
-    (the session id is the hash tag), so every write, the atomic replacement included, is still
-    one atomic script; sessions spread over the slots of every primary. The cluster uses its own
-    key layout; data written on one Redis moves to a cluster with `turnstore export` and
-    `turnstore import`.
+    On a Redis Cluster, every write is still atomic, the replacement by a compaction included.
+    Sessions spread over the slots of every primary. A cluster lays out its keys differently
+    and cannot read data written on a single Redis server: move that data with
+    `turnstore export` and `turnstore import`.
 
     !!! warning "One event loop per session"
         The session belongs to the event loop it is first used on; another loop raises

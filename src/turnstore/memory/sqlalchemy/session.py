@@ -50,20 +50,17 @@ _T = TypeVar("_T")
 class SQLAlchemySession(PooledSession):
     """A session stored in PostgreSQL (or MySQL/MariaDB) through async SQLAlchemy 2.
 
-    Many processes and hosts can share one database: each mutation of a session locks that
-    session's row in the sessions table for the length of its transaction, so concurrent writers
-    of one session are serialised (a batch is never interleaved with another), `pop_item` never
-    returns the same item twice, and other sessions are not held up. The history is ordered by an
-    autoincrement id, never by timestamps; each item also records when it was added
-    (`created_at`).
+    Many processes and hosts can share one database. Writers of one session wait for each
+    other, a batch is never interleaved with another, and `pop_item` never returns an item
+    twice. Other sessions are not held up. The history keeps the order in which the items were
+    added, whatever their timestamps. Each item also records when it was added (`created_at`).
 
-    Errors of the driver are raised as [`SessionStorageError`][turnstore.SessionStorageError]
-    with the original exception chained. A lost connection (a restarted server, a killed backend)
-    fails the current call only, as soon as the driver sees it, whatever the size of the batch
-    being sent: the pool replaces the connection for the next call, and never hands out one the
-    driver knows is closed. A write that may have reached the database is never retried, so it
-    is never applied twice. Only a transaction the database rolled back as a deadlock victim
-    runs again. A read that meets a lost connection runs once more on a new one.
+    Errors of the driver are raised as [`SessionStorageError`][turnstore.SessionStorageError],
+    with the original exception chained. A lost connection (a restarted server, a killed
+    backend) fails only the current call, at once, and the next call gets a new connection. A
+    write that may have reached the database is never retried, so it is never applied twice.
+    Only a transaction the database rolled back as a deadlock victim runs again. A read that
+    meets a lost connection runs once more on a new one.
 
     !!! warning "One event loop per session"
         The session belongs to the event loop it is first used on; another loop raises
@@ -79,12 +76,11 @@ class SQLAlchemySession(PooledSession):
         sessions_table: Name of the table with one row per session.
         messages_table: Name of the table with one row per item.
         session_settings: Default settings for runs that use this session (or a dict of them).
-        command_timeout: The most seconds one operation (`get_items`, `add_items`, `pop_item`,
-            `clear_session`: each one transaction) may spend in the database, 60 by default;
-            `None` for no bound. Past it the connection is dropped (a database that stops
-            answering can otherwise leave the driver waiting forever) and the call raises
-            [`SessionStorageError`][turnstore.SessionStorageError]; the session stays usable.
-            A connection the server ends fails the call at once, without waiting for it.
+        command_timeout: The most seconds one operation (`get_items`, `add_items`, `pop_item`
+            or `clear_session`) may spend in the database. 60 by default; `None` for no bound,
+            which lets a database that stops answering hold the call forever. Past it, the
+            call raises [`SessionStorageError`][turnstore.SessionStorageError], and the session
+            stays usable. A connection the server ends fails the call at once.
 
     Raises:
         TypeError: `session_id` is not a string, or the settings are invalid.

@@ -122,13 +122,12 @@ class SQLiteSession(SessionABC, AsyncCloseable):
     # --- lifecycle --------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the session; the last session on a database stops its thread.
+        """Close the session. A plain method, as in the OpenAI Agents SDK.
 
-        A plain method, as in the OpenAI Agents SDK. Operations already started finish first.
-        Closing twice is harmless; any other operation after it raises `SessionClosedError`.
-        With no event loop running on this thread, `close()` also waits for the thread to
-        close its connection. Called on an event loop, it only tells the thread to stop and
-        returns at once (it never blocks the loop): `await aclose()` there to wait for it.
+        Operations already started finish first. Closing twice is harmless; any other
+        operation after it raises `SessionClosedError`. Outside an event loop, `close()` returns
+        once everything the session held is released. On an event loop it returns at once, so
+        that it never blocks the loop: in async code, `await aclose()` to wait for the release.
         """
         self._release()
 

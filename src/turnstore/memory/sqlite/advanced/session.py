@@ -108,9 +108,9 @@ class AdvancedSQLiteSession(BranchAnalytics, SQLiteSession):
         """Read the stored items through `decoder` for turns, search, branches and usage.
 
         For a wrapper that stores items in a form this session cannot read
-        ([`EncryptedSession`][turnstore.extensions.memory.EncryptedSession] sets its own):
-        turn numbers, turn listings and search, tool counts, `list_branches`' `user_turns`,
-        branching from a turn and usage recording then work on what the decoder returns.
+        ([`EncryptedSession`][turnstore.extensions.memory.EncryptedSession] sets its own).
+        These then work on what the decoder returns: turn numbers, turn listings and search,
+        tool counts, `list_branches`' `user_turns`, branching from a turn and usage recording.
         `get_items`, `pop_item` and the atomic replacement still return and take the items as
         stored.
 
