@@ -70,8 +70,8 @@ class OpenAIResponsesCompactionSession(ReplaceAndRestore, WrapperSessionABC, Ope
         In the default `"auto"` mode, when responses are stored (the API's default), the
         server compacts only what the latest model call saw. If your runs load only part of
         the history (`SessionSettings(limit=...)`, `limit_turns`, `limit_tokens`, or a
-        `session_input_callback`), compaction removes the stored items older than that
-        window. Only a SQLite session keeps them, in its archive; every other session deletes
+        `session_input_callback`), the stored items older than that window leave the
+        history. A SQLite session moves them to its archive; every other session deletes
         them. Pass `compaction_mode="input"` to compact everything stored.
 
     !!! warning "One event loop per session"
