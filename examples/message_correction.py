@@ -3,7 +3,7 @@
 Try it without an API key, against the bundled fake OpenAI server (its replies
 quote the user messages they received: you see the history the model got):
 
-    # in one shell, with the virtual environment active
+    # in one shell (activate the virtual environment in both)
     python -m turnstore.testing.fake_openai --port 8787
     # in another: paste the first line the server printed, or
     eval "$(python -m turnstore.testing.fake_openai --print-env --port 8787)"

@@ -3,9 +3,9 @@
 - [`FakeOpenAIServer`][turnstore.testing.FakeOpenAIServer]: an OpenAI-compatible HTTP server
   on 127.0.0.1 to point the real `openai` client at. It serves the Responses API (streaming
   too), `responses/compact` and the Conversations API. Its replies quote the user messages they
-  received. From a shell, `python -m turnstore.testing.fake_openai [--port N]` runs it. Its
-  first line of output sets `OPENAI_BASE_URL` and `OPENAI_API_KEY`: a way to try turnstore and
-  its examples without an API key.
+  received. From a shell, `python -m turnstore.testing.fake_openai [--port N]` runs it: a way
+  to try turnstore and its examples without an API key. Its first line of output is a shell
+  command that exports `OPENAI_BASE_URL` and `OPENAI_API_KEY`.
 - [`ScriptedModel`][turnstore.testing.ScriptedModel]: a model that answers from a script,
   without HTTP, and records each request.
 - [`SessionConformanceTests`][turnstore.testing.SessionConformanceTests]: the contract tests

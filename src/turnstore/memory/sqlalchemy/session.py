@@ -57,10 +57,10 @@ class SQLAlchemySession(PooledSession):
 
     Errors of the driver are raised as [`SessionStorageError`][turnstore.SessionStorageError],
     with the original exception chained. A lost connection (a restarted server, a killed
-    backend) fails only the current call, at once, and the next call gets a new connection. A
-    write that may have reached the database is never retried, so it is never applied twice.
-    Only a transaction the database rolled back as a deadlock victim runs again. A read that
-    meets a lost connection runs once more on a new one.
+    backend) fails a write at once, and the next call gets a new connection. A read that meets
+    one runs once more on a new connection. A write that may have reached the database is never
+    retried, so it is never applied twice. Only a transaction the database rolled back as a
+    deadlock victim runs again.
 
     !!! warning "One event loop per session"
         The session belongs to the event loop it is first used on; another loop raises
