@@ -1,4 +1,4 @@
-"""Where and how `RedisSession` keeps its data: key layouts (one Redis, Redis Cluster), elements.
+"""Where and how `RedisSession` keeps its data: key layouts (one server, cluster), elements.
 
 For a key prefix `P` (default `agent_sessions`):
 
@@ -12,7 +12,7 @@ For a key prefix `P` (default `agent_sessions`):
   contains `}` is not used as one (`a}b` would share the slot of every `a}...` id): its list is
   `P:items:{<digest>}<session_id>`, tagged with 16 hex digits of the whole id's BLAKE2b hash.
 
-The two layouts are separate key spaces: moving sessions from one Redis to a cluster goes
+The two layouts are separate key spaces: moving sessions from a single server to a cluster goes
 through `turnstore export` and `turnstore import`.
 
 Each element of an item list is `<milliseconds since the epoch>|<item JSON>`

@@ -2,7 +2,7 @@
 
 Needs the `redis` extra: `pip install 'turnstore[redis]'`.
 
-Works on one Redis (`redis.asyncio.Redis`) and on a Redis Cluster
+Works on a single Redis server (`redis.asyncio.Redis`) and on a Redis Cluster
 (`redis.asyncio.cluster.RedisCluster`, or a `redis+cluster://` URL). The key layouts and the
 element format are in `keys.py`: for a key prefix `P`, a session's items are one list,
 `P:items:<session_id>` (`P:items:{<session_id>}` on a cluster), whose elements are

@@ -42,7 +42,7 @@ _PAGE = 500
 
 
 class RedisStore(SessionStore):
-    """The keys of `RedisSession` under one prefix, on one Redis or on a Redis Cluster.
+    """The keys of `RedisSession` under one prefix, on a single Redis server or on a Redis Cluster.
 
     On a cluster each hash slot has its own index (see keys.py): listing finds the indexes with
     `SCAN` on every primary and merges them.
@@ -145,7 +145,7 @@ class RedisStore(SessionStore):
 
         Without a prefix a page is one range read of the index (of every index, merged, on a
         cluster). When sessions of that window are gone by the time they are described, and
-        with a prefix on one Redis, the index is walked on, newest first, by key (score, id)
+        with a prefix on a single server, the index is walked on, newest first, by key (score, id)
         and not by position: sessions written, created or deleted meanwhile neither repeat an
         entry nor skip one, and each read moves down the index, so a listing ends however
         fast sessions come and go. With a prefix on a cluster every index is read once, as a
