@@ -125,7 +125,7 @@ class Glossary:
             forms = self.forms(term, lang)
             if not any(form in rest for form in forms):
                 findings.append(f"the English says '{term}': write '{forms[0]}' (glossary)")
-        forms = sorted({f for t in used for f in self.forms(t, lang)}, key=len, reverse=True)
+        all_forms = sorted({f for t in used for f in self.forms(t, lang)}, key=len, reverse=True)
         for term in used:
             for variant in self.forbid.get(lang, {}).get(term, []):
                 # A correct word may hold the variant (历史记录 holds the forbidden 历史), or be
@@ -133,7 +133,7 @@ class Glossary:
                 # such words are taken out first. A variant that holds a correct form
                 # (フィクスチャー holds フィクスチャ) is looked for as it is.
                 text = rest
-                for form in forms:
+                for form in all_forms:
                     if variant in form:
                         text = text.replace(form, " ")
                 if _contains(text, variant):
