@@ -250,26 +250,28 @@ def test_a_commands_own_argument_errors_name_the_command(
 
 
 @pytest.mark.parametrize(
-    "argv",
+    ("argv", "with_db"),
     [
-        ["lst"],  # a mistyped command
-        ["list", "--pgae", "2"],  # a mistyped option
-        ["show"],  # a missing argument
-        ["prune", "--idle", "3x"],  # a wrong argument
-        ["--no-db", "list"],  # a missing --db
+        (["lst"], True),  # a mistyped command
+        (["list", "--pgae", "2"], True),  # a mistyped option
+        (["show"], True),  # a missing argument
+        (["prune", "--idle", "3x"], True),  # a wrong argument
+        (["list"], False),  # a missing --db
     ],
 )
 def test_a_mistake_on_the_command_line_prints_the_usage_above_the_error_line(
-    argv: list[str], tmp_path: Path, request: pytest.FixtureRequest
+    argv: list[str],
+    with_db: bool,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """cli.md: every failure ends with its error line; a command-line mistake prints the usage
     above it."""
+    monkeypatch.delenv("TURNSTORE_DB", raising=False)
     cli = Cli(tmp_path, request)
-    if argv[0] == "--no-db":
-        request.getfixturevalue("monkeypatch").delenv("TURNSTORE_DB", raising=False)
-        cli.run(*argv[1:])
-    else:
-        cli.run("--db", cli.sqlite_with_tables("chats.db", {}), *argv)
+    db = ["--db", cli.sqlite_with_tables("chats.db", {})] if with_db else []
+    cli.run(*db, *argv)
     [(_, status, err)] = cli.outcomes
     assert status == 2
     lines = err.rstrip("\n").splitlines()
